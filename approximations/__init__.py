@@ -1,0 +1,8 @@
+"""The catalog of candidate implementations, one module per family.
+
+Importing this package registers every candidate with :mod:`audit.candidates`.
+Each candidate states its formula and the public source it was written from;
+formulas and constants are taken from the cited papers and documentation.
+"""
+
+from . import gelu  # noqa: F401

@@ -1,0 +1,20 @@
+"""actaudit: audit the accuracy and stability of activation functions.
+
+The Python API, which the ``actaudit`` command line is a thin layer over::
+
+    import audit
+    results = audit.sweep("gelu", dtype="fp16")
+    print(results[0].max_ulp, results[0].worst)
+"""
+
+__version__ = "0.1.0"
+
+from .candidates import Candidate, candidate, catalog, resolve  # noqa: E402
+from .errors import ActauditError  # noqa: E402
+from .formats import FORMATS, Format, get_format  # noqa: E402
+from .references import REFERENCES, get_reference  # noqa: E402
+from .sweep import SweepResult, document, sweep  # noqa: E402
+
+__all__ = ["sweep", "SweepResult", "document", "Candidate", "candidate", "catalog", "resolve",
+           "Format", "FORMATS", "get_format", "REFERENCES", "get_reference", "ActauditError",
+           "__version__"]

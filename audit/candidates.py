@@ -1,0 +1,144 @@
+"""Candidates: the implementations under audit, and the registry of them.
+
+A candidate has an id ``family.variant``, the reference it approximates, its
+formula as text, its public source, parameters with defaults, and a Python
+formula ``fn(x, m, **params)`` over :class:`audit.compute.Val` values and the
+primitives of ``m`` (:class:`audit.compute.Ops`).  The catalog lives in the
+``approximations`` package, which registers candidates on import.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import compute
+from .errors import BadParameterError, UnknownNameError
+from .formats import Format
+from .references import Reference, get_reference
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: str
+    reference: str
+    formula: str
+    source: str
+    fn: Callable = field(repr=False)
+    params: dict = field(default_factory=dict)
+    notes: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def variant(self) -> str:
+        return self.id.split(".", 1)[1]
+
+    @property
+    def ref(self) -> Reference:
+        return get_reference(self.reference)
+
+    def resolve_params(self, overrides: dict | None) -> dict:
+        """Candidate defaults updated with overrides; unknown names are an error."""
+        out = dict(self.params)
+        for k, v in (overrides or {}).items():
+            if k not in out:
+                known = ", ".join(out) or "none"
+                raise BadParameterError(f"{self.id} has no parameter '{k}' (parameters: {known})")
+            out[k] = v
+        return out
+
+    def reference_params(self, params: dict) -> dict:
+        """The parameters of the reference that this candidate shares (swish's beta)."""
+        ref = self.ref
+        return {k: params[k] for k in ref.params if k in params}
+
+    def evaluate(self, x: np.ndarray, storage: Format, compute_fmt: Format,
+                 params: dict | None = None) -> np.ndarray:
+        return compute.evaluate(self.fn, np.asarray(x, dtype=np.float64), storage, compute_fmt,
+                                self.resolve_params(params))
+
+    def source_line(self) -> int | None:
+        try:
+            return inspect.getsourcelines(self.fn)[1]
+        except (OSError, TypeError):
+            return None
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "family": self.family, "variant": self.variant,
+                "reference": self.reference, "formula": self.formula, "source": self.source,
+                "params": dict(self.params), "notes": self.notes}
+
+
+REGISTRY: dict[str, Candidate] = {}
+
+
+def candidate(id: str, *, reference: str, formula: str, source: str, notes: str = "", **params):
+    """Decorator: register ``fn(x, m, **params)`` as candidate ``id``."""
+    if "." not in id:
+        raise ValueError(f"candidate id '{id}' must be family.variant")
+
+    def wrap(fn):
+        if id in REGISTRY:
+            raise ValueError(f"duplicate candidate id {id}")
+        REGISTRY[id] = Candidate(id, reference, formula, source, fn, dict(params), notes)
+        return fn
+
+    return wrap
+
+
+def catalog() -> dict[str, Candidate]:
+    """All registered candidates (importing the catalog on first use)."""
+    import approximations  # noqa: F401  (registers the catalog)
+
+    return REGISTRY
+
+
+def families() -> dict[str, list[Candidate]]:
+    out: dict[str, list[Candidate]] = {}
+    for c in catalog().values():
+        out.setdefault(c.family, []).append(c)
+    return out
+
+
+def resolve(names) -> list[Candidate]:
+    """Names to candidates: 'gelu.tanh' selects one, a bare family 'gelu' all of it."""
+    cat = catalog()
+    fams = families()
+    out: list[Candidate] = []
+    for name in names:
+        name = name.strip()
+        if name in cat:
+            found = [cat[name]]
+        elif name in fams:
+            found = fams[name]
+        else:
+            close = difflib.get_close_matches(name, list(cat) + list(fams), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UnknownNameError(f"unknown candidate or family '{name}'{hint} "
+                                   "(run 'actaudit list' to see them)")
+        out.extend(c for c in found if c not in out)
+    if not out:
+        raise UnknownNameError("no candidate given")
+    return out
+
+
+def parse_param(text: str) -> tuple[str, float]:
+    """'limit=8' -> ('limit', 8.0)."""
+    if "=" not in text:
+        raise BadParameterError(f"parameter '{text}' is not NAME=VALUE")
+    k, v = text.split("=", 1)
+    try:
+        val = float(v)
+    except ValueError:
+        raise BadParameterError(f"parameter '{k}': '{v}' is not a number") from None
+    if not math.isfinite(val):
+        raise BadParameterError(f"parameter '{k}' must be finite, got '{v}'")
+    return k.strip(), val

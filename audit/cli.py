@@ -1,0 +1,238 @@
+"""The ``actaudit`` command line: a thin layer over the Python API.
+
+Errors the user can cause are :class:`audit.errors.ActauditError`; :func:`main`
+prints them as one line (``actaudit: error: ...``) and exits 2.  Ctrl-C prints
+one line and exits 130.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import click
+import numpy as np
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from . import __version__
+from .candidates import catalog, parse_param
+from .errors import ActauditError, BadOptionError
+from .formats import FORMATS
+from .inputs import parse_range
+from .io import dumps, write_text
+from .metrics import CLASS_NAMES
+from .sweep import SweepResult, document, sweep as run_sweep
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Audit the accuracy and stability of activation functions and their "
+                       "approximations against an exact mpmath oracle.")
+out = Console()
+if not out.is_terminal:  # piped or redirected: do not squeeze tables into 80 columns
+    out = Console(width=160)
+err = Console(stderr=True)
+
+
+def _say(msg: str) -> None:
+    """One line on stderr."""
+    sys.stderr.write(msg.replace("\n", " ") + "\n")
+
+MAX_CSV_ROWS = 1 << 24
+
+
+def fmt_num(v, digits=3) -> str:
+    if v is None:
+        return "-"
+    v = float(v)
+    if math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0:
+        return "0"
+    if 1e-3 <= abs(v) < 1e5:
+        return f"{v:.{digits}g}"
+    return f"{v:.{digits - 1}e}"
+
+
+def _version(value: bool):
+    if value:
+        out.print(f"actaudit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")):
+    pass
+
+
+@app.command()
+def sweep(
+    targets: List[str] = typer.Argument(..., help="Candidates (gelu.tanh) or families (gelu)."),
+    dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c",
+                                          help="Compute format(s) of intermediates (default: the storage format)."),
+    range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
+    samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
+    exhaustive: bool = typer.Option(False, "--exhaustive", help="Every fp32 input (chunked)."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE (repeatable)."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
+    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write one row per input to PATH."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
+):
+    """Sweep candidates over every input of a format against the exact oracle."""
+    rng = parse_range(range_)
+    params = dict(parse_param(p) for p in param)
+    if samples is not None and samples < 1:
+        raise BadOptionError(f"--samples must be positive, got {samples}")
+    with _progress() as bar:
+        results = run_sweep(targets, dtype, compute, range=rng, samples=samples, seed=seed,
+                            exhaustive=exhaustive, params=params, keep_points=csv_out is not None,
+                            progress=bar)
+    if csv_out is not None:
+        write_csv(results, csv_out)
+    doc = document(results, command=_command_line())
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+        return
+    if json_out:
+        write_text(json_out, dumps(doc))
+    if not quiet:
+        out.print(results_table(results))
+
+
+class _progress:
+    """A rich progress bar on stderr over all inputs of a run (only on a terminal)."""
+
+    def __enter__(self):
+        self.p = Progress(TextColumn("sweeping"), BarColumn(), MofNCompleteColumn(),
+                          TimeRemainingColumn(), console=err, transient=True,
+                          disable=not err.is_terminal)
+        self.p.__enter__()
+        self.task = self.p.add_task("sweep", total=None)
+        return self
+
+    def __call__(self, n: int) -> None:
+        self.p.advance(self.task, n)
+
+    def __exit__(self, *exc):
+        return self.p.__exit__(*exc)
+
+
+def _command_line() -> str:
+    return " ".join(["actaudit", *sys.argv[1:]])
+
+
+def results_table(results: list[SweepResult]) -> Table:
+    t = Table(title="actaudit sweep", title_justify="left", header_style="bold")
+    for col, just in [("candidate", "left"), ("dtype", "left"), ("compute", "left"),
+                      ("inputs", "right"), ("max ULP", "right"), ("at x (bits)", "left"),
+                      ("mean", "right"), ("p99", "right"), ("max abs", "right"),
+                      ("max rel", "right"), ("CR %", "right"), ("NaN", "right"),
+                      ("inf", "right"), ("specials", "right")]:
+        t.add_column(col, justify=just, no_wrap=True)
+    for r in results:
+        w = r.worst
+        where = f"{fmt_num(w['x'], 6)} ({w['x_hex']})" if w else "-"
+        n = f"{r.domain.count}" + ("" if r.domain.exhaustive else "~")
+        spec = "ok" if r.special_failures == 0 else f"{r.special_failures} bad"
+        t.add_row(r.candidate, r.dtype, r.compute, n, fmt_num(r.max_ulp), where,
+                  fmt_num(r.mean_ulp), fmt_num(r.p99_ulp), fmt_num(r.max_abs),
+                  fmt_num(r.max_rel), f"{100 * r.correctly_rounded_fraction:.2f}",
+                  str(r.nan_count), str(r.inf_count), spec)
+    if any(not r.domain.exhaustive for r in results):
+        t.caption = "~ sampled: the maximum is a lower bound; otherwise exhaustive: an upper bound"
+    return t
+
+
+def write_csv(results: list[SweepResult], path: Path) -> None:
+    import pandas as pd
+
+    from .formats import get_format
+    from .io import atomic_path
+
+    rows = sum(len(r.points) for r in results if r.points is not None)
+    if rows > MAX_CSV_ROWS:
+        raise BadOptionError(f"--csv would write {rows} rows (limit {MAX_CSV_ROWS}); narrow --range")
+    frames = []
+    for r in results:
+        e = r.points
+        fmt = get_format(r.dtype)
+        bits = fmt.to_bits(e.x).astype(np.uint64).tolist()
+        width = fmt.bits // 4
+        frames.append(pd.DataFrame({
+            "candidate": r.candidate, "dtype": r.dtype, "compute": r.compute,
+            "x": e.x, "x_hex": [f"0x{b:0{width}x}" for b in bits], "got": e.got,
+            "exact": e.exact, "correctly_rounded": e.rounded, "ulp_error": e.ulp_err,
+            "ulp_distance": e.ulp_dist, "class": np.asarray(CLASS_NAMES)[e.cls]}))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        pd.concat(frames, ignore_index=True).to_csv(tmp, index=False, float_format=None)
+
+
+@app.command("list")
+def list_(json_: bool = typer.Option(False, "--json", help="Print the candidates as JSON.")):
+    """List families, candidates (formula, source, parameters) and formats."""
+    cands = list(catalog().values())
+    if json_:
+        sys.stdout.write(dumps([c.to_dict() for c in cands]))
+        return
+    t = Table(title=f"{len(cands)} candidates", title_justify="left", header_style="bold",
+              show_lines=False)
+    for col in ("candidate", "reference", "formula", "params", "source"):
+        t.add_column(col, overflow="fold")
+    for c in cands:
+        ps = ", ".join(f"{k}={v:g}" for k, v in c.params.items())
+        t.add_row(c.id, c.reference, c.formula, ps, c.source)
+    out.print(t)
+    out.print("formats: " + ", ".join(f"{f.name} ({', '.join(f.aliases[:2])})" for f in FORMATS.values()))
+
+
+@app.command()
+def formats(json_: bool = typer.Option(False, "--json", help="Print as JSON.")):
+    """List the number formats and their parameters."""
+    if json_:
+        sys.stdout.write(dumps([f.to_dict() for f in FORMATS.values()]))
+        return
+    t = Table(title="formats", title_justify="left", header_style="bold")
+    for col in ("name", "aliases", "bits", "p", "emin", "emax", "max finite", "min subnormal", "inf"):
+        t.add_column(col)
+    for f in FORMATS.values():
+        t.add_row(f.name, ", ".join(f.aliases), str(f.bits), str(f.p), str(f.emin), str(f.emax),
+                  f"{f.max_finite:.6g}", f"{f.smallest_subnormal:.6g}", "yes" if f.has_inf else "no")
+    out.print(t)
+
+
+def main(argv=None) -> int:
+    """Entry point: run the app, turning user errors into one line and exit code 2."""
+    try:
+        rv = app(args=argv, prog_name="actaudit", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
+    except ActauditError as e:
+        _say(f"actaudit: error: {e}")
+        return e.exit_code
+    except click.exceptions.NoArgsIsHelpError as e:
+        e.show()
+        return 0
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        _say("actaudit: interrupted")
+        return 130
+
+
+def console_main() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    console_main()

@@ -1,0 +1,119 @@
+"""Evaluation paths: running a candidate's formula in a compute format.
+
+A candidate is written once as a formula over :class:`Val` values and the
+primitives of :class:`Ops`.  In compute format C every operation's result and
+every constant is rounded to C, as a kernel working in C would do:
+
+* ``+ - * /`` and ``sqrt`` are evaluated in float64 and rounded once to C.
+  Since float64 has at least 2p+2 bits for every C of p <= 24 bits, this equals
+  the correctly rounded operation in C (no double-rounding error).
+* Transcendental primitives (exp, tanh, erf, ...) are evaluated in float64
+  (numpy / scipy, never numpy's float16 loops, whose results depend on the
+  CPU) and rounded to C: the model of a well-implemented library function in C.
+  Approximations of these primitives are written out explicitly as candidates.
+
+Inputs arrive in the storage format and are rounded to C (exact when C is at
+least as wide); the result is rounded back to the storage format.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sc
+
+from .formats import Format
+
+
+class Val:
+    """An array of values of the compute format; arithmetic rounds to it."""
+
+    __slots__ = ("a", "ops")
+    __array_priority__ = 1000  # numpy scalars defer to Val's operators
+
+    def __init__(self, a, ops: "Ops"):
+        self.a = a
+        self.ops = ops
+
+    # arithmetic ----------------------------------------------------------
+    def _bin(self, other, fn, name, swap=False):
+        o = self.ops.lift(other)
+        l, r = (o, self) if swap else (self, o)
+        return self.ops.op(name, fn(l.a, r.a))
+
+    def __add__(self, o): return self._bin(o, np.add, "+")
+    def __radd__(self, o): return self._bin(o, np.add, "+", True)
+    def __sub__(self, o): return self._bin(o, np.subtract, "-")
+    def __rsub__(self, o): return self._bin(o, np.subtract, "-", True)
+    def __mul__(self, o): return self._bin(o, np.multiply, "*")
+    def __rmul__(self, o): return self._bin(o, np.multiply, "*", True)
+    def __truediv__(self, o): return self._bin(o, np.divide, "/")
+    def __rtruediv__(self, o): return self._bin(o, np.divide, "/", True)
+    def __neg__(self): return Val(-self.a, self.ops)  # exact
+    def __abs__(self): return Val(np.abs(self.a), self.ops)  # exact
+
+    def __pow__(self, n):
+        """Integer powers by repeated multiplication, each product rounded: x**3 = (x*x)*x."""
+        if not isinstance(n, int) or n < 1:
+            raise ValueError("only positive integer powers are supported")
+        out = self
+        for _ in range(n - 1):
+            out = out * self
+        return out
+
+    # comparisons give plain boolean masks ---------------------------------
+    def __lt__(self, o): return self.a < self.ops.lift(o).a
+    def __le__(self, o): return self.a <= self.ops.lift(o).a
+    def __gt__(self, o): return self.a > self.ops.lift(o).a
+    def __ge__(self, o): return self.a >= self.ops.lift(o).a
+
+
+class Ops:
+    """The primitives available to a formula, in compute format ``fmt``."""
+
+    def __init__(self, fmt: Format):
+        self.fmt = fmt
+
+    # values --------------------------------------------------------------
+    def op(self, name: str, a) -> Val:
+        """Round a float64 result to the compute format (one place for every op)."""
+        return Val(self.fmt.round(a), self)
+
+    def const(self, c: float) -> Val:
+        """A constant, rounded to the compute format as a kernel would store it."""
+        return self.op("const", np.float64(c))
+
+    def lift(self, v) -> Val:
+        if isinstance(v, Val):
+            return v
+        return self.const(v)
+
+    # elementary functions --------------------------------------------------
+    def _f(self, name, fn, *args):
+        return self.op(name, fn(*(self.lift(a).a for a in args)))
+
+    def exp(self, x): return self._f("exp", np.exp, x)
+    def expm1(self, x): return self._f("expm1", np.expm1, x)
+    def log(self, x): return self._f("log", np.log, x)
+    def log1p(self, x): return self._f("log1p", np.log1p, x)
+    def tanh(self, x): return self._f("tanh", np.tanh, x)
+    def erf(self, x): return self._f("erf", sc.erf, x)
+    def erfc(self, x): return self._f("erfc", sc.erfc, x)
+    def sqrt(self, x): return self._f("sqrt", np.sqrt, x)
+    def abs(self, x): return Val(np.abs(self.lift(x).a), self)
+    def maximum(self, a, b): return self._f("max", np.maximum, a, b)
+    def minimum(self, a, b): return self._f("min", np.minimum, a, b)
+    def clip(self, x, lo, hi): return self.minimum(self.maximum(x, lo), hi)
+    def fma(self, a, b, c): return self._f("fma", lambda p, q, r: p * q + r, a, b, c)
+
+    def where(self, cond, a, b) -> Val:
+        return Val(np.where(cond, self.lift(a).a, self.lift(b).a), self)
+
+
+def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict) -> np.ndarray:
+    """Run formula ``fn(x, ops, **params)`` on storage values x; return storage values."""
+    ops = Ops(compute)
+    with np.errstate(all="ignore"):
+        xv = Val(compute.round(x), ops)
+        y = fn(xv, ops, **params)
+        y = y.a if isinstance(y, Val) else np.asarray(y, dtype=np.float64)
+        return storage.round(np.broadcast_to(y, x.shape).astype(np.float64))

@@ -1,0 +1,171 @@
+"""Input domains: which values of a format a sweep evaluates.
+
+* Formats of 16 bits or fewer: every finite value (both zeros), ascending.
+  The result is exhaustive: its maximum error is the true maximum (a bound).
+* fp32 and fp64: a seeded sample stratified by binade: every binade in the
+  range (and the subnormal range) gets points, both signs, plus its two edge
+  values.  A sampled maximum is a lower bound on the true maximum.
+* fp32 with ``exhaustive=True``: every value, produced in chunks.
+
+A range [lo, hi] keeps the values lo <= x <= hi.  Non-finite inputs (+-inf,
+NaN) are not part of the domain; they are checked separately as specials.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from .errors import BadOptionError, BadRangeError
+from .formats import Format
+
+DEFAULT_SAMPLES = {"fp32": 1 << 16, "fp64": 1 << 12}
+CHUNK = 1 << 22
+
+
+def parse_range(text: str | None) -> tuple[float, float] | None:
+    """'LO:HI' (either side may be empty for the format's limit) -> (lo, hi)."""
+    if text is None or text == "":
+        return None
+    if text.count(":") != 1:
+        raise BadRangeError(f"range '{text}' is not LO:HI")
+    parts = text.split(":")
+    try:
+        lo = float(parts[0]) if parts[0].strip() else -math.inf
+        hi = float(parts[1]) if parts[1].strip() else math.inf
+    except ValueError:
+        raise BadRangeError(f"range '{text}': bounds must be numbers") from None
+    return check_range((lo, hi))
+
+
+def check_range(r) -> tuple[float, float] | None:
+    if r is None:
+        return None
+    lo, hi = float(r[0]), float(r[1])
+    if math.isnan(lo) or math.isnan(hi):
+        raise BadRangeError(f"range [{lo}, {hi}] has a NaN bound")
+    if lo > hi:
+        raise BadRangeError(f"range [{lo}, {hi}] is reversed (LO > HI)")
+    return lo, hi
+
+
+@dataclass
+class Domain:
+    """The finite inputs of one sweep in one format."""
+
+    fmt: Format
+    exhaustive: bool
+    count: int
+    lo_ord: int = 0
+    hi_ord: int = 0
+    include_neg_zero: bool = False
+    values: np.ndarray | None = field(default=None, repr=False)  # when held in memory
+
+    def chunks(self, size: int = CHUNK) -> Iterator[np.ndarray]:
+        """The inputs, ascending, in chunks of at most ``size``."""
+        if self.values is not None:
+            for i in range(0, max(len(self.values), 1), size):
+                yield self.values[i:i + size]
+            return
+        start = self.lo_ord
+        first = True
+        while start <= self.hi_ord:
+            stop = min(start + size, self.hi_ord + 1)
+            vals = self.fmt.from_ordinal(np.arange(start, stop, dtype=np.int64))
+            if first and self.include_neg_zero:
+                vals = np.insert(vals, int(np.searchsorted(vals, 0.0)), -0.0)
+            first = False
+            yield vals
+            start = stop
+
+    def all(self) -> np.ndarray:
+        if self.values is not None:
+            return self.values
+        return np.concatenate(list(self.chunks()))
+
+
+def _ordinal_bounds(fmt: Format, rng) -> tuple[int, int]:
+    """Ordinals of the smallest and largest finite values in rng."""
+    m = fmt.max_finite
+    lo, hi = (-m, m) if rng is None else (max(rng[0], -m), min(rng[1], m))
+    if lo > hi:
+        return 1, 0
+    # the first format value >= lo, the last <= hi
+    lo_v = float(fmt.round([lo])[0])
+    if lo_v < lo:
+        lo_v = float(fmt.from_ordinal([fmt.ordinal([lo_v])[0] + 1])[0])
+    hi_v = float(fmt.round([hi])[0])
+    if hi_v > hi:
+        hi_v = float(fmt.from_ordinal([fmt.ordinal([hi_v])[0] - 1])[0])
+    return int(fmt.ordinal([lo_v])[0]), int(fmt.ordinal([hi_v])[0])
+
+
+def domain(fmt: Format, rng=None, *, samples: int | None = None, seed: int = 0,
+           exhaustive: bool | None = None) -> Domain:
+    rng = check_range(rng)
+    if fmt.enumerable:
+        if samples is not None:
+            raise BadOptionError(f"{fmt.name} is swept exhaustively; --samples applies to fp32 and fp64")
+        vals = fmt.finite_values()
+        if rng is not None:
+            vals = vals[(vals >= rng[0]) & (vals <= rng[1])]
+        _nonempty(fmt, rng, len(vals))
+        return Domain(fmt, True, len(vals), values=vals)
+    lo_o, hi_o = _ordinal_bounds(fmt, rng)
+    _nonempty(fmt, rng, hi_o - lo_o + 1)
+    if exhaustive:
+        if fmt.bits > 32:
+            raise BadOptionError("--exhaustive is available for formats of at most 32 bits")
+        if samples is not None:
+            raise BadOptionError("--exhaustive and --samples exclude each other")
+        neg_zero = lo_o <= 0 <= hi_o
+        return Domain(fmt, True, hi_o - lo_o + 1 + int(neg_zero), lo_o, hi_o, neg_zero)
+    n = DEFAULT_SAMPLES.get(fmt.name, 1 << 16) if samples is None else int(samples)
+    if n < 1:
+        raise BadOptionError(f"--samples must be positive, got {n}")
+    vals = stratified_sample(fmt, lo_o, hi_o, n, seed)
+    exh = len(vals) == hi_o - lo_o + 1  # a range small enough to be covered entirely
+    return Domain(fmt, exh, len(vals), lo_o, hi_o, values=vals)
+
+
+def _nonempty(fmt, rng, n):
+    if n <= 0:
+        raise BadRangeError(f"range [{rng[0]}, {rng[1]}] holds no finite {fmt.name} value")
+
+
+def stratified_sample(fmt: Format, lo_o: int, hi_o: int, n: int, seed: int) -> np.ndarray:
+    """A seeded sample of the ordinals lo_o..hi_o, stratified by binade.
+
+    The strata are the binades (runs of one exponent field), each sign, and the
+    subnormals of each sign; each stratum meeting the range gets its two edge
+    values and an equal share of uniform random points.
+    """
+    total = hi_o - lo_o + 1
+    if total <= n:
+        return fmt.from_ordinal(np.arange(lo_o, hi_o + 1, dtype=np.int64))
+    step = 1 << fmt.mantissa_bits  # ordinals per binade
+    max_o = fmt.max_ordinal
+    # stratum boundaries on the ordinal line: [-max..0), [0..max], cut at multiples of step
+    edges = [e for e in range(-(max_o // step) * step, max_o + 1, step)]
+    bounds = sorted(set([lo_o, hi_o + 1] + [e for e in edges if lo_o < e <= hi_o]))
+    strata = list(zip(bounds[:-1], [b - 1 for b in bounds[1:]]))
+    per = max(1, n // len(strata))
+    gen = np.random.default_rng(seed)
+    parts = []
+    for a, b in strata:
+        parts.append(np.array([a, b], dtype=np.int64))
+        if b - a > 1:
+            parts.append(gen.integers(a + 1, b, size=min(per, b - a - 1), endpoint=False))
+    ords = np.unique(np.concatenate(parts))
+    return fmt.from_ordinal(ords)
+
+
+SPECIALS = (-math.inf, math.inf, math.nan)
+
+
+def special_inputs(fmt: Format) -> list[float]:
+    """Non-finite inputs of the format: +-inf where it has them, and NaN."""
+    return [v for v in SPECIALS if fmt.has_inf or math.isnan(v)]

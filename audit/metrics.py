@@ -1,0 +1,197 @@
+"""Error metrics: per-input errors and their summary.
+
+Definitions (the README states the same; this code follows them):
+
+* ulp_F(y) = 2**(max(e, emin) - p + 1), e = floor(log2 |y|); ulp_F(0) is the
+  smallest subnormal of F.
+* ULP error of result r at input x: |r - f(x)| / ulp_F(f(x)), f(x) the exact
+  value (not its rounding).  A correctly rounded result has ULP error <= 0.5
+  (where r = RN_F(f(x)) the computed value is capped at 0.5, so that float64
+  arithmetic on a value within 2**-53 of a midpoint cannot report 0.5000001).
+* ULP distance: |ord(r) - ord(RN_F(f(x)))|, the number of steps between r and
+  the correctly rounded result on the format's number line (+0 and -0 are one
+  point; +-inf, or NaN in formats without infinities, is one step past the
+  largest finite value).
+* absolute error |r - f(x)|; relative error |r - f(x)| / |f(x)|.
+
+Each input falls into one class:
+
+* ``finite``: r is finite; all four metrics are computed.
+* ``overflow_ok``: r is infinite (or NaN in E4M3FN) and equals RN_F(f(x)): the
+  exact value overflows the format and r is its correct rounding.
+* ``nan``: r is NaN although RN_F(f(x)) is a number.
+* ``inf``: r is infinite although RN_F(f(x)) is finite, or has the other sign.
+
+NaN and inf results are counted, never folded into averages or maxima.  A zero
+result for a nonzero exact value that the format can hold is a finite result
+with a large ULP error, not a match.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .formats import Format
+from .oracle import OracleValues
+
+FINITE, OVERFLOW_OK, NAN, INF = 0, 1, 2, 3
+CLASS_NAMES = ("finite", "overflow_ok", "nan", "inf")
+EXACT_P99_LIMIT = 1 << 25  # errors kept in memory for an exact p99 up to this count
+
+
+@dataclass
+class PointErrors:
+    x: np.ndarray
+    got: np.ndarray
+    exact: np.ndarray  # hi of the exact value (hi + lo)
+    exact_lo: np.ndarray
+    rounded: np.ndarray  # RN_F(f(x))
+    ulp_err: np.ndarray
+    ulp_dist: np.ndarray
+    abs_err: np.ndarray
+    rel_err: np.ndarray
+    cls: np.ndarray
+    correct: np.ndarray
+
+    def __len__(self):
+        return len(self.x)
+
+
+def exact_ulp(fmt: Format, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """ulp_F of the exact value hi + lo (hi may have rounded up onto a power of two)."""
+    below = (lo != 0) & (np.sign(lo) != np.sign(hi)) & (np.frexp(hi)[0] == np.copysign(0.5, hi))
+    return np.where(below, fmt.ulp(np.nextafter(hi, 0)), fmt.ulp(hi))
+
+
+def point_errors(x, got, oracle: OracleValues, fmt: Format) -> PointErrors:
+    got = np.asarray(got, dtype=np.float64)
+    hi, lo, rounded = oracle.hi, oracle.lo, oracle.rounded
+    with np.errstate(all="ignore"):
+        correct = (got == rounded) | (np.isnan(got) & np.isnan(rounded))
+        finite = np.isfinite(got)
+        cls = np.full(len(got), FINITE, dtype=np.int8)
+        cls[~finite & correct] = OVERFLOW_OK
+        cls[np.isnan(got) & ~correct] = NAN
+        cls[np.isinf(got) & ~correct] = INF
+        abs_err = np.abs((got - hi) - lo)
+        abs_err = np.where(np.isfinite(hi), abs_err, np.where(got == hi, 0.0, np.inf))
+        ulp_err = abs_err / exact_ulp(fmt, hi, lo)
+        ulp_err = np.where(correct, np.minimum(ulp_err, 0.5), ulp_err)
+        mag = np.abs(hi)
+        rel_err = np.where(mag > 0, abs_err / mag, np.where(abs_err == 0, 0.0, np.inf))
+        dist = np.abs(_ordinals(fmt, got) - _ordinals(fmt, rounded))
+        notf = cls != FINITE
+        for a in (ulp_err, abs_err, rel_err):
+            a[notf] = np.nan
+        dist[notf] = -1
+        dist[cls == OVERFLOW_OK] = 0
+    return PointErrors(np.asarray(x, dtype=np.float64), got, hi, lo, rounded, ulp_err, dist,
+                       abs_err, rel_err, cls, correct)
+
+
+def _ordinals(fmt: Format, v: np.ndarray) -> np.ndarray:
+    """Ordinals with NaN (E4M3FN's overflow value) one step past the largest finite."""
+    v = np.where(np.isnan(v), np.inf, v)
+    past = np.int64(fmt.max_ordinal + 1)
+    with np.errstate(all="ignore"):
+        o = fmt.ordinal(np.where(np.isinf(v), 0.0, v))
+    return np.where(np.isinf(v), np.where(v > 0, past, -past), o)
+
+
+@dataclass
+class Summary:
+    """Statistics over inputs, mergeable chunk by chunk (merged in input order)."""
+
+    count: int = 0
+    finite: int = 0
+    correct: int = 0
+    nan_count: int = 0
+    inf_count: int = 0
+    overflow_ok: int = 0
+    max_ulp: float = 0.0
+    worst: dict | None = None
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    max_ulp_distance: int = 0
+    _sums: list = field(default_factory=list, repr=False)
+    _errs: list = field(default_factory=list, repr=False)
+    _hist: dict = field(default_factory=dict, repr=False)
+    _kept: int = 0
+
+    def add(self, e: PointErrors, fmt: Format) -> None:
+        n = len(e)
+        self.count += n
+        fin = e.cls == FINITE
+        nf = int(fin.sum())
+        self.finite += nf
+        self.correct += int(e.correct.sum())
+        self.nan_count += int((e.cls == NAN).sum())
+        self.inf_count += int((e.cls == INF).sum())
+        self.overflow_ok += int((e.cls == OVERFLOW_OK).sum())
+        if nf == 0:
+            return
+        u = e.ulp_err[fin]
+        i = int(np.argmax(u))
+        if self.worst is None or u[i] > self.max_ulp:
+            j = int(np.flatnonzero(fin)[i])
+            self.max_ulp = float(u[i])
+            self.worst = {"x": float(e.x[j]), "x_hex": fmt.hex(float(e.x[j])),
+                          "got": float(e.got[j]), "exact": float(e.exact[j]),
+                          "exact_lo": float(e.exact_lo[j]), "rounded": float(e.rounded[j])}
+        self.max_abs = max(self.max_abs, float(e.abs_err[fin].max()))
+        self.max_rel = max(self.max_rel, float(e.rel_err[fin].max()))
+        self.max_ulp_distance = max(self.max_ulp_distance, int(e.ulp_dist[fin].max()))
+        self._sums.append(float(np.sum(u)))
+        self._keep(u)
+
+    def _keep(self, u: np.ndarray) -> None:
+        if self._errs is not None and self._kept + len(u) <= EXACT_P99_LIMIT:
+            self._errs.append(u.copy())
+            self._kept += len(u)
+            return
+        if self._errs is not None:  # switch to a histogram for the rest of the run
+            for a in self._errs:
+                self._bin(a)
+            self._errs = None
+        self._bin(u)
+
+    def _bin(self, u: np.ndarray) -> None:
+        # bins of 2**-8 relative width: the top 20 bits of the float64 pattern
+        keys, counts = np.unique(u.view(np.uint64) >> np.uint64(44), return_counts=True)
+        for k, c in zip(keys.tolist(), counts.tolist()):
+            self._hist[k] = self._hist.get(k, 0) + c
+
+    @property
+    def mean_ulp(self) -> float:
+        return math.fsum(self._sums) / self.finite if self.finite else math.nan
+
+    @property
+    def p99_exact(self) -> bool:
+        return self._errs is not None
+
+    @property
+    def p99_ulp(self) -> float:
+        """Smallest e with at least 99% of finite-result inputs at ULP error <= e.
+
+        Exact while all errors fit in memory; beyond, the upper edge of a bin of
+        relative width 2**-8 (an upper bound; ``p99_exact`` tells which).
+        """
+        if not self.finite:
+            return math.nan
+        k = math.ceil(0.99 * self.finite) - 1
+        if self._errs is not None:
+            allu = np.concatenate(self._errs)
+            return float(np.partition(allu, k)[k])
+        seen = 0
+        for key in sorted(self._hist):
+            seen += self._hist[key]
+            if seen > k:
+                return float(np.array([(key + 1) << 44], dtype=np.uint64).view(np.float64)[0])
+        return self.max_ulp
+
+    @property
+    def correctly_rounded_fraction(self) -> float:
+        return self.correct / self.count if self.count else math.nan

@@ -1,0 +1,217 @@
+"""The sweep: format -> inputs -> oracle -> candidate -> errors -> summary.
+
+:func:`sweep` is the Python API behind ``actaudit sweep``; it returns one
+:class:`SweepResult` per candidate and evaluation path (storage format x
+compute format), with the fields of the JSON document.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+
+from . import oracle
+from .candidates import Candidate, resolve
+from .errors import BadOptionError
+from .formats import Format, get_format, parse_formats
+from .inputs import Domain, domain, special_inputs
+from .io import json_number
+from .metrics import CLASS_NAMES, PointErrors, Summary, point_errors
+
+SCHEMA = "actaudit.sweep/1"
+
+
+@dataclass
+class SweepResult:
+    candidate: str
+    reference: str
+    dtype: str
+    compute: str
+    params: dict
+    domain: Domain = field(repr=False)
+    summary: Summary = field(repr=False)
+    specials: list = field(default_factory=list)
+    oracle_mpmath: int = 0
+    seconds: float = 0.0
+    points: PointErrors | None = field(default=None, repr=False)  # per-input data, when kept
+
+    # fields of the JSON document --------------------------------------------
+    @property
+    def max_ulp(self) -> float:
+        return self.summary.max_ulp if self.summary.finite else math.nan
+
+    @property
+    def worst(self) -> dict | None:
+        return self.summary.worst
+
+    @property
+    def mean_ulp(self) -> float:
+        return self.summary.mean_ulp
+
+    @property
+    def p99_ulp(self) -> float:
+        return self.summary.p99_ulp
+
+    @property
+    def max_abs(self) -> float:
+        return self.summary.max_abs
+
+    @property
+    def max_rel(self) -> float:
+        return self.summary.max_rel
+
+    @property
+    def max_ulp_distance(self) -> int:
+        return self.summary.max_ulp_distance
+
+    @property
+    def correctly_rounded_fraction(self) -> float:
+        return self.summary.correctly_rounded_fraction
+
+    @property
+    def nan_count(self) -> int:
+        return self.summary.nan_count
+
+    @property
+    def inf_count(self) -> int:
+        return self.summary.inf_count
+
+    @property
+    def special_failures(self) -> int:
+        return sum(not s["ok"] for s in self.specials)
+
+    def to_dict(self) -> dict:
+        s = self.summary
+        w = None
+        if s.worst is not None:
+            w = {k: (json_number(v) if not isinstance(v, str) else v) for k, v in s.worst.items()}
+        return {
+            "candidate": self.candidate,
+            "reference": self.reference,
+            "dtype": self.dtype,
+            "compute": self.compute,
+            "params": self.params,
+            "inputs": {"count": self.domain.count, "exhaustive": self.domain.exhaustive,
+                       "specials": len(self.specials)},
+            "max_ulp": json_number(self.max_ulp),
+            "worst": w,
+            "mean_ulp": json_number(self.mean_ulp),
+            "p99_ulp": json_number(self.p99_ulp),
+            "p99_exact": s.p99_exact,
+            "max_abs": json_number(self.max_abs),
+            "max_rel": json_number(self.max_rel),
+            "max_ulp_distance": self.max_ulp_distance,
+            "correctly_rounded_fraction": json_number(self.correctly_rounded_fraction),
+            "nan_count": s.nan_count,
+            "inf_count": s.inf_count,
+            "overflow_ok_count": s.overflow_ok,
+            "finite_count": s.finite,
+            "specials": [{k: json_number(v) if k in ("x", "got", "expected") else v
+                          for k, v in sp.items()} for sp in self.specials],
+            "special_failures": self.special_failures,
+            "oracle_mpmath_count": self.oracle_mpmath,
+        }
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def check_specials(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
+                   ref_params: dict) -> list[dict]:
+    xs = special_inputs(storage)
+    got = cand.evaluate(np.array(xs), storage, compute_fmt, params)
+    ref = cand.ref
+    out = []
+    for x, g in zip(xs, got.tolist()):
+        exp = float(storage.round([ref.special(x, ref_params)])[0])
+        out.append({"x": x, "got": g, "expected": exp, "ok": _same(g, exp)})
+    return out
+
+
+def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Domain,
+                  params: dict | None = None, keep_points: bool = False,
+                  progress: Callable[[int], None] | None = None) -> SweepResult:
+    """Sweep one candidate in one evaluation path over a domain."""
+    t0 = time.perf_counter()
+    params = cand.resolve_params(params)
+    ref_params = cand.ref.with_defaults(cand.reference_params(params))
+    summary = Summary()
+    kept: list[PointErrors] = []
+    n_mp = 0
+    for x in dom.chunks():
+        ov = oracle.evaluate(cand.ref, storage, x, ref_params)
+        n_mp += ov.n_mpmath
+        got = cand.evaluate(x, storage, compute_fmt, params)
+        e = point_errors(x, got, ov, storage)
+        summary.add(e, storage)
+        if keep_points:
+            kept.append(e)
+        if progress:
+            progress(len(x))
+    points = _concat(kept) if keep_points else None
+    specials = check_specials(cand, storage, compute_fmt, params, ref_params)
+    return SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
+                       summary, specials, n_mp, time.perf_counter() - t0, points)
+
+
+def _concat(parts: list[PointErrors]) -> PointErrors | None:
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return PointErrors(*(np.concatenate([getattr(p, f) for p in parts])
+                         for f in PointErrors.__dataclass_fields__))
+
+
+def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=None,
+          samples: int | None = None, seed: int = 0, exhaustive: bool = False,
+          params: dict | None = None, keep_points: bool = False,
+          progress: Callable[[int], None] | None = None) -> list[SweepResult]:
+    """Sweep candidates over every evaluation path.
+
+    targets: candidate ids or family names ('gelu', 'gelu.tanh').
+    dtype: storage format(s), a name, 'fp16,bf16' or a list.
+    compute: compute format(s); default: each storage format itself.
+    range: (lo, hi) to restrict the inputs; samples/seed for fp32 and fp64;
+    exhaustive: every fp32 value (chunked).  params: candidate parameters.
+    keep_points: keep the per-input errors on each result (for CSV and plots).
+    """
+    names = [targets] if isinstance(targets, str) else list(targets)
+    cands = resolve([n for t in names for n in t.split(",") if n.strip()])
+    storages = _formats(dtype)
+    computes = _formats(compute) if compute is not None else None
+    if params:
+        for k in params:
+            if not any(k in c.params for c in cands):
+                raise BadOptionError(f"no selected candidate has a parameter '{k}'")
+    results = []
+    for st in storages:
+        dom = domain(st, range, samples=samples, seed=seed, exhaustive=exhaustive)
+        for cf in computes or [st]:
+            for c in cands:
+                p = {k: v for k, v in (params or {}).items() if k in c.params}
+                results.append(run_candidate(c, st, cf, dom, p, keep_points, progress))
+    return results
+
+
+def _formats(spec) -> list[Format]:
+    if isinstance(spec, (list, tuple)):
+        return [get_format(s) for s in spec]
+    return parse_formats(spec)
+
+
+def document(results: list[SweepResult], **meta) -> dict:
+    """The versioned JSON document of a run."""
+    from . import __version__
+
+    return {"schema": SCHEMA, "actaudit": __version__, "oracle_version": oracle.ORACLE_VERSION,
+            **meta, "results": [r.to_dict() for r in results]}
+
+
+def class_name(code: int) -> str:
+    return CLASS_NAMES[code]

@@ -1,0 +1,1 @@
+"""Rendering of HTML and PNG reports (later)."""

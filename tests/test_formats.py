@@ -1,0 +1,154 @@
+import math
+
+import ml_dtypes
+import mpmath as mp
+import numpy as np
+import pytest
+
+from audit.errors import UnknownNameError
+from audit.formats import FORMATS, get_format, parse_formats
+from helpers import is_nearest_even, neighbours, to_fraction
+
+SMALL = ["fp8_e4m3", "fp8_e5m2", "bf16", "fp16"]
+ALL = list(FORMATS)
+
+
+@pytest.mark.parametrize("name,dtype", [("fp8_e4m3", ml_dtypes.float8_e4m3fn),
+                                        ("fp8_e5m2", ml_dtypes.float8_e5m2),
+                                        ("bf16", ml_dtypes.bfloat16), ("fp16", np.float16),
+                                        ("fp32", np.float32), ("fp64", np.float64)])
+def test_parameters_match_finfo(name, dtype):
+    f, fi = get_format(name), ml_dtypes.finfo(dtype)
+    assert f.max_finite == float(fi.max)
+    assert f.smallest_normal == float(fi.smallest_normal)
+    assert f.smallest_subnormal == float(fi.smallest_subnormal)
+    assert f.p == fi.nmant + 1
+
+
+def test_hand_worked_parameters():
+    assert get_format("e4m3").max_finite == 448.0 and not get_format("e4m3").has_inf
+    assert get_format("e5m2").max_finite == 57344.0
+    assert get_format("half").max_finite == 65504.0
+    assert get_format("half").smallest_subnormal == 2.0**-24
+    assert get_format("bfloat16").smallest_subnormal == 2.0**-133
+
+
+def test_aliases_and_errors():
+    assert get_format("float16") is get_format("FP16") is get_format("half")
+    assert [f.name for f in parse_formats("fp16, bf16,fp16")] == ["fp16", "bf16"]
+    with pytest.raises(UnknownNameError, match="did you mean"):
+        get_format("fp17")
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_enumeration_counts(name):
+    f = get_format(name)
+    vals = f.finite_values()
+    # all bit patterns minus NaNs and infinities
+    bits = np.arange(1 << f.bits, dtype=np.uint32).astype(f.uint)
+    with np.errstate(all="ignore"):
+        n_finite = int(np.isfinite(bits.view(f.dtype).astype(np.float64)).sum())
+    assert len(vals) == n_finite
+    assert np.all(np.diff(vals) >= 0)
+    assert vals[0] == -f.max_finite and vals[-1] == f.max_finite
+    zeros = vals[vals == 0]
+    assert len(zeros) == 2 and np.signbit(zeros[0]) and not np.signbit(zeros[1])
+
+
+def _adversarial(f):
+    """Midpoints between consecutive values, and values a hair either side."""
+    if f.enumerable:
+        v = f.finite_values()
+        v = v[v >= 0]
+    else:
+        rng = np.random.default_rng(1)
+        v = np.sort(np.abs(f.from_ordinal(rng.integers(0, f.max_ordinal, 3000))))
+    mids = (v[:-1] + v[1:]) / 2  # exact in float64 for p <= 52
+    if len(mids) > 4000:  # all of both ends (subnormals, near max) and a stride between
+        mids = np.unique(np.concatenate([mids[:700], mids[::23], mids[-700:]]))
+    return np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf),
+                           [f.max_finite * (1 + 2.0**-f.p), f.max_finite * (1 + 2.0**-f.p) * (1 - 1e-15),
+                            f.max_finite * 4, f.smallest_subnormal / 2, f.smallest_subnormal / 3]])
+
+
+@pytest.mark.parametrize("name", SMALL + ["fp32"])
+def test_round_is_nearest_even_at_midpoints(name):
+    f = get_format(name)
+    x = _adversarial(f)
+    x = np.concatenate([x, -x])
+    r = f.round(x)
+    for xi, ri in zip(x.tolist(), r.tolist()):
+        if math.isinf(ri) or math.isnan(ri):
+            # overflow: x is at least max + half an ulp of max
+            half = 2.0 ** (math.floor(math.log2(f.max_finite)) - f.p + 1) / 2
+            assert abs(xi) >= f.max_finite + half
+            assert math.isnan(ri) == (not f.has_inf)
+        else:
+            assert is_nearest_even(f, xi, ri), (name, xi, ri)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_round_mpf_agrees_with_round(name):
+    f = get_format(name)
+    x = _adversarial(f)[:2000] if f.bits < 64 else np.array([1.0, 1.5, 2.0**-1074, 1e308])
+    for xi in x.tolist():
+        assert f.round_mpf(mp.mpf(xi)) == f.round(np.array([xi]))[0] or (
+            math.isnan(f.round_mpf(mp.mpf(xi))) and math.isnan(f.round(np.array([xi]))[0]))
+
+
+def test_round_mpf_exact_ties_and_beyond_float64():
+    f = get_format("fp16")
+    with mp.workprec(200):
+        one_plus = mp.mpf(1) + mp.mpf(2) ** -11  # tie between 1 and 1+2^-10: even is 1
+        assert f.round_mpf(one_plus) == 1.0
+        assert f.round_mpf(one_plus + mp.mpf(2) ** -150) == 1 + 2**-10  # a hair above the tie
+        assert f.round_mpf(mp.mpf(65520)) == math.inf
+        assert f.round_mpf(mp.mpf(65520) - mp.mpf(2) ** -100) == 65504.0
+        assert f.round_mpf(mp.mpf(2) ** -25) == 0.0  # tie between 0 and the smallest subnormal
+        assert f.round_mpf(mp.mpf(2) ** -25 + mp.mpf(2) ** -200) == 2.0**-24
+        assert get_format("fp64").round_mpf(mp.mpf(2) ** 2000) == math.inf
+        assert get_format("e4m3").round_mpf(mp.mpf(464)) == 448.0  # tie: 448 is even
+        assert math.isnan(get_format("e4m3").round_mpf(mp.mpf(465)))
+
+
+def test_bfloat16_rounds_once():
+    # ml_dtypes goes through float32 and rounds twice; we must not
+    x = 1 + 2.0**-8 + 2.0**-30
+    assert get_format("bf16").round([x])[0] == 1 + 2.0**-7
+
+
+def test_ulp_hand_worked():
+    h = get_format("fp16")
+    assert h.ulp([1.0])[0] == 2.0**-10
+    assert h.ulp([1.999])[0] == 2.0**-10
+    assert h.ulp([2.0])[0] == 2.0**-9
+    assert h.ulp([-3.0])[0] == 2.0**-9
+    assert h.ulp([65504.0])[0] == 32.0
+    assert h.ulp([1e6])[0] == 2.0**(19 - 10)  # beyond the range the formula still holds
+    assert h.ulp([2.0**-14])[0] == 2.0**-24  # smallest normal
+    assert h.ulp([2.0**-20])[0] == 2.0**-24  # subnormal: fixed
+    assert h.ulp([0.0])[0] == 2.0**-24
+    assert math.isnan(h.ulp([math.inf])[0])
+    b = get_format("bf16")
+    assert b.ulp([1.0])[0] == 2.0**-7 and b.ulp([0.0])[0] == 2.0**-133
+    e = get_format("e4m3")
+    assert e.ulp([448.0])[0] == 32.0 and e.ulp([0.0])[0] == 2.0**-9
+
+
+def test_ordinals_and_hex():
+    h = get_format("fp16")
+    assert h.ordinal([0.0, -0.0, 2.0**-24, -2.0**-24, 65504.0]).tolist() == [0, 0, 1, -1, 0x7bff]
+    assert h.hex(1.0) == "0x3c00" and h.hex(-2.0) == "0xc000"
+    assert get_format("fp32").hex(1.0) == "0x3f800000"
+    f = get_format("fp64")
+    assert f.ordinal([-1.0])[0] == -0x3FF0000000000000
+    assert f.from_ordinal([1])[0] == 5e-324
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_neighbours_helper_is_consistent(name):
+    f = get_format(name)
+    v = f.finite_values()
+    b, a = neighbours(f, float(v[len(v) // 2 + 3]))
+    assert b < v[len(v) // 2 + 3] < a
+    assert to_fraction(mp.mpf(0.5)) == 0.5
