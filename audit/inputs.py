@@ -159,6 +159,7 @@ def stratified_sample(fmt: Format, lo_o: int, hi_o: int, n: int, seed: int) -> n
         parts.append(np.array([a, b], dtype=np.int64))
         if b - a > 1:
             parts.append(gen.integers(a + 1, b, size=min(per, b - a - 1), endpoint=False))
+    parts.append(np.array([o for o in (-1, 1) if lo_o <= o <= hi_o], dtype=np.int64))  # +-min subnormal
     ords = np.unique(np.concatenate(parts))
     return fmt.from_ordinal(ords)
 

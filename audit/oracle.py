@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 ORACLE_VERSION = 1
 FAST_ABS_TOL = 2.0**-1000
+MIN_REL_ERR = 2.0**-50
 GUARD_BITS = 12  # precision margin trusted of an mpmath evaluation
 MAX_PREC = 4096  # beyond this an ambiguity is taken as an exact tie
 
@@ -94,7 +95,9 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict) -> Oracle
         return exact_points(ref, x, fmt, params)
     v = ref.fast(x, **params)
     with np.errstate(all="ignore"):
-        slack = np.abs(v) * ref.rel_err + FAST_ABS_TOL
+        # never trust a fast value to better than a few float64 ulps, so that a
+        # value exactly on a rounding boundary (a tie) always goes to mpmath
+        slack = np.abs(v) * max(ref.rel_err, MIN_REL_ERR) + FAST_ABS_TOL
         lo_r, hi_r = fmt.round(v - slack), fmt.round(v + slack)
         rounded = fmt.round(v)
         # near a power of two the binade of f (hence its ulp) is also uncertain

@@ -10,7 +10,9 @@ from audit.formats import Format
 def to_fraction(v) -> Fraction:
     """The exact rational value of an mpf or a float."""
     if isinstance(v, mp.mpf):
-        sign, man, exp, _ = v._mpf_
+        sign, man, exp, bc = v._mpf_
+        if man and exp + bc < -3000:  # far below every format's subnormals: keep it small
+            man, exp = 1, -3000
         q = Fraction(int(man)) * (Fraction(2) ** exp)
         return -q if sign else q
     return Fraction(v)

@@ -1,0 +1,74 @@
+import csv
+import json
+
+import pytest
+
+from audit.cli import main
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_sweep_table(capsys):
+    code, out, err = run(capsys, "sweep", "gelu", "--dtype", "fp16")
+    assert code == 0
+    for name in ("gelu.erf", "gelu.erfc", "gelu.tanh", "gelu.sigmoid"):
+        assert name in out
+
+
+def test_sweep_json_stdout(capsys):
+    code, out, _ = run(capsys, "sweep", "gelu.tanh", "--dtype", "fp16,bf16", "--json", "-")
+    assert code == 0
+    doc = json.loads(out)
+    assert [r["dtype"] for r in doc["results"]] == ["fp16", "bf16"]
+
+
+def test_sweep_json_and_csv_files(capsys, tmp_path):
+    j, c = tmp_path / "r.json", tmp_path / "sub" / "r.csv"
+    code, out, _ = run(capsys, "sweep", "gelu.erf", "-d", "fp8_e4m3", "--json", str(j), "--csv", str(c))
+    assert code == 0
+    assert json.loads(j.read_text())["results"][0]["inputs"]["count"] == 254
+    rows = list(csv.DictReader(c.open()))
+    assert len(rows) == 254
+    assert set(rows[0]) >= {"x", "x_hex", "got", "exact", "ulp_error", "class"}
+    assert not list(tmp_path.glob("**/*.tmp"))
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("sweep", "gelux"), "did you mean"),
+    (("sweep", "gelu", "--dtype", "fp17"), "unknown format"),
+    (("sweep", "gelu", "--range", "3:1"), "reversed"),
+    (("sweep", "gelu", "--range", "nan:1"), "NaN"),
+    (("sweep", "gelu", "--samples", "5"), "exhaustively"),
+    (("sweep", "gelu.tanh", "--param", "x"), "NAME=VALUE"),
+    (("sweep", "gelu.tanh", "--param", "limit=3"), "parameter"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    assert needle in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_list_and_formats(capsys):
+    code, out, _ = run(capsys, "list", "--json")
+    assert code == 0
+    cands = json.loads(out)
+    assert {"id", "reference", "formula", "source", "params"} <= set(cands[0])
+    code, out, _ = run(capsys, "formats", "--json")
+    assert {f["name"] for f in json.loads(out)} == {"fp8_e4m3", "fp8_e5m2", "bf16", "fp16", "fp32", "fp64"}
+    code, out, _ = run(capsys, "list")
+    assert code == 0 and "gelu.tanh" in out
+
+
+def test_console_script_exists():
+    import shutil
+    import subprocess
+
+    exe = shutil.which("actaudit")
+    assert exe, "pip install . must provide the actaudit console script"
+    p = subprocess.run([exe, "sweep", "nope"], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.startswith("actaudit: error:")

@@ -1,0 +1,108 @@
+"""The ULP machinery on hand-worked cases."""
+
+import math
+
+import numpy as np
+import pytest
+
+from audit.formats import get_format
+from audit.metrics import FINITE, INF, NAN, OVERFLOW_OK, Summary, point_errors
+from audit.oracle import OracleValues
+
+H = get_format("fp16")
+
+
+def errs(fmt, got, exact, lo=0.0):
+    got = np.array([got], dtype=float)
+    hi = np.array([exact], dtype=float)
+    lo = np.array([lo], dtype=float)
+    rounded = fmt.round(hi + lo) if lo[0] == 0 else np.array([fmt.round_mpf(__import__("mpmath").mpf(exact) + lo[0])])
+    return point_errors(np.zeros(1), got, OracleValues(rounded, hi, lo, 0), fmt)
+
+
+def one(fmt, got, exact, lo=0.0):
+    e = errs(fmt, got, exact, lo)
+    return e.ulp_err[0], int(e.ulp_dist[0]), e.cls[0], bool(e.correct[0])
+
+
+def test_normal_binade():
+    # exact 1 + 2^-12 (ulp 2^-10), result 1: a quarter ulp, correctly rounded
+    u, d, c, ok = one(H, 1.0, 1 + 2**-12)
+    assert u == 0.25 and d == 0 and c == FINITE and ok
+    # result two ulps above
+    u, d, c, ok = one(H, 1 + 2 * 2**-10, 1.0)
+    assert u == 2.0 and d == 2 and not ok
+
+
+def test_subnormals_and_zero():
+    s = 2.0**-24
+    u, d, _, ok = one(H, s, 1.5 * s)  # a tie: result 1 ulp is odd, correct is 2 ulps
+    assert u == 0.5 and d == 1 and not ok
+    u, *_ = one(H, 2 * s, 1.5 * s)
+    assert u == 0.5
+    u, d, _, ok = one(H, s, 0.0)  # ulp(0) = smallest subnormal
+    assert u == 1.0 and d == 1 and not ok
+    # a zero result for an exact value the format can hold is an error, not a match
+    u, d, _, ok = one(H, 0.0, 2.0**-14)
+    assert u == 2.0**10 and d == 2**10 and not ok
+    # -0 and +0 are the same point
+    u, d, _, ok = one(H, -0.0, 0.0)
+    assert u == 0 and d == 0 and ok
+
+
+def test_ulp_of_exact_value_below_a_power_of_two():
+    # exact = 1 - 2^-60 (hi rounds up to 1.0, lo = -2^-60): its binade is [1/2, 1), ulp 2^-11
+    u, d, _, ok = one(H, 1.0 - 2**-11, 1.0, lo=-(2.0**-60))
+    assert u == pytest.approx(1.0 - 2.0**-49, rel=1e-12)
+    assert d == 1 and not ok
+    u, d, _, ok = one(H, 1.0, 1.0, lo=-(2.0**-60))
+    assert u <= 0.5 and ok
+
+
+def test_binade_edges():
+    # result 2 for exact just below 2: error measured in the ulp of the lower binade
+    u, *_ = one(H, 2.0, 2 - 2**-10)
+    assert u == 1.0
+    u, *_ = one(H, 2 - 2**-10, 2.0)
+    assert u == 0.5  # half an ulp of 2 (2^-9)
+
+
+def test_infinities_and_nan():
+    u, d, c, ok = one(H, math.inf, 70000.0)  # exact overflows: inf is the correct rounding
+    assert c == OVERFLOW_OK and ok and d == 0 and math.isnan(u)
+    u, d, c, ok = one(H, math.inf, 1000.0)  # spurious overflow
+    assert c == INF and not ok and math.isnan(u)
+    _, _, c, _ = one(H, math.nan, 1.0)
+    assert c == NAN
+    u, d, c, ok = one(H, 65504.0, 70000.0)  # finite where the correct result is inf
+    assert c == FINITE and d == 1 and u == (70000 - 65504) / 64  # ulp(70000) = 2^(16-10)
+    e4 = get_format("e4m3")
+    _, _, c, ok = one(e4, math.nan, 500.0)  # E4M3FN overflows to NaN: correct
+    assert c == OVERFLOW_OK and ok
+    _, d, c, _ = one(e4, 448.0, 500.0)
+    assert c == FINITE and d == 1
+
+
+def test_relative_and_absolute():
+    e = errs(H, 1.0, 1.0 + 2**-11 + 2**-13)
+    assert e.abs_err[0] == 2**-11 + 2**-13
+    assert e.rel_err[0] == pytest.approx((2**-11 + 2**-13) / (1 + 2**-11 + 2**-13))
+
+
+def test_summary_excludes_nonfinite_and_p99_definition():
+    n = 200
+    got = np.arange(n, dtype=float) * 2**-10 + 1.0  # result k ulps above exact 1.0
+    got[5] = math.nan
+    got[6] = math.inf
+    hi = np.ones(n)
+    e = point_errors(np.zeros(n), got, OracleValues(H.round(hi), hi, np.zeros(n), 0), H)
+    s = Summary()
+    s.add(e, H)
+    assert s.nan_count == 1 and s.inf_count == 1 and s.finite == n - 2
+    ks = [k for k in range(n) if k not in (5, 6)]
+    assert s.max_ulp == n - 1
+    assert s.mean_ulp == pytest.approx(sum(ks) / len(ks))
+    # p99: the smallest e with at least 99% of the 198 finite errors <= e: the 197th smallest
+    assert s.p99_ulp == sorted(ks)[math.ceil(0.99 * 198) - 1]
+    assert s.worst["x_hex"] == "0x0000"
+    assert s.correct == 1

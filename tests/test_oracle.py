@@ -1,0 +1,147 @@
+"""The oracle against mpmath: fast-path bounds, correct rounding, ties, the cache."""
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from audit import oracle
+from audit.formats import get_format
+from audit.references import Reference, get_reference
+from helpers import is_nearest_even
+
+SMALL = ["fp8_e4m3", "fp8_e5m2", "bf16", "fp16"]
+
+
+def gelu_independent(x, prec=120):
+    """GELU through the normal CDF (mp.ncdf), not the erfc formula the tool uses."""
+    with mp.workprec(prec):
+        return mp.mpf(x) * mp.ncdf(mp.mpf(x))
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_gelu_fast_path_bound_holds_on_every_value(name):
+    f = get_format(name)
+    ref = get_reference("gelu")
+    x = f.finite_values()
+    v = ref.fast(x)
+    worst = 0.0
+    for xi, vi in zip(x.tolist(), v.tolist()):
+        e = gelu_independent(xi)
+        if abs(e) < mp.mpf(2) ** -1000:
+            assert abs(vi) <= 2.0**-1000 * 2
+            continue
+        rel = float(abs((mp.mpf(vi) - e) / e))
+        worst = max(worst, rel)
+    assert worst <= ref.rel_err, worst
+
+
+def test_gelu_fast_path_bound_on_fp32_sample():
+    f = get_format("fp32")
+    ref = get_reference("gelu")
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.uniform(-40, 10, 3000), -np.logspace(-40, 1.6, 500),
+                        np.logspace(-40, 38, 500)]).astype(np.float32).astype(np.float64)
+    v = ref.fast(x)
+    for xi, vi in zip(x.tolist(), v.tolist()):
+        e = gelu_independent(xi)
+        if abs(e) >= mp.mpf(2) ** -1000:
+            assert float(abs((mp.mpf(vi) - e) / e)) <= ref.rel_err, xi
+
+
+def adversarial_gelu_inputs(f):
+    vals = f.finite_values() if f.enumerable else None
+    if vals is not None:
+        sub = vals[(np.abs(vals) < f.smallest_normal * 4)]  # gelu(x) ~ x/2: near-ties
+        tails = vals[(vals < -3) & (vals > -40)]
+        sat = vals[(vals > 2) & (vals < 12)]
+        rng = np.random.default_rng(3)
+        pick = rng.choice(vals, size=min(1500, len(vals)), replace=False)
+        return np.unique(np.concatenate([sub[:400], sub[-400:], tails[:400], sat[:300], pick]))
+    rng = np.random.default_rng(4)
+    return np.unique(np.concatenate([
+        rng.uniform(-15, 15, 1500), np.ldexp(rng.uniform(1, 2, 300), rng.integers(-149, -120, 300)),
+        -np.ldexp(rng.uniform(1, 2, 300), rng.integers(-149, -120, 300))]).astype(np.float32).astype(float))
+
+
+@pytest.mark.parametrize("name", SMALL + ["fp32"])
+def test_oracle_rounds_correctly_at_adversarial_points(name, fresh_cache):
+    f = get_format(name)
+    ref = get_reference("gelu")
+    x = adversarial_gelu_inputs(f)
+    ov = oracle.evaluate(ref, f, x)
+    for xi, ri, hi, lo in zip(x.tolist(), ov.rounded.tolist(), ov.hi.tolist(), ov.lo.tolist()):
+        e = gelu_independent(xi, 300)
+        if math.isfinite(ri):
+            assert is_nearest_even(f, e, ri), (name, xi, ri)
+        # the exact value is carried to (much) better than float64 relative accuracy
+        if abs(e) > 1e-300:
+            assert abs((mp.mpf(hi) + mp.mpf(lo) - e) / e) < 2.0**-35
+
+
+def test_oracle_mpmath_only_for_fp64():
+    f = get_format("fp64")
+    ref = get_reference("gelu")
+    x = np.array([-30.0, -1.5, 1e-300, 0.7, 3.0, 1e10])
+    ov = oracle.evaluate(ref, f, x)
+    assert ov.n_mpmath == len(x)
+    for xi, ri in zip(x.tolist(), ov.rounded.tolist()):
+        assert is_nearest_even(f, gelu_independent(xi, 300), ri)
+
+
+def test_exact_ties_go_to_even():
+    """f(x) = x/2 puts odd subnormals exactly on a midpoint: only ties-to-even is right."""
+    ref = Reference("half_test", "x/2", lambda x: x / 2, lambda x: x / 2, 0.0,
+                    lambda: -math.inf, lambda: math.inf)
+    f = get_format("fp16")
+    x = f.finite_values()
+    x = x[(np.abs(x) < 2.0**-18)]
+    ov = oracle._compute(ref, f, x, {})
+    for xi, ri in zip(x.tolist(), ov.rounded.tolist()):
+        assert is_nearest_even(f, mp.mpf(xi) / 2, ri)
+    assert ov.n_mpmath > 0  # the ties were decided by mpmath
+
+
+def test_ambiguous_points_are_decided_by_mpmath():
+    """A fast path declared hopelessly inaccurate sends every point to mpmath: same answer."""
+    g = get_reference("gelu")
+    vague = Reference("gelu", g.formula, g.mp, g.fast, 0.5, g.at_neg_inf, g.at_pos_inf)
+    f = get_format("fp8_e5m2")
+    x = f.finite_values()
+    a = oracle._compute(g, f, x, {})
+    b = oracle._compute(vague, f, x, {})
+    assert b.n_mpmath > len(x) // 2
+    assert np.array_equal(a.rounded, b.rounded, equal_nan=True)
+
+
+def test_cache_roundtrip_and_corruption(fresh_cache):
+    f = get_format("fp16")
+    ref = get_reference("gelu")
+    x = f.finite_values()
+    first = oracle.evaluate(ref, f, x)
+    files = list(fresh_cache.glob("*.npz"))
+    assert len(files) == 1
+    oracle._MEMO.clear()
+    again = oracle.evaluate(ref, f, x)  # from disk
+    assert np.array_equal(first.rounded, again.rounded) and np.array_equal(first.hi, again.hi)
+    # corrupt: flip bytes in the middle of the file
+    data = bytearray(files[0].read_bytes())
+    for i in range(len(data) // 2, len(data) // 2 + 64):
+        data[i] ^= 0xFF
+    files[0].write_bytes(bytes(data))
+    oracle._MEMO.clear()
+    rebuilt = oracle.evaluate(ref, f, x)
+    assert np.array_equal(first.rounded, rebuilt.rounded)
+    assert oracle._load(files[0], x) is not None  # rewritten, valid again
+    # garbage file
+    files[0].write_bytes(b"not an npz")
+    oracle._MEMO.clear()
+    assert np.array_equal(first.rounded, oracle.evaluate(ref, f, x).rounded)
+
+
+def test_cache_subset_matches_direct_computation(fresh_cache):
+    f = get_format("bf16")
+    ref = get_reference("gelu")
+    x = f.finite_values()[1000:1500]
+    assert np.array_equal(oracle.evaluate(ref, f, x).rounded, oracle._compute(ref, f, x, {}).rounded)
