@@ -1,8 +1,9 @@
-"""The catalog of candidate implementations, one module per family.
+"""The catalog of candidate implementations, one module per family (or group).
 
 Importing this package registers every candidate with :mod:`audit.candidates`.
 Each candidate states its formula and the public source it was written from;
 formulas and constants are taken from the cited papers and documentation.
 """
 
-from . import gelu  # noqa: F401
+from . import (  # noqa: F401
+    elu, exp, gated, gelu, grads, mish, misc, piecewise, sigmoid, silu, softplus, tanh)

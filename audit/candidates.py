@@ -32,6 +32,16 @@ class Candidate:
     fn: Callable = field(repr=False)
     params: dict = field(default_factory=dict)
     notes: str = ""
+    compute: str | None = None  # a compute format the candidate always uses (bit tricks)
+
+    @property
+    def arity(self) -> int:
+        return self.ref.arity
+
+    def compute_format(self, requested: Format) -> Format:
+        from .formats import get_format
+
+        return get_format(self.compute) if self.compute else requested
 
     @property
     def family(self) -> str:
@@ -61,9 +71,11 @@ class Candidate:
         return {k: params[k] for k in ref.params if k in params}
 
     def evaluate(self, x: np.ndarray, storage: Format, compute_fmt: Format,
-                 params: dict | None = None) -> np.ndarray:
-        return compute.evaluate(self.fn, np.asarray(x, dtype=np.float64), storage, compute_fmt,
-                                self.resolve_params(params))
+                 params: dict | None = None, x2: np.ndarray | None = None) -> np.ndarray:
+        """Outputs (storage values) at inputs x (and x2 for a gated unit)."""
+        return compute.evaluate(self.fn, np.asarray(x, dtype=np.float64), storage,
+                                self.compute_format(compute_fmt), self.resolve_params(params),
+                                None if x2 is None else np.asarray(x2, dtype=np.float64))
 
     def source_line(self) -> int | None:
         try:
@@ -74,21 +86,23 @@ class Candidate:
     def to_dict(self) -> dict:
         return {"id": self.id, "family": self.family, "variant": self.variant,
                 "reference": self.reference, "formula": self.formula, "source": self.source,
-                "params": dict(self.params), "notes": self.notes}
+                "params": dict(self.params), "notes": self.notes, "compute": self.compute}
 
 
 REGISTRY: dict[str, Candidate] = {}
 
 
-def candidate(id: str, *, reference: str, formula: str, source: str, notes: str = "", **params):
-    """Decorator: register ``fn(x, m, **params)`` as candidate ``id``."""
+def candidate(id: str, *, reference: str, formula: str, source: str, notes: str = "",
+              compute: str | None = None, **params):
+    """Decorator: register ``fn(x, m, **params)`` as candidate ``id`` (``fn(a, b, m)`` for a
+    gated unit).  ``compute`` pins the compute format (for bit tricks made for fp32)."""
     if "." not in id:
         raise ValueError(f"candidate id '{id}' must be family.variant")
 
     def wrap(fn):
         if id in REGISTRY:
             raise ValueError(f"duplicate candidate id {id}")
-        REGISTRY[id] = Candidate(id, reference, formula, source, fn, dict(params), notes)
+        REGISTRY[id] = Candidate(id, reference, formula, source, fn, dict(params), notes, compute)
         return fn
 
     return wrap
@@ -130,15 +144,32 @@ def resolve(names) -> list[Candidate]:
     return out
 
 
-def parse_param(text: str) -> tuple[str, float]:
-    """'limit=8' -> ('limit', 8.0)."""
-    if "=" not in text:
-        raise BadParameterError(f"parameter '{text}' is not NAME=VALUE")
-    k, v = text.split("=", 1)
+def _number(k: str, v: str) -> float:
     try:
         val = float(v)
     except ValueError:
         raise BadParameterError(f"parameter '{k}': '{v}' is not a number") from None
     if not math.isfinite(val):
         raise BadParameterError(f"parameter '{k}' must be finite, got '{v}'")
-    return k.strip(), val
+    return val
+
+
+def parse_param(text: str) -> tuple[str, float | list[float]]:
+    """'limit=8' -> ('limit', 8.0); 'beta=0.5,1,2' -> ('beta', [0.5, 1.0, 2.0])."""
+    if "=" not in text:
+        raise BadParameterError(f"parameter '{text}' is not NAME=VALUE")
+    k, v = (s.strip() for s in text.split("=", 1))
+    if not k:
+        raise BadParameterError(f"parameter '{text}' has no name")
+    vals = [_number(k, p) for p in v.split(",")]
+    return k, vals[0] if len(vals) == 1 else vals
+
+
+def parse_params(texts) -> dict:
+    out: dict = {}
+    for t in texts:
+        k, v = parse_param(t)
+        if k in out:
+            raise BadParameterError(f"parameter '{k}' given twice (use {k}=V1,V2 to sweep values)")
+        out[k] = v
+    return out

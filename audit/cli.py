@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-import click
 import numpy as np
 import typer
 from rich.console import Console
@@ -21,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import __version__
-from .candidates import catalog, parse_param
+from .candidates import catalog, parse_params
 from .errors import ActauditError, BadOptionError
 from .formats import FORMATS
 from .inputs import parse_range
@@ -82,20 +81,23 @@ def sweep(
     samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
     exhaustive: bool = typer.Option(False, "--exhaustive", help="Every fp32 input (chunked)."),
-    param: List[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE (repeatable)."),
+    param: List[str] = typer.Option([], "--param", "-p",
+                                    help="Candidate parameter NAME=VALUE, or NAME=V1,V2,... to sweep it (repeatable)."),
+    grad: bool = typer.Option(False, "--grad", help="Sweep the derivative (backward) candidates instead."),
+    grid: Optional[int] = typer.Option(None, "--grid", help="Values per axis of the (a, b) grid of gated units (default 1024; 8-bit formats: all)."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
     csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write one row per input to PATH."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
-    params = dict(parse_param(p) for p in param)
+    params = parse_params(param)
     if samples is not None and samples < 1:
         raise BadOptionError(f"--samples must be positive, got {samples}")
     with _progress() as bar:
         results = run_sweep(targets, dtype, compute, range=rng, samples=samples, seed=seed,
-                            exhaustive=exhaustive, params=params, keep_points=csv_out is not None,
-                            progress=bar)
+                            exhaustive=exhaustive, params=params, grad=grad, grid=grid,
+                            keep_points=csv_out is not None, progress=bar)
     if csv_out is not None:
         write_csv(results, csv_out)
     doc = document(results, command=_command_line())
@@ -141,9 +143,13 @@ def results_table(results: list[SweepResult]) -> Table:
     for r in results:
         w = r.worst
         where = f"{fmt_num(w['x'], 6)} ({w['x_hex']})" if w else "-"
+        if w and "b" in w:
+            where = f"a={fmt_num(w['x'], 4)}, b={fmt_num(w['b'], 4)}"
         n = f"{r.domain.count}" + ("" if r.domain.exhaustive else "~")
         spec = "ok" if r.special_failures == 0 else f"{r.special_failures} bad"
-        t.add_row(r.candidate, r.dtype, r.compute, n, fmt_num(r.max_ulp), where,
+        name = r.candidate + "".join(f" {k}={v:g}" for k, v in r.params.items()
+                                     if v != catalog()[r.candidate].params.get(k))
+        t.add_row(name, r.dtype, r.compute, n, fmt_num(r.max_ulp), where,
                   fmt_num(r.mean_ulp), fmt_num(r.p99_ulp), fmt_num(r.max_abs),
                   fmt_num(r.max_rel), f"{100 * r.correctly_rounded_fraction:.2f}",
                   str(r.nan_count), str(r.inf_count), spec)
@@ -219,15 +225,15 @@ def main(argv=None) -> int:
     except ActauditError as e:
         _say(f"actaudit: error: {e}")
         return e.exit_code
-    except click.exceptions.NoArgsIsHelpError as e:
-        e.show()
-        return 0
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code
-    except (KeyboardInterrupt, click.exceptions.Abort):
+    except (KeyboardInterrupt, typer.Abort):
         _say("actaudit: interrupted")
         return 130
+    except Exception as e:
+        # usage errors of typer's (vendored) click: they know how to show themselves
+        if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
+            e.show()
+            return e.exit_code
+        raise
 
 
 def console_main() -> None:

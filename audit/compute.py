@@ -108,12 +108,34 @@ class Ops:
     def where(self, cond, a, b) -> Val:
         return Val(np.where(cond, self.lift(a).a, self.lift(b).a), self)
 
+    def floor(self, x) -> Val:
+        return Val(np.floor(self.lift(x).a), self)  # exact
 
-def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict) -> np.ndarray:
-    """Run formula ``fn(x, ops, **params)`` on storage values x; return storage values."""
+    def ldexp(self, x, n) -> Val:
+        """x * 2**n for integer-valued n (the exponent-field trick), rounded on over/underflow."""
+        return self.op("ldexp", np.ldexp(self.lift(x).a, self.lift(n).a.astype(np.int64)))
+
+    def int32_bits_as_float32(self, t) -> Val:
+        """Truncate t to int32 and reinterpret its bits as a float32, as bit-trick kernels do.
+
+        Values out of int32 range give 0x80000000 (x86's 'integer indefinite'), i.e. -0.0.
+        """
+        a = self.lift(t).a
+        ok = np.isfinite(a) & (np.abs(a) < 2.0**31)
+        i = np.where(ok, np.trunc(np.where(ok, a, 0.0)), -(2.0**31)).astype(np.int64)
+        bits = (i & 0xFFFFFFFF).astype(np.uint32)
+        return self.op("bits", bits.view(np.float32).astype(np.float64))
+
+
+def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
+             x2: np.ndarray | None = None) -> np.ndarray:
+    """Run formula ``fn(x, ops, **params)`` (or ``fn(x, x2, ops, **params)``) on storage
+    values; return storage values."""
     ops = Ops(compute)
     with np.errstate(all="ignore"):
-        xv = Val(compute.round(x), ops)
-        y = fn(xv, ops, **params)
+        args = [Val(compute.round(x), ops)]
+        if x2 is not None:
+            args.append(Val(compute.round(x2), ops))
+        y = fn(*args, ops, **params)
         y = y.a if isinstance(y, Val) else np.asarray(y, dtype=np.float64)
         return storage.round(np.broadcast_to(y, x.shape).astype(np.float64))

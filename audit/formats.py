@@ -83,7 +83,7 @@ class Format:
             r = np.ldexp(np.rint(np.ldexp(v, -q)), q)
             over = np.abs(r) > self.max_finite
             if over.any():
-                r[over] = np.copysign(self.overflow_value, v[over]) if self.has_inf else np.nan
+                r = np.where(over, np.copysign(self.overflow_value, v) if self.has_inf else np.nan, r)
             return r
 
     def round_mpf(self, v) -> float:
@@ -97,6 +97,8 @@ class Format:
             return math.nan
         man = int(man)
         e = exp + bc - 1  # floor(log2 |v|)
+        if e < self.emin - self.p:  # below half the smallest subnormal: rounds to zero
+            return -0.0 if sign else 0.0
         q = max(e, self.emin) - (self.p - 1)
         shift = q - exp
         if shift <= 0:

@@ -54,7 +54,7 @@ def check_range(r) -> tuple[float, float] | None:
 
 @dataclass
 class Domain:
-    """The finite inputs of one sweep in one format."""
+    """The finite inputs of one sweep in one format (pairs (a, b) for gated units)."""
 
     fmt: Format
     exhaustive: bool
@@ -63,9 +63,14 @@ class Domain:
     hi_ord: int = 0
     include_neg_zero: bool = False
     values: np.ndarray | None = field(default=None, repr=False)  # when held in memory
+    values2: np.ndarray | None = field(default=None, repr=False)  # second argument (b)
 
-    def chunks(self, size: int = CHUNK) -> Iterator[np.ndarray]:
-        """The inputs, ascending, in chunks of at most ``size``."""
+    def chunks(self, size: int = CHUNK) -> Iterator:
+        """The inputs, ascending, in chunks of at most ``size`` (tuples (a, b) for pairs)."""
+        if self.values2 is not None:
+            for i in range(0, len(self.values), size):
+                yield self.values[i:i + size], self.values2[i:i + size]
+            return
         if self.values is not None:
             for i in range(0, max(len(self.values), 1), size):
                 yield self.values[i:i + size]
@@ -162,6 +167,39 @@ def stratified_sample(fmt: Format, lo_o: int, hi_o: int, n: int, seed: int) -> n
     parts.append(np.array([o for o in (-1, 1) if lo_o <= o <= hi_o], dtype=np.int64))  # +-min subnormal
     ords = np.unique(np.concatenate(parts))
     return fmt.from_ordinal(ords)
+
+
+def axis_values(fmt: Format, rng, side: int, seed: int) -> tuple[np.ndarray, bool]:
+    """Values of one axis of a 2D grid: every value of an 8-bit format, else ``side``
+    values spread evenly over the ordinal line (log-symmetric: dense near zero, down to
+    the subnormals), seeded jitter, plus the edges (+-max, +-min subnormal, +-1, +-0)."""
+    if fmt.bits <= 8:
+        d = domain(fmt, rng)
+        return d.values, True
+    lo_o, hi_o = _ordinal_bounds(fmt, rng)
+    _nonempty(fmt, rng, hi_o - lo_o + 1)
+    if hi_o - lo_o + 1 <= side:
+        return fmt.from_ordinal(np.arange(lo_o, hi_o + 1, dtype=np.int64)), True
+    gen = np.random.default_rng(seed)
+    base = np.linspace(lo_o, hi_o, side)
+    step = (hi_o - lo_o) / max(side - 1, 1)
+    ords = np.clip(np.round(base + gen.uniform(-step / 3, step / 3, side)), lo_o, hi_o).astype(np.int64)
+    edge_vals = [0.0, 1.0, -1.0, fmt.smallest_subnormal, -fmt.smallest_subnormal]
+    edges = [lo_o, hi_o] + [int(fmt.ordinal([v])[0]) for v in edge_vals]
+    ords = np.unique(np.concatenate([ords, [e for e in edges if lo_o <= e <= hi_o]]))
+    return fmt.from_ordinal(ords), False
+
+
+def pair_domain(fmt: Format, rng=None, *, side: int | None = None, seed: int = 0) -> Domain:
+    """All pairs (a, b) of an axis grid: exhaustive for 8-bit formats (254^2 pairs in
+    E4M3), a seeded 1024 x 1024 log-symmetric grid with edges for wider formats."""
+    rng = check_range(rng)
+    side = 1024 if side is None else int(side)
+    if side < 2 or side > 1 << 14:
+        raise BadOptionError(f"grid side must be in [2, 16384], got {side}")
+    ax, exh = axis_values(fmt, rng, side, seed)
+    a, b = np.meshgrid(ax, ax, indexing="ij")
+    return Domain(fmt, exh, a.size, values=a.ravel(), values2=b.ravel())
 
 
 SPECIALS = (-math.inf, math.inf, math.nan)

@@ -55,6 +55,7 @@ class PointErrors:
     rel_err: np.ndarray
     cls: np.ndarray
     correct: np.ndarray
+    x2: np.ndarray | None = None  # second argument of a gated unit
 
     def __len__(self):
         return len(self.x)
@@ -66,11 +67,20 @@ def exact_ulp(fmt: Format, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return np.where(below, fmt.ulp(np.nextafter(hi, 0)), fmt.ulp(hi))
 
 
-def point_errors(x, got, oracle: OracleValues, fmt: Format) -> PointErrors:
+def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None) -> PointErrors:
+    """Per-input errors.  ``settle(idx)`` returns oracle values with inputs idx decided
+    exactly; it is called for the inputs whose exact value sits on an unknown side of a
+    power of two (OracleValues.unsure) and whose result is not correctly rounded."""
     got = np.asarray(got, dtype=np.float64)
-    hi, lo, rounded = oracle.hi, oracle.lo, oracle.rounded
+    rounded = oracle.rounded
     with np.errstate(all="ignore"):
         correct = (got == rounded) | (np.isnan(got) & np.isnan(rounded))
+    if oracle.unsure is not None and settle is not None:
+        idx = np.flatnonzero(oracle.unsure & ~correct)
+        if len(idx):
+            oracle = settle(idx)
+    hi, lo = oracle.hi, oracle.lo
+    with np.errstate(all="ignore"):
         finite = np.isfinite(got)
         cls = np.full(len(got), FINITE, dtype=np.int8)
         cls[~finite & correct] = OVERFLOW_OK
@@ -78,7 +88,9 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format) -> PointErrors:
         cls[np.isinf(got) & ~correct] = INF
         abs_err = np.abs((got - hi) - lo)
         abs_err = np.where(np.isfinite(hi), abs_err, np.where(got == hi, 0.0, np.inf))
-        ulp_err = abs_err / exact_ulp(fmt, hi, lo)
+        # an exact value beyond float64's range (exp(710)) is a finite real: a finite
+        # result is then infinitely many of its ulps away, in float64 terms
+        ulp_err = np.where(np.isfinite(hi), abs_err / exact_ulp(fmt, hi, lo), abs_err)
         ulp_err = np.where(correct, np.minimum(ulp_err, 0.5), ulp_err)
         mag = np.abs(hi)
         rel_err = np.where(mag > 0, abs_err / mag, np.where(abs_err == 0, 0.0, np.inf))
@@ -89,7 +101,8 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format) -> PointErrors:
         dist[notf] = -1
         dist[cls == OVERFLOW_OK] = 0
     return PointErrors(np.asarray(x, dtype=np.float64), got, hi, lo, rounded, ulp_err, dist,
-                       abs_err, rel_err, cls, correct)
+                       abs_err, rel_err, cls, correct,
+                       None if x2 is None else np.asarray(x2, dtype=np.float64))
 
 
 def _ordinals(fmt: Format, v: np.ndarray) -> np.ndarray:
@@ -141,6 +154,9 @@ class Summary:
             self.worst = {"x": float(e.x[j]), "x_hex": fmt.hex(float(e.x[j])),
                           "got": float(e.got[j]), "exact": float(e.exact[j]),
                           "exact_lo": float(e.exact_lo[j]), "rounded": float(e.rounded[j])}
+            if e.x2 is not None:
+                self.worst["b"] = float(e.x2[j])
+                self.worst["b_hex"] = fmt.hex(float(e.x2[j]))
         self.max_abs = max(self.max_abs, float(e.abs_err[fin].max()))
         self.max_rel = max(self.max_rel, float(e.rel_err[fin].max()))
         self.max_ulp_distance = max(self.max_ulp_distance, int(e.ulp_dist[fin].max()))

@@ -31,7 +31,7 @@ from .references import Reference
 
 log = logging.getLogger(__name__)
 
-ORACLE_VERSION = 1
+ORACLE_VERSION = 4
 FAST_ABS_TOL = 2.0**-1000
 MIN_REL_ERR = 2.0**-50
 GUARD_BITS = 12  # precision margin trusted of an mpmath evaluation
@@ -44,36 +44,79 @@ class OracleValues:
     hi: np.ndarray  # f(x) = hi + lo
     lo: np.ndarray
     n_mpmath: int  # inputs decided by mpmath
+    # inputs whose rounding is certain but whose exact value lies within the fast path's
+    # error of a power of two, on an unknown side: ulp_F(f) is then known only up to a
+    # factor 2, which matters only where a result differs from RN_F(f); metrics settles
+    # those few inputs with mpmath (see settle()).
+    unsure: np.ndarray | None = None
 
     def take(self, idx) -> "OracleValues":
-        return OracleValues(self.rounded[idx], self.hi[idx], self.lo[idx], self.n_mpmath)
+        return OracleValues(self.rounded[idx], self.hi[idx], self.lo[idx], self.n_mpmath,
+                            None if self.unsure is None else self.unsure[idx])
 
 
 # -------------------------------------------------------------------- mpmath
-def exact_point(ref: Reference, x: float, fmt: Format, params: dict) -> tuple[float, float, float]:
-    """(RN_F(f(x)), hi, lo) for one finite input, by mpmath alone."""
+def exact_point(ref: Reference, x, fmt: Format, params: dict) -> tuple[float, float, float]:
+    """(RN_F(f(x)), hi, lo) for one finite input (a float, or a tuple for a bivariate
+    reference), by mpmath alone.
+
+    The precision is doubled until both the rounding and the binade of f (which
+    decides ulp_F(f)) are certain.  Where f lies within 2**-(p+120) of a power of two
+    that it saturates onto (erf(100) = 1 - 1e-4346), the reference's ``near`` form
+    f = P - g settles the side without that many bits.
+    """
+    args = x if isinstance(x, tuple) else (x,)
+    margs = tuple(mp.mpf(a) for a in args)
     prec = fmt.p + 40
     while True:
         with mp.workprec(prec):
-            v = ref.mp(mp.mpf(x), **params)
+            v = ref.mp(*margs, **params)
         with mp.workprec(prec + 64):
             d = abs(v) * mp.ldexp(1, GUARD_BITS - prec)
             a, b = fmt.round_mpf(v - d), fmt.round_mpf(v + d)
-        if a == b or (math.isnan(a) and math.isnan(b)) or prec >= MAX_PREC:
+            rounding_ok = a == b or (math.isnan(a) and math.isnan(b))
+            binade_ok = (d == 0 or abs(v) + d < fmt.smallest_normal
+                         or mp.frexp(v - d)[1] == mp.frexp(v + d)[1])
+        if rounding_ok and binade_ok:
+            break
+        if ref.near is not None and prec >= fmt.p + 160:
+            with mp.workprec(prec):
+                pg = ref.near(*margs, **params)
+            if pg is not None and abs(pg[1]) <= abs(pg[0]) * mp.ldexp(1, -(fmt.p + 100)):
+                # f = P - g with g far below every rounding and binade boundary of F except,
+                # possibly, P itself: f rounds as P nudged towards -g
+                P, g = pg
+                with mp.workprec(prec + 64):
+                    r = fmt.round_mpf(P - mp.sign(g) * abs(P) * mp.ldexp(1, -(fmt.p + 100)))
+                return r, float(P), _residual(-g, 0.0, prec)
+        if prec >= MAX_PREC:
             break
         prec *= 2
-    r = a if a == b else fmt.round_mpf(v)
+    r = a if rounding_ok else fmt.round_mpf(v)
     hi = float(v)
+    return r, hi, _residual(v, hi, prec) if math.isfinite(hi) else 0.0
+
+
+def _residual(v, hi: float, prec: int) -> float:
+    """float(v - hi), keeping its sign even when it underflows float64 (it decides
+    on which side of a power of two hi the exact value lies)."""
     with mp.workprec(prec + 64):
-        lo = float(v - hi) if math.isfinite(hi) else 0.0
-    return r, hi, lo
+        diff = v - hi
+    lo = float(diff)
+    if lo == 0 and diff != 0:
+        lo = math.copysign(5e-324, float(mp.sign(diff)))
+    return lo
 
 
-def exact_points(ref: Reference, x: np.ndarray, fmt: Format, params: dict) -> OracleValues:
-    out = np.empty((3, len(x)))
-    for i, xi in enumerate(np.asarray(x, dtype=np.float64).tolist()):
-        out[:, i] = exact_point(ref, xi, fmt, params)
-    return OracleValues(out[0], out[1], out[2], len(x))
+def exact_points(ref: Reference, x: np.ndarray, fmt: Format, params: dict,
+                 x2: np.ndarray | None = None) -> OracleValues:
+    pts = np.asarray(x, dtype=np.float64).tolist()
+    if x2 is not None:
+        pts = list(zip(pts, np.asarray(x2, dtype=np.float64).tolist()))
+    out = np.empty((3, len(pts)))
+    for i, p in enumerate(pts):
+        out[:, i] = exact_point(ref, p, fmt, params)
+    return OracleValues(out[0], out[1], out[2], len(pts))
 
 
 # ------------------------------------------------------------------ fast path
@@ -81,35 +124,80 @@ def fast_path_applies(ref: Reference, fmt: Format) -> bool:
     return ref.fast is not None and fmt.p <= 24 and fmt.emin >= -126
 
 
-def evaluate(ref: Reference, fmt: Format, x: np.ndarray, params: dict | None = None) -> OracleValues:
-    """Oracle values at finite inputs x (float64 array of values of ``fmt``)."""
+def evaluate(ref: Reference, fmt: Format, x: np.ndarray, params: dict | None = None,
+             x2: np.ndarray | None = None) -> OracleValues:
+    """Oracle values at finite inputs x (float64 array of values of ``fmt``); for a
+    bivariate reference, at the pairs (x, x2)."""
     params = ref.with_defaults(params)
     x = np.asarray(x, dtype=np.float64)
-    if fmt.enumerable and _cache_enabled():
+    if x2 is None and fmt.enumerable and _cache_enabled():
         return _table(ref, fmt, params).take(_positions(fmt, x))
-    return _compute(ref, fmt, x, params)
+    return _compute(ref, fmt, x, params, x2)
 
 
-def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict) -> OracleValues:
+def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
+             x2: np.ndarray | None = None) -> OracleValues:
     if not fast_path_applies(ref, fmt):
-        return exact_points(ref, x, fmt, params)
-    v = ref.fast(x, **params)
+        return exact_points(ref, x, fmt, params, x2)
+    v = ref.fast(x, **params) if x2 is None else ref.fast(x, x2, **params)
+    if ref.exact:
+        return OracleValues(fmt.round(v), v, np.zeros_like(v), 0, np.zeros(len(v), bool))
     with np.errstate(all="ignore"):
         # never trust a fast value to better than a few float64 ulps, so that a
         # value exactly on a rounding boundary (a tie) always goes to mpmath
         slack = np.abs(v) * max(ref.rel_err, MIN_REL_ERR) + FAST_ABS_TOL
         lo_r, hi_r = fmt.round(v - slack), fmt.round(v + slack)
         rounded = fmt.round(v)
-        # near a power of two the binade of f (hence its ulp) is also uncertain
-        binade_unsure = np.frexp(v - slack)[1] != np.frexp(v + slack)[1]
-    amb = ~((lo_r == hi_r) | (np.isnan(lo_r) & np.isnan(hi_r))) | binade_unsure
+        # near a power of two the binade of f (hence ulp_F(f)) is also uncertain
+        binade_unsure = _binade(fmt, np.abs(v) - slack) != _binade(fmt, np.abs(v) + slack)
+    # a NaN fast value is the fast path declining to vouch for that input
+    # a NaN fast value is the fast path declining to vouch for that input
+    amb = ~((lo_r == hi_r) | (np.isnan(lo_r) & np.isnan(hi_r))) | np.isnan(v)
     hi = v.copy()
     lo = np.zeros_like(v)
+    unsure = binade_unsure & ~amb
+    if ref.fast_near is not None and x2 is None:
+        _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded)
     idx = np.flatnonzero(amb)
     if len(idx):
-        ex = exact_points(ref, x[idx], fmt, params)
+        ex = exact_points(ref, x[idx], fmt, params, None if x2 is None else x2[idx])
         rounded[idx], hi[idx], lo[idx] = ex.rounded, ex.hi, ex.lo
-    return OracleValues(rounded, hi, lo, len(idx))
+    return OracleValues(rounded, hi, lo, len(idx), unsure)
+
+
+def settle(ref: Reference, fmt: Format, ov: OracleValues, idx: np.ndarray, x: np.ndarray,
+           params: dict, x2: np.ndarray | None = None) -> OracleValues:
+    """A copy of ``ov`` whose inputs ``idx`` are decided by mpmath (hi, lo exact)."""
+    ex = exact_points(ref, x[idx], fmt, params, None if x2 is None else x2[idx])
+    hi, lo = ov.hi.copy(), ov.lo.copy()
+    hi[idx], lo[idx] = ex.hi, ex.lo
+    unsure = ov.unsure.copy()
+    unsure[idx] = False
+    return OracleValues(ov.rounded, hi, lo, ov.n_mpmath + len(idx), unsure)
+
+
+def _binade(fmt: Format, m: np.ndarray) -> np.ndarray:
+    """max(floor(log2 m), emin) for magnitudes m (m <= 0 counts as below emin): the
+    exponent that ulp_F uses."""
+    e = np.frexp(np.where(m > 0, m, 1.0))[1] - 1
+    return np.where(m > 0, np.maximum(e, fmt.emin), fmt.emin)
+
+
+def _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded):
+    """Settle the side of a power of two P that f saturates onto (f = P - g, with g
+    from the reference's fast_near) for inputs in ``unsure``; clears them there."""
+    idx = np.flatnonzero(unsure)
+    if not len(idx):
+        return
+    P, g = ref.fast_near(x[idx], **params)
+    with np.errstate(all="ignore"):
+        ok = (np.isfinite(P) & (np.frexp(P)[0] == np.copysign(0.5, P))  # P a power of two
+              & (np.abs(g) <= slack[idx]) & (np.abs(v[idx] - P) <= slack[idx]))
+    sel = idx[ok]
+    hi[sel] = P[ok]
+    lo[sel] = -g[ok]
+    rounded[sel] = fmt.round(P[ok])
+    unsure[sel] = False
 
 
 # --------------------------------------------------------------------- cache
@@ -181,17 +269,20 @@ def _load(path: Path, x: np.ndarray) -> OracleValues | None:
         return None
     try:
         with np.load(path, allow_pickle=False) as z:
-            arrs = {k: z[k] for k in ("x", "rounded", "hi", "lo", "n_mpmath", "digest")}
+            arrs = {k: z[k] for k in ("x", "rounded", "hi", "lo", "unsure", "n_mpmath", "digest")}
         ok = (arrs["x"].shape == x.shape and np.array_equal(arrs["x"].view(np.uint64), x.view(np.uint64))
               and all(arrs[k].shape == x.shape and arrs[k].dtype == np.float64 for k in ("rounded", "hi", "lo"))
-              and str(arrs["digest"]) == _digest(arrs["x"], arrs["rounded"], arrs["hi"], arrs["lo"]))
+              and arrs["unsure"].shape == x.shape and arrs["unsure"].dtype == np.bool_
+              and str(arrs["digest"]) == _digest(arrs["x"], arrs["rounded"], arrs["hi"], arrs["lo"],
+                                                 arrs["unsure"]))
     except Exception as exc:  # any unreadable file is a cache miss
         log.warning("oracle cache %s unreadable (%s); rebuilding", path, exc)
         return None
     if not ok:
         log.warning("oracle cache %s is corrupted; rebuilding", path)
         return None
-    return OracleValues(arrs["rounded"], arrs["hi"], arrs["lo"], int(arrs["n_mpmath"]))
+    return OracleValues(arrs["rounded"], arrs["hi"], arrs["lo"], int(arrs["n_mpmath"]),
+                        arrs["unsure"])
 
 
 def _store(path: Path, x: np.ndarray, v: OracleValues) -> None:
@@ -199,8 +290,9 @@ def _store(path: Path, x: np.ndarray, v: OracleValues) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
-                np.savez(fh, x=x, rounded=v.rounded, hi=v.hi, lo=v.lo,
+                unsure = np.zeros(len(x), bool) if v.unsure is None else v.unsure
+                np.savez(fh, x=x, rounded=v.rounded, hi=v.hi, lo=v.lo, unsure=unsure,
                          n_mpmath=np.int64(v.n_mpmath),
-                         digest=np.str_(_digest(x, v.rounded, v.hi, v.lo)))
+                         digest=np.str_(_digest(x, v.rounded, v.hi, v.lo, unsure)))
     except OSError as exc:  # a read-only cache directory must not stop a sweep
         log.warning("cannot write oracle cache %s (%s)", path, exc)

@@ -5,7 +5,7 @@ A :class:`Reference` is the mathematical function a candidate approximates.
 few ulps of that precision everywhere (no cancellation: GELU's negative tail
 uses erfc, not 1 + erf).  ``fast`` is an optional float64 fast path whose
 relative error is at most ``rel_err`` wherever its value is at least 2**-1000
-in magnitude; the oracle trusts it only away from rounding boundaries, and the
+in magnitude (and which is +-inf only where f exceeds float64's range); the oracle trusts it only away from rounding boundaries, and the
 test suite checks the bound against mpmath over every value of the 16-bit
 formats and at adversarial points.
 """
@@ -35,6 +35,14 @@ class Reference:
     at_pos_inf: Callable  # params -> float (limit at +inf)
     params: dict = field(default_factory=dict)
     arity: int = 1
+    exact: bool = False  # the fast path is exact for inputs of formats up to fp32
+    # near(x, **params) -> (P, g) with f(x) = P - g and g computed without cancellation,
+    # where f saturates onto P (a constant or x itself); None where it does not apply.
+    # It settles which side of a power of two f lies on when f is 1 - 1e-4000.
+    near: Callable | None = None
+    # fast_near(x, **params) -> (P, g) float64 arrays, the same split vectorized (P NaN
+    # where it does not apply); g must be relatively accurate, or 0 only where f == P.
+    fast_near: Callable | None = None
 
     def special(self, x: float, params: dict) -> float:
         """The value at a non-finite input: the limit at +-inf, NaN at NaN."""
@@ -51,13 +59,20 @@ class Reference:
 REFERENCES: dict[str, Reference] = {}
 
 
-def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1):
-    """Decorator registering an mpmath function as a reference."""
+def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1,
+              exact=False, near=None, fast_near=None):
+    """Decorator registering an mpmath function as a reference.
+
+    exact=True declares that the fast path computes the exact real value for every
+    input of a format of at most 24 bits of precision (max, min, a product of two
+    such numbers): the oracle then needs no ambiguity check, ties included.
+    """
 
     def wrap(fn):
         as_fn = lambda v: v if callable(v) else (lambda **_: v)  # noqa: E731
         REFERENCES[name] = Reference(name, formula, fn, fast, rel_err, as_fn(neg_inf),
-                                     as_fn(pos_inf), dict(params or {}), arity)
+                                     as_fn(pos_inf), dict(params or {}), arity, exact, near,
+                                     fast_near)
         return fn
 
     return wrap
@@ -71,12 +86,17 @@ def get_reference(name: str) -> Reference:
     raise UnknownNameError(f"unknown reference '{name}'{hint}")
 
 
+def mpp(v) -> "mp.mpf":
+    """A parameter as the decimal number the user wrote (0.01 is 1/100, not its double)."""
+    return mp.mpf(repr(float(v)))
+
+
 def _np(fn):
     """Run a float64 fast path with floating-point warnings silenced."""
 
-    def run(x, **params):
+    def run(*xs, **params):
         with np.errstate(all="ignore"):
-            return fn(np.asarray(x, dtype=np.float64), **params)
+            return fn(*(np.asarray(x, dtype=np.float64) for x in xs), **params)
 
     return run
 
@@ -92,6 +112,323 @@ _SQRT_HALF = math.sqrt(0.5)
 
 @reference("gelu", "x * Phi(x) = x/2 * erfc(-x/sqrt(2))",
            fast=_np(lambda x: 0.5 * x * sc.erfc(-x * _SQRT_HALF)), rel_err=2.0**-36,
-           neg_inf=-0.0, pos_inf=math.inf)
+           neg_inf=-0.0, pos_inf=math.inf,
+           near=lambda x: (x, x / 2 * mp.erfc(x / mp.sqrt(2))) if x > 0 else None)
 def _gelu(x):
     return x / 2 * mp.erfc(-x / mp.sqrt(2))
+
+
+def _pos(g):
+    """A deficit known to be positive: keep it positive where float64 underflows."""
+    return np.where(g > 0, g, 5e-324)
+
+
+def _sigmoid_near(t):
+    """sigmoid(t) = 1/2 + tanh(t/2)/2 near 0, and 1 - sigmoid(-t) for large t."""
+    small = np.abs(t) < 1
+    P = np.where(small, 0.5, np.where(t > 0, 1.0, np.nan))
+    g = np.where(small, -0.5 * np.tanh(0.5 * t), _pos(sc.expit(-t)))
+    return P, g
+
+
+def _near_odd_one(deficit):
+    """near() of an odd function saturating to +-1: f(x) = sign(x) (1 - deficit(|x|))."""
+
+    def near(x):
+        if x == 0:
+            return None
+        one = mp.mpf(1) if x > 0 else mp.mpf(-1)
+        return one, one * deficit(abs(x))
+
+    return near
+
+
+def _near_silu_grad(x, beta):
+    if x <= 0 or beta <= 0:
+        return None
+    b = mpp(beta)
+    q = 1 / (1 + mp.exp(b * x))  # 1 - s
+    return mp.mpf(1), q * (1 - b * x + b * x * q)
+
+
+def _near_mish_grad(x):
+    if x <= 0:
+        return None
+    sp = mp.log1p(mp.exp(x))
+    t2 = 2 / (1 + mp.exp(2 * sp))  # 1 - tanh(sp)
+    return mp.mpf(1), t2 * (1 - x * (2 - t2) / (1 + mp.exp(-x)))
+
+
+# ------------------------------------------------------------ the catalog's
+# Fast-path bounds: a few float64 roundings on a well-conditioned formula give
+# 2**-48; where the argument is a product (beta*x) whose rounding is amplified
+# by the condition number (|t| <= 745 before exp underflows), 2**-40.  Fast
+# paths return NaN where they cannot vouch for a value (near a root of a
+# derivative, where the float64 formula cancels): the oracle sends those to
+# mpmath.  Every bound is checked by tests against mpmath on all 16-bit values.
+
+def _sigmoid_np(t):
+    return sc.expit(t)
+
+
+@reference("sigmoid", "1 / (1 + exp(-x))", fast=_np(_sigmoid_np), rel_err=2.0**-44,
+           neg_inf=0.0, pos_inf=1.0,
+           near=lambda x: (mp.mpf(1), 1 / (1 + mp.exp(x))) if x > 0 else None,
+           fast_near=_np(lambda x: _sigmoid_near(x)))
+def _sigmoid(x):
+    return 1 / (1 + mp.exp(-x))
+
+
+@reference("tanh", "tanh(x)", fast=_np(np.tanh), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=1.0,
+           near=_near_odd_one(lambda t: 2 / (1 + mp.exp(2 * t))),
+           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(2 * sc.expit(-2 * np.abs(x))))))
+def _tanh(x):
+    return mp.tanh(x)
+
+
+@reference("silu", "x * sigmoid(beta x)  (swish; silu is beta = 1)",
+           fast=_np(lambda x, beta: x * sc.expit(beta * x)), rel_err=2.0**-40,
+           neg_inf=lambda beta: -0.0 if beta > 0 else -math.inf,
+           pos_inf=lambda beta: math.inf if beta > 0 else 0.0, params={"beta": 1.0},
+           near=lambda x, beta: (x, x / (1 + mp.exp(mpp(beta) * x))) if x > 0 and beta > 0 else None)
+def _silu(x, beta):
+    return x / (1 + mp.exp(-mpp(beta) * x))
+
+
+@reference("softplus", "log(1 + exp(beta x)) / beta",
+           fast=_np(lambda x, beta: np.logaddexp(0.0, beta * x) / beta), rel_err=2.0**-40,
+           neg_inf=0.0, pos_inf=math.inf, params={"beta": 1.0},
+           near=lambda x, beta: (x, -mp.log1p(mp.exp(-mpp(beta) * x)) / mpp(beta)) if x > 0 else None)
+def _softplus(x, beta):
+    b = mpp(beta)
+    return mp.log1p(mp.exp(b * x)) / b
+
+
+@reference("mish", "x * tanh(softplus(x))",
+           fast=_np(lambda x: x * np.tanh(np.logaddexp(0.0, x))), rel_err=2.0**-44,
+           neg_inf=-0.0, pos_inf=math.inf,
+           near=lambda x: (x, 2 * x / (1 + (1 + mp.exp(x)) ** 2)) if x > 0 else None)
+def _mish(x):
+    return x * mp.tanh(mp.log1p(mp.exp(x)))
+
+
+@reference("elu", "x if x > 0 else alpha (exp(x) - 1)",
+           fast=_np(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x))), rel_err=2.0**-48,
+           neg_inf=lambda alpha: -alpha, pos_inf=math.inf, params={"alpha": 1.0},
+           near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x)) if x < 0 else (x, mp.mpf(0)))
+def _elu(x, alpha):
+    return x if x > 0 else mpp(alpha) * mp.expm1(x)
+
+
+SELU_ALPHA = "1.6732632423543772848170429916717"  # Klambauer et al. 2017, arXiv:1706.02515
+SELU_SCALE = "1.0507009873554804934193349852946"
+
+
+@reference("selu", "scale * (x if x > 0 else alpha (exp(x) - 1))",
+           fast=_np(lambda x: float(SELU_SCALE) * np.where(x > 0, x, float(SELU_ALPHA) * np.expm1(x))),
+           rel_err=2.0**-48, neg_inf=-float(SELU_SCALE) * float(SELU_ALPHA), pos_inf=math.inf,
+           near=lambda x: (-mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA), -mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA) * mp.exp(x)) if x < 0 else (mp.mpf(SELU_SCALE) * x, mp.mpf(0)))
+def _selu(x):
+    return mp.mpf(SELU_SCALE) * (x if x > 0 else mp.mpf(SELU_ALPHA) * mp.expm1(x))
+
+
+@reference("celu", "max(0, x) + min(0, alpha (exp(x / alpha) - 1))",
+           fast=_np(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x / alpha))), rel_err=2.0**-46,
+           neg_inf=lambda alpha: -alpha, pos_inf=math.inf, params={"alpha": 1.0},
+           near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x / mpp(alpha))) if x < 0 else (x, mp.mpf(0)))
+def _celu(x, alpha):
+    a = mpp(alpha)
+    return x if x > 0 else a * mp.expm1(x / a)
+
+
+@reference("relu", "max(0, x)", fast=_np(lambda x: np.maximum(x, 0.0)), rel_err=0.0,
+           neg_inf=0.0, pos_inf=math.inf, exact=True)
+def _relu(x):
+    return x if x > 0 else mp.mpf(0)
+
+
+@reference("leaky_relu", "x if x >= 0 else alpha x",
+           fast=_np(lambda x, alpha: np.where(x >= 0, x, alpha * x)), rel_err=2.0**-50,
+           neg_inf=lambda alpha: -math.inf if alpha > 0 else 0.0, pos_inf=math.inf,
+           params={"alpha": 0.01},
+           near=lambda x, alpha: (x, mp.mpf(0)) if x >= 0 else None)
+def _leaky_relu(x, alpha):
+    return x if x >= 0 else mpp(alpha) * x
+
+
+@reference("relu6", "min(max(0, x), 6)", fast=_np(lambda x: np.clip(x, 0.0, 6.0)), rel_err=0.0,
+           neg_inf=0.0, pos_inf=6.0, exact=True)
+def _relu6(x):
+    return min(max(x, mp.mpf(0)), mp.mpf(6))
+
+
+@reference("hardtanh", "min(max(x, -1), 1)", fast=_np(lambda x: np.clip(x, -1.0, 1.0)), rel_err=0.0,
+           neg_inf=-1.0, pos_inf=1.0, exact=True)
+def _hardtanh(x):
+    return min(max(x, mp.mpf(-1)), mp.mpf(1))
+
+
+@reference("hardsigmoid", "relu6(x + 3) / 6",
+           fast=_np(lambda x: np.clip((x + 3.0) / 6.0, 0.0, 1.0)), rel_err=2.0**-50,
+           neg_inf=0.0, pos_inf=1.0,
+           near=lambda x: (mp.mpf(1), mp.mpf(0)) if x >= 3 else None)
+def _hardsigmoid(x):
+    return min(max(x + 3, mp.mpf(0)), mp.mpf(6)) / 6
+
+
+@reference("hardswish", "x relu6(x + 3) / 6",
+           fast=_np(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0), rel_err=2.0**-50,
+           neg_inf=0.0, pos_inf=math.inf,
+           near=lambda x: (x, mp.mpf(0)) if x >= 3 else None)
+def _hardswish(x):
+    return x * min(max(x + 3, mp.mpf(0)), mp.mpf(6)) / 6
+
+
+@reference("logsigmoid", "-softplus(-x) = -log(1 + exp(-x))",
+           fast=_np(lambda x: -np.logaddexp(0.0, -x)), rel_err=2.0**-46,
+           neg_inf=-math.inf, pos_inf=-0.0)
+def _logsigmoid(x):
+    return -mp.log1p(mp.exp(-x))
+
+
+@reference("softsign", "x / (1 + |x|)", fast=_np(lambda x: x / (1.0 + np.abs(x))), rel_err=2.0**-50,
+           neg_inf=-1.0, pos_inf=1.0,
+           near=_near_odd_one(lambda t: 1 / (1 + t)),
+           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) / (1.0 + np.abs(x)))))
+def _softsign(x):
+    return x / (1 + abs(x))
+
+
+@reference("exp", "exp(x)", fast=_np(np.exp), rel_err=2.0**-50, neg_inf=0.0, pos_inf=math.inf,
+           fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x))))
+def _exp(x):
+    return mp.exp(x)
+
+
+@reference("erf", "erf(x)", fast=_np(sc.erf), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=1.0,
+           near=_near_odd_one(mp.erfc),
+           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(sc.erfc(np.abs(x))))))
+def _erf(x):
+    return mp.erf(x)
+
+
+# ------------------------------------------------------------- gated units
+@reference("swiglu", "silu(a) * b", arity=2,
+           fast=_np(lambda a, b: a * sc.expit(a) * b), rel_err=2.0**-40,
+           neg_inf=math.nan, pos_inf=math.nan,
+           near=lambda a, b: (a * b, a * b / (1 + mp.exp(a))) if a > 0 else None)
+def _swiglu(a, b):
+    return a / (1 + mp.exp(-a)) * b
+
+
+@reference("geglu", "gelu(a) * b", arity=2,
+           fast=_np(lambda a, b: 0.5 * a * sc.erfc(-a * _SQRT_HALF) * b), rel_err=2.0**-36,
+           neg_inf=math.nan, pos_inf=math.nan,
+           near=lambda a, b: (a * b, a * b / 2 * mp.erfc(a / mp.sqrt(2))) if a > 0 else None)
+def _geglu(a, b):
+    return a / 2 * mp.erfc(-a / mp.sqrt(2)) * b
+
+
+@reference("reglu", "relu(a) * b", arity=2,
+           fast=_np(lambda a, b: np.maximum(a, 0.0) * b), rel_err=2.0**-50,
+           neg_inf=math.nan, pos_inf=math.nan, exact=True)
+def _reglu(a, b):
+    return (a if a > 0 else mp.mpf(0)) * b
+
+
+# -------------------------------------------------------------- derivatives
+GELU_GRAD_ROOT = -0.7517916243684  # gelu'(x) = 0 (minimum of GELU)
+SILU_GRAD_ROOT = -1.2784645427610738  # silu'(x) = 0 for beta = 1
+MISH_GRAD_ROOT = -1.1919805025210233
+
+
+def _unsure_near(root, width):
+    """Wrap a fast path: NaN (decide by mpmath) within width of a root, where it cancels."""
+
+    def wrap(fn):
+        def run(x, **p):
+            v = fn(x, **p)
+            r = root(**p) if callable(root) else root
+            return np.where(np.abs(x - r) < width, np.nan, v)
+
+        return run
+
+    return wrap
+
+
+def _gelu_grad_np(x):
+    return 0.5 * sc.erfc(-x * _SQRT_HALF) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+@reference("gelu_grad", "d/dx gelu = Phi(x) + x phi(x)",
+           fast=_np(_unsure_near(GELU_GRAD_ROOT, 0.05)(_gelu_grad_np)), rel_err=2.0**-40,
+           neg_inf=-0.0, pos_inf=1.0,
+           near=lambda x: (mp.mpf(1), mp.erfc(x / mp.sqrt(2)) / 2 - x * mp.exp(-x * x / 2) / mp.sqrt(2 * mp.pi)) if x > 0 else None)
+def _gelu_grad(x):
+    with mp.extraprec(80):  # cancels near its root at -0.75
+        return mp.erfc(-x / mp.sqrt(2)) / 2 + x * mp.exp(-x * x / 2) / mp.sqrt(2 * mp.pi)
+
+
+@reference("sigmoid_grad", "d/dx sigmoid = s (1 - s) = e^-|x| / (1 + e^-|x|)^2",
+           fast=_np(lambda x: np.exp(-np.abs(x)) / (1.0 + np.exp(-np.abs(x))) ** 2), rel_err=2.0**-46,
+           neg_inf=0.0, pos_inf=0.0)
+def _sigmoid_grad(x):
+    e = mp.exp(-abs(x))
+    return e / (1 + e) ** 2
+
+
+@reference("tanh_grad", "d/dx tanh = 1 - tanh^2 = sech^2",
+           fast=_np(lambda x: 1.0 / np.cosh(x) ** 2), rel_err=2.0**-46, neg_inf=0.0, pos_inf=0.0)
+def _tanh_grad(x):
+    return mp.sech(x) ** 2
+
+
+def _silu_grad_np(x, beta):
+    s = sc.expit(beta * x)
+    return s * (1.0 + beta * x * (1.0 - s))
+
+
+@reference("silu_grad", "d/dx x sigmoid(beta x) = s (1 + beta x (1 - s)), s = sigmoid(beta x)",
+           fast=_np(_unsure_near(lambda beta: SILU_GRAD_ROOT / beta, 0.05)(_silu_grad_np)),
+           rel_err=2.0**-38, neg_inf=-0.0, pos_inf=1.0, params={"beta": 1.0},
+           near=_near_silu_grad)
+def _silu_grad(x, beta):
+    with mp.extraprec(80):
+        b = mpp(beta)
+        s = 1 / (1 + mp.exp(-b * x))
+        return s * (1 + b * x * (1 - s))
+
+
+@reference("softplus_grad", "d/dx softplus = sigmoid(beta x)",
+           fast=_np(lambda x, beta: sc.expit(beta * x)), rel_err=2.0**-40,
+           neg_inf=0.0, pos_inf=1.0, params={"beta": 1.0},
+           near=lambda x, beta: (mp.mpf(1), 1 / (1 + mp.exp(mpp(beta) * x))) if x > 0 else None,
+           fast_near=_np(lambda x, beta: _sigmoid_near(beta * x)))
+def _softplus_grad(x, beta):
+    return 1 / (1 + mp.exp(-mpp(beta) * x))
+
+
+def _mish_grad_np(x):
+    sp = np.logaddexp(0.0, x)
+    t = np.tanh(sp)
+    return t + x * (1.0 - t * t) * sc.expit(x)
+
+
+@reference("mish_grad", "d/dx mish = tanh(sp) + x sech^2(sp) sigmoid(x), sp = softplus(x)",
+           fast=_np(_unsure_near(MISH_GRAD_ROOT, 0.05)(_mish_grad_np)), rel_err=2.0**-38,
+           neg_inf=-0.0, pos_inf=1.0,
+           near=_near_mish_grad)
+def _mish_grad(x):
+    with mp.extraprec(80):
+        sp = mp.log1p(mp.exp(x))
+        return mp.tanh(sp) + x * mp.sech(sp) ** 2 / (1 + mp.exp(-x))
+
+
+@reference("elu_grad", "d/dx elu = 1 if x > 0 else alpha exp(x)",
+           fast=_np(lambda x, alpha: np.where(x > 0, 1.0, alpha * np.exp(x))), rel_err=2.0**-48,
+           neg_inf=0.0, pos_inf=1.0, params={"alpha": 1.0},
+           near=lambda x, alpha: (mp.mpf(1), mp.mpf(0)) if x > 0 else None,
+           fast_near=_np(lambda x, alpha: (np.where(x > 0, 1.0, np.where(x > -1, alpha, np.nan)),
+                                           np.where(x > 0, 0.0, -alpha * np.expm1(x)))))
+def _elu_grad(x, alpha):
+    return mp.mpf(1) if x > 0 else mpp(alpha) * mp.exp(x)

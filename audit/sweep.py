@@ -7,6 +7,7 @@ compute format), with the fields of the JSON document.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -15,10 +16,10 @@ from typing import Callable, Iterable
 import numpy as np
 
 from . import oracle
-from .candidates import Candidate, resolve
+from .candidates import Candidate, catalog, families, resolve
 from .errors import BadOptionError
 from .formats import Format, get_format, parse_formats
-from .inputs import Domain, domain, special_inputs
+from .inputs import Domain, domain, pair_domain, special_inputs
 from .io import json_number
 from .metrics import CLASS_NAMES, PointErrors, Summary, point_errors
 
@@ -140,21 +141,24 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     t0 = time.perf_counter()
     params = cand.resolve_params(params)
     ref_params = cand.ref.with_defaults(cand.reference_params(params))
+    compute_fmt = cand.compute_format(compute_fmt)
     summary = Summary()
     kept: list[PointErrors] = []
     n_mp = 0
-    for x in dom.chunks():
-        ov = oracle.evaluate(cand.ref, storage, x, ref_params)
+    for part in dom.chunks():
+        x, x2 = part if isinstance(part, tuple) else (part, None)
+        ov = oracle.evaluate(cand.ref, storage, x, ref_params, x2)
         n_mp += ov.n_mpmath
-        got = cand.evaluate(x, storage, compute_fmt, params)
-        e = point_errors(x, got, ov, storage)
+        got = cand.evaluate(x, storage, compute_fmt, params, x2)
+        e = point_errors(x, got, ov, storage, x2, settle=lambda idx, ov=ov, x=x, x2=x2:
+                         oracle.settle(cand.ref, storage, ov, idx, x, ref_params, x2))
         summary.add(e, storage)
         if keep_points:
             kept.append(e)
         if progress:
             progress(len(x))
     points = _concat(kept) if keep_points else None
-    specials = check_specials(cand, storage, compute_fmt, params, ref_params)
+    specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []
     return SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
                        summary, specials, n_mp, time.perf_counter() - t0, points)
 
@@ -164,13 +168,46 @@ def _concat(parts: list[PointErrors]) -> PointErrors | None:
         return None
     if len(parts) == 1:
         return parts[0]
-    return PointErrors(*(np.concatenate([getattr(p, f) for p in parts])
-                         for f in PointErrors.__dataclass_fields__))
+    cols = {}
+    for f in PointErrors.__dataclass_fields__:
+        vals = [getattr(p, f) for p in parts]
+        cols[f] = None if vals[0] is None else np.concatenate(vals)
+    return PointErrors(**cols)
+
+
+def grad_candidates(cands: list[Candidate]) -> list[Candidate]:
+    """The derivative candidates (family NAME_grad) of the given candidates."""
+    cat = catalog()
+    fams = families()
+    out: list[Candidate] = []
+    for c in cands:
+        if c.family.endswith("_grad"):
+            g = [c]
+        elif f"{c.family}_grad.{c.variant}" in cat:
+            g = [cat[f"{c.family}_grad.{c.variant}"]]
+        else:  # no backward of this variant: the family's backward kernels
+            g = fams.get(f"{c.family}_grad", [])
+        out.extend(x for x in g if x not in out)
+    if not out:
+        names = ", ".join(c.id for c in cands)
+        fams = sorted({c.family for c in cat.values() if c.family.endswith("_grad")})
+        raise BadOptionError(f"no derivative candidate for {names} (derivatives exist for: "
+                             f"{', '.join(f.removesuffix('_grad') for f in fams)})")
+    return out
+
+
+def param_sets(cand: Candidate, params: dict | None) -> list[dict]:
+    """Parameter combinations for a candidate: each value may be a list (a parameter sweep)."""
+    mine = {k: v for k, v in (params or {}).items() if k in cand.params}
+    keys = list(mine)
+    lists = [v if isinstance(v, (list, tuple)) else [v] for v in mine.values()]
+    return [dict(zip(keys, combo)) for combo in itertools.product(*lists)] or [{}]
 
 
 def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=None,
           samples: int | None = None, seed: int = 0, exhaustive: bool = False,
-          params: dict | None = None, keep_points: bool = False,
+          params: dict | None = None, grad: bool = False, grid: int | None = None,
+          keep_points: bool = False,
           progress: Callable[[int], None] | None = None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
@@ -178,24 +215,30 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     dtype: storage format(s), a name, 'fp16,bf16' or a list.
     compute: compute format(s); default: each storage format itself.
     range: (lo, hi) to restrict the inputs; samples/seed for fp32 and fp64;
-    exhaustive: every fp32 value (chunked).  params: candidate parameters.
+    exhaustive: every fp32 value (chunked).  params: candidate parameters, each a
+    value or a list of values to sweep.  grad: sweep the derivative candidates.
+    grid: values per axis of the (a, b) grid of gated units (default 1024).
     keep_points: keep the per-input errors on each result (for CSV and plots).
     """
     names = [targets] if isinstance(targets, str) else list(targets)
     cands = resolve([n for t in names for n in t.split(",") if n.strip()])
+    if grad:
+        cands = grad_candidates(cands)
     storages = _formats(dtype)
     computes = _formats(compute) if compute is not None else None
-    if params:
-        for k in params:
-            if not any(k in c.params for c in cands):
-                raise BadOptionError(f"no selected candidate has a parameter '{k}'")
+    for k in params or {}:
+        if not any(k in c.params for c in cands):
+            raise BadOptionError(f"no selected candidate has a parameter '{k}'")
     results = []
     for st in storages:
-        dom = domain(st, range, samples=samples, seed=seed, exhaustive=exhaustive)
+        doms: dict[int, Domain] = {}
         for cf in computes or [st]:
             for c in cands:
-                p = {k: v for k, v in (params or {}).items() if k in c.params}
-                results.append(run_candidate(c, st, cf, dom, p, keep_points, progress))
+                if c.arity not in doms:
+                    doms[c.arity] = (domain(st, range, samples=samples, seed=seed, exhaustive=exhaustive)
+                                     if c.arity == 1 else pair_domain(st, range, side=grid, seed=seed))
+                for p in param_sets(c, params):
+                    results.append(run_candidate(c, st, cf, doms[c.arity], p, keep_points, progress))
     return results
 
 

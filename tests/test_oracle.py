@@ -145,3 +145,43 @@ def test_cache_subset_matches_direct_computation(fresh_cache):
     ref = get_reference("gelu")
     x = f.finite_values()[1000:1500]
     assert np.array_equal(oracle.evaluate(ref, f, x).rounded, oracle._compute(ref, f, x, {}).rounded)
+
+
+UNIVARIATE = sorted(n for n, r in __import__("audit").REFERENCES.items() if r.arity == 1)
+
+
+@pytest.mark.parametrize("name", UNIVARIATE)
+def test_every_fast_path_meets_its_bound(name):
+    """Each reference's float64 fast path against its mpmath definition at 160 bits, over
+    every fp16 value and a stride of bf16 values (tails and subnormals included)."""
+    ref = get_reference(name)
+    params = ref.with_defaults({})
+    x = np.concatenate([get_format("fp16").finite_values(), get_format("bf16").finite_values()[::7]])
+    v = ref.fast(x, **params)
+    bound = max(ref.rel_err, oracle.MIN_REL_ERR)
+    with mp.workprec(160):
+        for xi, vi in zip(x.tolist(), v.tolist()):
+            if math.isnan(vi):  # the fast path declines: mpmath decides
+                continue
+            e = ref.mp(mp.mpf(xi), **params)
+            if math.isinf(vi) and abs(e) > mp.mpf(np.finfo(np.float64).max):
+                continue  # beyond float64: inf rounds as the exact value does in F <= fp32
+            assert abs(mp.mpf(vi) - e) <= abs(e) * bound + mp.mpf(2) ** -1000, (name, xi, vi)
+
+
+@pytest.mark.parametrize("name", UNIVARIATE)
+@pytest.mark.parametrize("fmt_name", ["fp16", "bf16"])
+def test_fast_oracle_agrees_with_mpmath_only_oracle(name, fmt_name):
+    """The fast path with its ambiguity and near-power-of-two handling gives the rounding,
+    and the side of a power of two, that mpmath alone gives."""
+    ref = get_reference(name)
+    f = get_format(fmt_name)
+    params = ref.with_defaults({})
+    x = f.finite_values()
+    fast = oracle._compute(ref, f, x, params)
+    sub = np.arange(0, len(x), 89)
+    exact = oracle.exact_points(ref, x[sub], f, params)
+    assert np.array_equal(fast.rounded[sub], exact.rounded, equal_nan=True)
+    p2 = (np.frexp(np.abs(exact.hi))[0] == 0.5) & (np.abs(exact.hi) > f.smallest_normal)
+    known = ~fast.unsure[sub]
+    assert np.array_equal(np.sign(fast.lo[sub])[p2 & known], np.sign(exact.lo)[p2 & known])
