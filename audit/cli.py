@@ -187,7 +187,7 @@ def write_csv(results: list[SweepResult], path: Path) -> None:
 @app.command("list")
 def list_(json_: bool = typer.Option(False, "--json", help="Print the candidates as JSON.")):
     """List families, candidates (formula, source, parameters) and formats."""
-    cands = list(catalog().values())
+    cands = sorted(catalog().values(), key=lambda c: c.family)  # stable: variants keep their order
     if json_:
         sys.stdout.write(dumps([c.to_dict() for c in cands]))
         return
