@@ -71,11 +71,12 @@ class Candidate:
         return {k: params[k] for k in ref.params if k in params}
 
     def evaluate(self, x: np.ndarray, storage: Format, compute_fmt: Format,
-                 params: dict | None = None, x2: np.ndarray | None = None) -> np.ndarray:
+                 params: dict | None = None, x2: np.ndarray | None = None,
+                 trace: list | None = None) -> np.ndarray:
         """Outputs (storage values) at inputs x (and x2 for a gated unit)."""
         return compute.evaluate(self.fn, np.asarray(x, dtype=np.float64), storage,
                                 self.compute_format(compute_fmt), self.resolve_params(params),
-                                None if x2 is None else np.asarray(x2, dtype=np.float64))
+                                None if x2 is None else np.asarray(x2, dtype=np.float64), trace)
 
     def source_line(self) -> int | None:
         try:

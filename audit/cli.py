@@ -88,6 +88,9 @@ def sweep(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
     csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write one row per input to PATH."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
+    details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
+    max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
+    atol: Optional[float] = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
@@ -97,7 +100,8 @@ def sweep(
     with _progress() as bar:
         results = run_sweep(targets, dtype, compute, range=rng, samples=samples, seed=seed,
                             exhaustive=exhaustive, params=params, grad=grad, grid=grid,
-                            keep_points=csv_out is not None, progress=bar)
+                            keep_points=csv_out is not None, progress=bar,
+                            max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
     if csv_out is not None:
         write_csv(results, csv_out)
     doc = document(results, command=_command_line())
@@ -108,6 +112,76 @@ def sweep(
         write_text(json_out, dumps(doc))
     if not quiet:
         out.print(results_table(results))
+        if details:
+            print_findings(results)
+
+
+def _tolerance(v, name):
+    if v is not None and not (math.isfinite(v) and v >= 0):
+        raise BadOptionError(f"{name} must be a finite number >= 0, got {v}")
+    return v
+
+
+def print_findings(results: list[SweepResult]) -> None:
+    for r in results:
+        if not (r.findings or r.hidden):
+            continue
+        out.print(f"[bold]{r.candidate}[/bold] {r.dtype} (compute {r.compute})", highlight=False)
+        for f in r.findings:
+            iv = ", ".join(f"[{fmt_num(a, 6)}, {fmt_num(b, 6)}]" for a, b in f.intervals[:4])
+            more = f" (+{f.intervals_total - 4} more)" if f.intervals_total > 4 else ""
+            cause = f"; {f.cause['text']}" if f.cause else ""
+            out.print(f"  {f.kind:<12} {f.count:>6} inputs  {iv}{more}{cause}", markup=False, highlight=False)
+        for h in r.hidden:
+            out.print(f"  {h['kind']:<12} {h['text']}", markup=False, highlight=False)
+
+
+@app.command()
+def clip(
+    targets: List[str] = typer.Argument(..., help="Candidates or families."),
+    dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s) (16 bits or fewer)."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s)."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE."),
+    max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance in ULP (default: the candidate's error on its core)."),
+    atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+):
+    """Recommend a safe input clip range (and what to do beyond it) per candidate and format."""
+    from .formats import parse_formats
+
+    for f in parse_formats(dtype):
+        if not f.enumerable:
+            raise BadOptionError(f"clip ranges need every value of the format; {f.name} has too many "
+                                 "(use a format of 16 bits or fewer)")
+    with _progress() as bar:
+        results = run_sweep(targets, dtype, compute, params=parse_params(param), progress=bar,
+                            max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
+    results = [r for r in results if r.clip is not None]
+    if not results:
+        raise BadOptionError("no univariate candidate selected: clip ranges apply to f(x)")
+    if json_out:
+        doc = {"schema": "actaudit.clip/1", "results": [
+            {"candidate": r.candidate, "dtype": r.dtype, "compute": r.compute,
+             "saturation": r.to_dict()["saturation"], "clip": r.to_dict()["clip"]} for r in results]}
+        if json_out == "-":
+            sys.stdout.write(dumps(doc))
+            return
+        write_text(json_out, dumps(doc))
+    t = Table(title="actaudit clip", title_justify="left", header_style="bold")
+    for col in ("candidate", "dtype", "compute", "lo", "below lo", "hi", "above hi", "tolerance",
+                "max ULP after", "saturation (low / high)", "note"):
+        t.add_column(col, overflow="fold")
+    for r in results:
+        c, s = r.clip, r.saturation
+        tol = c["tolerance"]
+        tol_s = " or ".join(x for x in ((f"{fmt_num(tol['max_ulp'])} ULP" if tol["max_ulp"] is not None else ""),
+                                        (f"{fmt_num(tol['atol'])} abs" if tol["atol"] is not None else "")) if x)
+        sat = " / ".join("-" if v is None else f"{fmt_num(v['x'], 6)} -> {v['value'] if isinstance(v['value'], str) else fmt_num(v['value'])}"
+                         for v in (s["low"], s["high"]))
+        t.add_row(r.candidate, r.dtype, r.compute, fmt_num(c["lo"], 6), c["lo_action"],
+                  fmt_num(c["hi"], 6), c["hi_action"], tol_s, fmt_num(c["max_ulp_inside"]), sat,
+                  c["note"] or "")
+    out.print(t)
 
 
 class _progress:
@@ -138,7 +212,7 @@ def results_table(results: list[SweepResult]) -> Table:
                       ("inputs", "right"), ("max ULP", "right"), ("at x (bits)", "left"),
                       ("mean", "right"), ("p99", "right"), ("max abs", "right"),
                       ("max rel", "right"), ("CR %", "right"), ("NaN", "right"),
-                      ("inf", "right"), ("specials", "right")]:
+                      ("inf", "right"), ("findings", "left")]:
         t.add_column(col, justify=just, no_wrap=True)
     for r in results:
         w = r.worst
@@ -146,7 +220,7 @@ def results_table(results: list[SweepResult]) -> Table:
         if w and "b" in w:
             where = f"a={fmt_num(w['x'], 4)}, b={fmt_num(w['b'], 4)}"
         n = f"{r.domain.count}" + ("" if r.domain.exhaustive else "~")
-        spec = "ok" if r.special_failures == 0 else f"{r.special_failures} bad"
+        spec = findings_summary(r)
         name = r.candidate + "".join(f" {k}={v:g}" for k, v in r.params.items()
                                      if v != catalog()[r.candidate].params.get(k))
         t.add_row(name, r.dtype, r.compute, n, fmt_num(r.max_ulp), where,
@@ -156,6 +230,19 @@ def results_table(results: list[SweepResult]) -> Table:
     if any(not r.domain.exhaustive for r in results):
         t.caption = "~ sampled: the maximum is a lower bound; otherwise exhaustive: an upper bound"
     return t
+
+
+SHORT = {"nan": "nan", "overflow": "ovf", "underflow": "unf", "sign": "sign", "range": "range",
+         "monotonicity": "mono", "special": "spec"}
+
+
+def findings_summary(r: SweepResult) -> str:
+    parts = [f"{SHORT[f.kind]} {f.count}" for f in r.findings]
+    if r.hidden:
+        parts.append(f"hidden {len(r.hidden)}")
+    if not r.findings and r.special_failures:
+        parts.append(f"spec {r.special_failures}")
+    return ", ".join(parts) or "-"
 
 
 def write_csv(results: list[SweepResult], path: Path) -> None:

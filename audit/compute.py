@@ -18,10 +18,37 @@ least as wide); the result is rounded back to the storage format.
 
 from __future__ import annotations
 
+import os
+import sys
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.special as sc
 
 from .formats import Format
+
+
+@dataclass
+class TraceEntry:
+    op: str
+    file: str
+    line: int
+    ins: tuple  # input arrays (float64 values of the compute format)
+    out: np.ndarray  # the rounded result
+    exact: np.ndarray  # the result before rounding (the constant as written, for "const")
+
+
+def _formula_line() -> tuple[str, int]:
+    """File and line of the innermost frame of the catalog (or a user's formula)."""
+    f = sys._getframe(2)
+    here = __file__
+    while f is not None and f.f_code.co_filename == here:
+        f = f.f_back
+    if f is None:
+        return "?", 0
+    name = f.f_code.co_filename
+    short = os.path.join(*name.split(os.sep)[-2:]) if os.sep in name else name
+    return short, f.f_lineno
 
 
 class Val:
@@ -38,7 +65,7 @@ class Val:
     def _bin(self, other, fn, name, swap=False):
         o = self.ops.lift(other)
         l, r = (o, self) if swap else (self, o)
-        return self.ops.op(name, fn(l.a, r.a))
+        return self.ops.op(name, fn(l.a, r.a), (l.a, r.a))
 
     def __add__(self, o): return self._bin(o, np.add, "+")
     def __radd__(self, o): return self._bin(o, np.add, "+", True)
@@ -68,15 +95,24 @@ class Val:
 
 
 class Ops:
-    """The primitives available to a formula, in compute format ``fmt``."""
+    """The primitives available to a formula, in compute format ``fmt``.
 
-    def __init__(self, fmt: Format):
+    With ``trace`` a list, every rounded operation appends a :class:`TraceEntry`
+    (operation, source file and line of the formula, inputs, output): the raw
+    material of root causes, hidden overflows and lossy constants.
+    """
+
+    def __init__(self, fmt: Format, trace: list | None = None):
         self.fmt = fmt
+        self.trace = trace
 
     # values --------------------------------------------------------------
-    def op(self, name: str, a) -> Val:
+    def op(self, name: str, a, ins=()) -> Val:
         """Round a float64 result to the compute format (one place for every op)."""
-        return Val(self.fmt.round(a), self)
+        out = self.fmt.round(a)
+        if self.trace is not None:
+            self.trace.append(TraceEntry(name, *_formula_line(), tuple(ins), out, np.asarray(a)))
+        return Val(out, self)
 
     def const(self, c: float) -> Val:
         """A constant, rounded to the compute format as a kernel would store it."""
@@ -89,7 +125,8 @@ class Ops:
 
     # elementary functions --------------------------------------------------
     def _f(self, name, fn, *args):
-        return self.op(name, fn(*(self.lift(a).a for a in args)))
+        ins = tuple(self.lift(a).a for a in args)
+        return self.op(name, fn(*ins), ins)
 
     def exp(self, x): return self._f("exp", np.exp, x)
     def expm1(self, x): return self._f("expm1", np.expm1, x)
@@ -124,18 +161,21 @@ class Ops:
         ok = np.isfinite(a) & (np.abs(a) < 2.0**31)
         i = np.where(ok, np.trunc(np.where(ok, a, 0.0)), -(2.0**31)).astype(np.int64)
         bits = (i & 0xFFFFFFFF).astype(np.uint32)
-        return self.op("bits", bits.view(np.float32).astype(np.float64))
+        return self.op("bits", bits.view(np.float32).astype(np.float64), (a,))
 
 
 def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
-             x2: np.ndarray | None = None) -> np.ndarray:
+             x2: np.ndarray | None = None, trace: list | None = None) -> np.ndarray:
     """Run formula ``fn(x, ops, **params)`` (or ``fn(x, x2, ops, **params)``) on storage
-    values; return storage values."""
-    ops = Ops(compute)
+    values; return storage values.  ``trace``: a list to record every operation in."""
+    ops = Ops(compute, trace)
     with np.errstate(all="ignore"):
         args = [Val(compute.round(x), ops)]
         if x2 is not None:
             args.append(Val(compute.round(x2), ops))
         y = fn(*args, ops, **params)
         y = y.a if isinstance(y, Val) else np.asarray(y, dtype=np.float64)
-        return storage.round(np.broadcast_to(y, x.shape).astype(np.float64))
+        out = storage.round(np.broadcast_to(y, x.shape).astype(np.float64))
+        if trace is not None and storage != compute:
+            trace.append(TraceEntry(f"rounding to {storage.name}", "(storage)", 0, (y,), out, y))
+        return out

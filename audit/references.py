@@ -43,6 +43,10 @@ class Reference:
     # fast_near(x, **params) -> (P, g) float64 arrays, the same split vectorized (P NaN
     # where it does not apply); g must be relatively accurate, or 0 only where f == P.
     fast_near: Callable | None = None
+    # bounds(x) -> (lo, hi) arrays: the function's known range at x (range findings)
+    bounds: Callable | None = None
+    # monotone pieces: ((a, b, +1 or -1), ...): increasing (+1) or decreasing on [a, b]
+    monotone: tuple = ()
 
     def special(self, x: float, params: dict) -> float:
         """The value at a non-finite input: the limit at +-inf, NaN at NaN."""
@@ -60,7 +64,7 @@ REFERENCES: dict[str, Reference] = {}
 
 
 def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1,
-              exact=False, near=None, fast_near=None):
+              exact=False, near=None, fast_near=None, bounds=None, monotone=()):
     """Decorator registering an mpmath function as a reference.
 
     exact=True declares that the fast path computes the exact real value for every
@@ -72,7 +76,7 @@ def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params
         as_fn = lambda v: v if callable(v) else (lambda **_: v)  # noqa: E731
         REFERENCES[name] = Reference(name, formula, fn, fast, rel_err, as_fn(neg_inf),
                                      as_fn(pos_inf), dict(params or {}), arity, exact, near,
-                                     fast_near)
+                                     fast_near, bounds, tuple(monotone))
         return fn
 
     return wrap
@@ -102,6 +106,9 @@ def _np(fn):
 
 
 _SQRT_HALF = math.sqrt(0.5)
+MISH_GRAD_ROOT = -1.1919805025210233
+SILU_GRAD_ROOT = -1.2784645427610738  # silu'(x) = 0 for beta = 1
+GELU_GRAD_ROOT = -0.7517916243684  # gelu'(x) = 0 (minimum of GELU)
 
 # --------------------------------------------------------------------- GELU
 # gelu(x) = x Phi(x) = (x/2) erfc(-x/sqrt 2).  The erfc form has no
@@ -113,9 +120,14 @@ _SQRT_HALF = math.sqrt(0.5)
 @reference("gelu", "x * Phi(x) = x/2 * erfc(-x/sqrt(2))",
            fast=_np(lambda x: 0.5 * x * sc.erfc(-x * _SQRT_HALF)), rel_err=2.0**-36,
            neg_inf=-0.0, pos_inf=math.inf,
-           near=lambda x: (x, x / 2 * mp.erfc(x / mp.sqrt(2))) if x > 0 else None)
+           near=lambda x: (x, x / 2 * mp.erfc(x / mp.sqrt(2))) if x > 0 else None,
+           bounds=lambda x: (np.minimum(x, 0), np.maximum(x, 0)), monotone=((-math.inf, GELU_GRAD_ROOT, -1), (GELU_GRAD_ROOT, math.inf, 1)))
 def _gelu(x):
     return x / 2 * mp.erfc(-x / mp.sqrt(2))
+
+
+def _const_bounds(lo, hi):
+    return lambda x, **_: (np.full_like(x, lo), np.full_like(x, hi))
 
 
 def _pos(g):
@@ -174,14 +186,16 @@ def _sigmoid_np(t):
 @reference("sigmoid", "1 / (1 + exp(-x))", fast=_np(_sigmoid_np), rel_err=2.0**-44,
            neg_inf=0.0, pos_inf=1.0,
            near=lambda x: (mp.mpf(1), 1 / (1 + mp.exp(x))) if x > 0 else None,
-           fast_near=_np(lambda x: _sigmoid_near(x)))
+           fast_near=_np(lambda x: _sigmoid_near(x)),
+           bounds=_const_bounds(0.0, 1.0), monotone=((-math.inf, math.inf, 1),))
 def _sigmoid(x):
     return 1 / (1 + mp.exp(-x))
 
 
 @reference("tanh", "tanh(x)", fast=_np(np.tanh), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=1.0,
            near=_near_odd_one(lambda t: 2 / (1 + mp.exp(2 * t))),
-           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(2 * sc.expit(-2 * np.abs(x))))))
+           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(2 * sc.expit(-2 * np.abs(x))))),
+           bounds=_const_bounds(-1.0, 1.0), monotone=((-math.inf, math.inf, 1),))
 def _tanh(x):
     return mp.tanh(x)
 
@@ -190,7 +204,8 @@ def _tanh(x):
            fast=_np(lambda x, beta: x * sc.expit(beta * x)), rel_err=2.0**-40,
            neg_inf=lambda beta: -0.0 if beta > 0 else -math.inf,
            pos_inf=lambda beta: math.inf if beta > 0 else 0.0, params={"beta": 1.0},
-           near=lambda x, beta: (x, x / (1 + mp.exp(mpp(beta) * x))) if x > 0 and beta > 0 else None)
+           near=lambda x, beta: (x, x / (1 + mp.exp(mpp(beta) * x))) if x > 0 and beta > 0 else None,
+           bounds=lambda x, beta: (np.minimum(x, 0), np.maximum(x, 0)), monotone=((-math.inf, SILU_GRAD_ROOT, -1), (SILU_GRAD_ROOT, math.inf, 1)))
 def _silu(x, beta):
     return x / (1 + mp.exp(-mpp(beta) * x))
 
@@ -198,7 +213,8 @@ def _silu(x, beta):
 @reference("softplus", "log(1 + exp(beta x)) / beta",
            fast=_np(lambda x, beta: np.logaddexp(0.0, beta * x) / beta), rel_err=2.0**-40,
            neg_inf=0.0, pos_inf=math.inf, params={"beta": 1.0},
-           near=lambda x, beta: (x, -mp.log1p(mp.exp(-mpp(beta) * x)) / mpp(beta)) if x > 0 else None)
+           near=lambda x, beta: (x, -mp.log1p(mp.exp(-mpp(beta) * x)) / mpp(beta)) if x > 0 else None,
+           bounds=lambda x, beta: (np.maximum(x, 0), np.full_like(x, np.inf)), monotone=((-math.inf, math.inf, 1),))
 def _softplus(x, beta):
     b = mpp(beta)
     return mp.log1p(mp.exp(b * x)) / b
@@ -207,7 +223,8 @@ def _softplus(x, beta):
 @reference("mish", "x * tanh(softplus(x))",
            fast=_np(lambda x: x * np.tanh(np.logaddexp(0.0, x))), rel_err=2.0**-44,
            neg_inf=-0.0, pos_inf=math.inf,
-           near=lambda x: (x, 2 * x / (1 + (1 + mp.exp(x)) ** 2)) if x > 0 else None)
+           near=lambda x: (x, 2 * x / (1 + (1 + mp.exp(x)) ** 2)) if x > 0 else None,
+           bounds=lambda x: (np.minimum(x, 0), np.maximum(x, 0)), monotone=((-math.inf, MISH_GRAD_ROOT, -1), (MISH_GRAD_ROOT, math.inf, 1)))
 def _mish(x):
     return x * mp.tanh(mp.log1p(mp.exp(x)))
 
@@ -215,7 +232,8 @@ def _mish(x):
 @reference("elu", "x if x > 0 else alpha (exp(x) - 1)",
            fast=_np(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x))), rel_err=2.0**-48,
            neg_inf=lambda alpha: -alpha, pos_inf=math.inf, params={"alpha": 1.0},
-           near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x)) if x < 0 else (x, mp.mpf(0)))
+           near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x)) if x < 0 else (x, mp.mpf(0)),
+           monotone=((-math.inf, math.inf, 1),))
 def _elu(x, alpha):
     return x if x > 0 else mpp(alpha) * mp.expm1(x)
 
@@ -227,7 +245,8 @@ SELU_SCALE = "1.0507009873554804934193349852946"
 @reference("selu", "scale * (x if x > 0 else alpha (exp(x) - 1))",
            fast=_np(lambda x: float(SELU_SCALE) * np.where(x > 0, x, float(SELU_ALPHA) * np.expm1(x))),
            rel_err=2.0**-48, neg_inf=-float(SELU_SCALE) * float(SELU_ALPHA), pos_inf=math.inf,
-           near=lambda x: (-mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA), -mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA) * mp.exp(x)) if x < 0 else (mp.mpf(SELU_SCALE) * x, mp.mpf(0)))
+           near=lambda x: (-mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA), -mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA) * mp.exp(x)) if x < 0 else (mp.mpf(SELU_SCALE) * x, mp.mpf(0)),
+           monotone=((-math.inf, math.inf, 1),))
 def _selu(x):
     return mp.mpf(SELU_SCALE) * (x if x > 0 else mp.mpf(SELU_ALPHA) * mp.expm1(x))
 
@@ -235,14 +254,16 @@ def _selu(x):
 @reference("celu", "max(0, x) + min(0, alpha (exp(x / alpha) - 1))",
            fast=_np(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x / alpha))), rel_err=2.0**-46,
            neg_inf=lambda alpha: -alpha, pos_inf=math.inf, params={"alpha": 1.0},
-           near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x / mpp(alpha))) if x < 0 else (x, mp.mpf(0)))
+           near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x / mpp(alpha))) if x < 0 else (x, mp.mpf(0)),
+           monotone=((-math.inf, math.inf, 1),))
 def _celu(x, alpha):
     a = mpp(alpha)
     return x if x > 0 else a * mp.expm1(x / a)
 
 
 @reference("relu", "max(0, x)", fast=_np(lambda x: np.maximum(x, 0.0)), rel_err=0.0,
-           neg_inf=0.0, pos_inf=math.inf, exact=True)
+           neg_inf=0.0, pos_inf=math.inf, exact=True,
+           monotone=((-math.inf, math.inf, 1),))
 def _relu(x):
     return x if x > 0 else mp.mpf(0)
 
@@ -251,19 +272,22 @@ def _relu(x):
            fast=_np(lambda x, alpha: np.where(x >= 0, x, alpha * x)), rel_err=2.0**-50,
            neg_inf=lambda alpha: -math.inf if alpha > 0 else 0.0, pos_inf=math.inf,
            params={"alpha": 0.01},
-           near=lambda x, alpha: (x, mp.mpf(0)) if x >= 0 else None)
+           near=lambda x, alpha: (x, mp.mpf(0)) if x >= 0 else None,
+           monotone=((-math.inf, math.inf, 1),))
 def _leaky_relu(x, alpha):
     return x if x >= 0 else mpp(alpha) * x
 
 
 @reference("relu6", "min(max(0, x), 6)", fast=_np(lambda x: np.clip(x, 0.0, 6.0)), rel_err=0.0,
-           neg_inf=0.0, pos_inf=6.0, exact=True)
+           neg_inf=0.0, pos_inf=6.0, exact=True,
+           bounds=_const_bounds(0.0, 6.0), monotone=((-math.inf, math.inf, 1),))
 def _relu6(x):
     return min(max(x, mp.mpf(0)), mp.mpf(6))
 
 
 @reference("hardtanh", "min(max(x, -1), 1)", fast=_np(lambda x: np.clip(x, -1.0, 1.0)), rel_err=0.0,
-           neg_inf=-1.0, pos_inf=1.0, exact=True)
+           neg_inf=-1.0, pos_inf=1.0, exact=True,
+           bounds=_const_bounds(-1.0, 1.0), monotone=((-math.inf, math.inf, 1),))
 def _hardtanh(x):
     return min(max(x, mp.mpf(-1)), mp.mpf(1))
 
@@ -271,7 +295,8 @@ def _hardtanh(x):
 @reference("hardsigmoid", "relu6(x + 3) / 6",
            fast=_np(lambda x: np.clip((x + 3.0) / 6.0, 0.0, 1.0)), rel_err=2.0**-50,
            neg_inf=0.0, pos_inf=1.0,
-           near=lambda x: (mp.mpf(1), mp.mpf(0)) if x >= 3 else None)
+           near=lambda x: (mp.mpf(1), mp.mpf(0)) if x >= 3 else None,
+           bounds=_const_bounds(0.0, 1.0), monotone=((-math.inf, math.inf, 1),))
 def _hardsigmoid(x):
     return min(max(x + 3, mp.mpf(0)), mp.mpf(6)) / 6
 
@@ -286,7 +311,8 @@ def _hardswish(x):
 
 @reference("logsigmoid", "-softplus(-x) = -log(1 + exp(-x))",
            fast=_np(lambda x: -np.logaddexp(0.0, -x)), rel_err=2.0**-46,
-           neg_inf=-math.inf, pos_inf=-0.0)
+           neg_inf=-math.inf, pos_inf=-0.0,
+           bounds=_const_bounds(-math.inf, 0.0), monotone=((-math.inf, math.inf, 1),))
 def _logsigmoid(x):
     return -mp.log1p(mp.exp(-x))
 
@@ -294,20 +320,23 @@ def _logsigmoid(x):
 @reference("softsign", "x / (1 + |x|)", fast=_np(lambda x: x / (1.0 + np.abs(x))), rel_err=2.0**-50,
            neg_inf=-1.0, pos_inf=1.0,
            near=_near_odd_one(lambda t: 1 / (1 + t)),
-           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) / (1.0 + np.abs(x)))))
+           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) / (1.0 + np.abs(x)))),
+           bounds=_const_bounds(-1.0, 1.0), monotone=((-math.inf, math.inf, 1),))
 def _softsign(x):
     return x / (1 + abs(x))
 
 
 @reference("exp", "exp(x)", fast=_np(np.exp), rel_err=2.0**-50, neg_inf=0.0, pos_inf=math.inf,
-           fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x))))
+           fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x))),
+           bounds=_const_bounds(0.0, math.inf), monotone=((-math.inf, math.inf, 1),))
 def _exp(x):
     return mp.exp(x)
 
 
 @reference("erf", "erf(x)", fast=_np(sc.erf), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=1.0,
            near=_near_odd_one(mp.erfc),
-           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(sc.erfc(np.abs(x))))))
+           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(sc.erfc(np.abs(x))))),
+           bounds=_const_bounds(-1.0, 1.0), monotone=((-math.inf, math.inf, 1),))
 def _erf(x):
     return mp.erf(x)
 
@@ -337,9 +366,6 @@ def _reglu(a, b):
 
 
 # -------------------------------------------------------------- derivatives
-GELU_GRAD_ROOT = -0.7517916243684  # gelu'(x) = 0 (minimum of GELU)
-SILU_GRAD_ROOT = -1.2784645427610738  # silu'(x) = 0 for beta = 1
-MISH_GRAD_ROOT = -1.1919805025210233
 
 
 def _unsure_near(root, width):
@@ -371,14 +397,16 @@ def _gelu_grad(x):
 
 @reference("sigmoid_grad", "d/dx sigmoid = s (1 - s) = e^-|x| / (1 + e^-|x|)^2",
            fast=_np(lambda x: np.exp(-np.abs(x)) / (1.0 + np.exp(-np.abs(x))) ** 2), rel_err=2.0**-46,
-           neg_inf=0.0, pos_inf=0.0)
+           neg_inf=0.0, pos_inf=0.0,
+           bounds=_const_bounds(0.0, 0.25))
 def _sigmoid_grad(x):
     e = mp.exp(-abs(x))
     return e / (1 + e) ** 2
 
 
 @reference("tanh_grad", "d/dx tanh = 1 - tanh^2 = sech^2",
-           fast=_np(lambda x: 1.0 / np.cosh(x) ** 2), rel_err=2.0**-46, neg_inf=0.0, pos_inf=0.0)
+           fast=_np(lambda x: 1.0 / np.cosh(x) ** 2), rel_err=2.0**-46, neg_inf=0.0, pos_inf=0.0,
+           bounds=_const_bounds(0.0, 1.0))
 def _tanh_grad(x):
     return mp.sech(x) ** 2
 

@@ -15,11 +15,13 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from . import clip as clip_mod
+from . import findings as findings_mod
 from . import oracle
 from .candidates import Candidate, catalog, families, resolve
 from .errors import BadOptionError
 from .formats import Format, get_format, parse_formats
-from .inputs import Domain, domain, pair_domain, special_inputs
+from .inputs import CHUNK, Domain, domain, pair_domain, special_inputs
 from .io import json_number
 from .metrics import CLASS_NAMES, PointErrors, Summary, point_errors
 
@@ -39,6 +41,10 @@ class SweepResult:
     oracle_mpmath: int = 0
     seconds: float = 0.0
     points: PointErrors | None = field(default=None, repr=False)  # per-input data, when kept
+    findings: list = field(default_factory=list)
+    saturation: dict | None = None
+    clip: dict | None = None
+    hidden: list = field(default_factory=list)
 
     # fields of the JSON document --------------------------------------------
     @property
@@ -115,7 +121,20 @@ class SweepResult:
                           for k, v in sp.items()} for sp in self.specials],
             "special_failures": self.special_failures,
             "oracle_mpmath_count": self.oracle_mpmath,
+            "findings": [f.to_dict() for f in self.findings],
+            "saturation": _sat_json(self.saturation),
+            "clip": clip_mod.to_json(self.clip),
+            "hidden": self.hidden,
         }
+
+
+def _sat_json(s):
+    if s is None:
+        return None
+    return {k: (None if v is None else {"x": json_number(v["x"]),
+                                        "value": v["value"] if isinstance(v["value"], str)
+                                        else json_number(v["value"])})
+            for k, v in s.items()}
 
 
 def _same(a: float, b: float) -> bool:
@@ -136,15 +155,24 @@ def check_specials(cand: Candidate, storage: Format, compute_fmt: Format, params
 
 def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Domain,
                   params: dict | None = None, keep_points: bool = False,
-                  progress: Callable[[int], None] | None = None) -> SweepResult:
-    """Sweep one candidate in one evaluation path over a domain."""
+                  progress: Callable[[int], None] | None = None, analyze: bool = True,
+                  max_ulp: float | None = None, atol: float | None = None) -> SweepResult:
+    """Sweep one candidate in one evaluation path over a domain.
+
+    analyze: also find stability findings (with causes), hidden overflows and lossy
+    constants, saturation thresholds and the clip recommendation (max_ulp / atol: its
+    tolerance; the clip needs the whole domain in one chunk).
+    """
     t0 = time.perf_counter()
     params = cand.resolve_params(params)
     ref_params = cand.ref.with_defaults(cand.reference_params(params))
     compute_fmt = cand.compute_format(compute_fmt)
     summary = Summary()
     kept: list[PointErrors] = []
+    found: list[list] = []
+    hid: list[dict] = []
     n_mp = 0
+    one_chunk = dom.values is not None and len(dom.values) <= CHUNK
     for part in dom.chunks():
         x, x2 = part if isinstance(part, tuple) else (part, None)
         ov = oracle.evaluate(cand.ref, storage, x, ref_params, x2)
@@ -153,14 +181,70 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
         e = point_errors(x, got, ov, storage, x2, settle=lambda idx, ov=ov, x=x, x2=x2:
                          oracle.settle(cand.ref, storage, ov, idx, x, ref_params, x2))
         summary.add(e, storage)
-        if keep_points:
+        if keep_points or (analyze and one_chunk):
             kept.append(e)
+        if analyze:
+            found.append(findings_mod.find(e, cand, storage, compute_fmt, params, ref_params, []))
+            hid.extend(findings_mod.hidden(cand, storage, compute_fmt, params, e))
         if progress:
             progress(len(x))
-    points = _concat(kept) if keep_points else None
+    points = _concat(kept)
     specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []
-    return SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
-                       summary, specials, n_mp, time.perf_counter() - t0, points)
+    res = SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
+                      summary, specials, n_mp, 0.0, points if keep_points else None)
+    if analyze:
+        res.findings = _merge_findings(found, storage)
+        res.findings += [f for f in findings_mod.find(_empty(), cand, storage, compute_fmt, params,
+                                                      ref_params, specials)]
+        res.hidden = _merge_hidden(hid)
+        if cand.arity == 1:
+            res.saturation = clip_mod.saturation(cand.ref, storage, ref_params,
+                                                 None if storage.enumerable else dom.all())
+            if one_chunk and points is not None and storage.enumerable and dom.count == len(storage.finite_values()):
+                fail = np.zeros(len(points), bool)
+                for kind, (m, _) in findings_mod.masks(points, cand, storage, ref_params).items():
+                    if kind in findings_mod.FAILURE_KINDS:
+                        fail |= m
+                res.clip = clip_mod.recommend(points, storage, res.saturation, max_ulp, atol, fail)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _empty() -> PointErrors:
+    z = np.zeros(0)
+    return PointErrors(z, z, z, z, z, z, np.zeros(0, np.int64), z, z, np.zeros(0, np.int8),
+                       np.zeros(0, bool))
+
+
+def _merge_findings(per_chunk: list[list], fmt: Format) -> list:
+    """Findings of consecutive chunks, one per kind, runs across chunk edges joined."""
+    out: dict = {}
+    for chunk in per_chunk:
+        for f in chunk:
+            if f.kind not in out:
+                out[f.kind] = f
+                continue
+            g = out[f.kind]
+            g.count += f.count
+            iv = f.intervals
+            if g.intervals and iv and int(fmt.ordinal([iv[0][0]])[0]) - int(fmt.ordinal([g.intervals[-1][1]])[0]) <= 1:
+                g.intervals[-1][1] = iv[0][1]
+                iv = iv[1:]
+            g.intervals.extend(iv)
+            g.intervals_total = len(g.intervals)
+    return list(out.values())
+
+
+def _merge_hidden(items: list[dict]) -> list[dict]:
+    out: dict = {}
+    for h in items:
+        key = (h["kind"], h.get("file"), h.get("line"), h.get("op"), h.get("value"))
+        if key not in out:
+            out[key] = h
+        elif h["kind"] == "hidden_overflow":
+            out[key]["count"] += h["count"]
+            out[key]["intervals"] = (out[key]["intervals"] + h["intervals"])[:findings_mod.MAX_INTERVALS]
+    return list(out.values())
 
 
 def _concat(parts: list[PointErrors]) -> PointErrors | None:
@@ -207,7 +291,8 @@ def param_sets(cand: Candidate, params: dict | None) -> list[dict]:
 def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=None,
           samples: int | None = None, seed: int = 0, exhaustive: bool = False,
           params: dict | None = None, grad: bool = False, grid: int | None = None,
-          keep_points: bool = False,
+          keep_points: bool = False, analyze: bool = True, max_ulp: float | None = None,
+          atol: float | None = None,
           progress: Callable[[int], None] | None = None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
@@ -219,6 +304,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     value or a list of values to sweep.  grad: sweep the derivative candidates.
     grid: values per axis of the (a, b) grid of gated units (default 1024).
     keep_points: keep the per-input errors on each result (for CSV and plots).
+    analyze: add findings, hidden overflows, saturation and the clip recommendation
+    (tolerance max_ulp / atol; default: the candidate's error on its core).
     """
     names = [targets] if isinstance(targets, str) else list(targets)
     cands = resolve([n for t in names for n in t.split(",") if n.strip()])
@@ -238,7 +325,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                     doms[c.arity] = (domain(st, range, samples=samples, seed=seed, exhaustive=exhaustive)
                                      if c.arity == 1 else pair_domain(st, range, side=grid, seed=seed))
                 for p in param_sets(c, params):
-                    results.append(run_candidate(c, st, cf, doms[c.arity], p, keep_points, progress))
+                    results.append(run_candidate(c, st, cf, doms[c.arity], p, keep_points, progress,
+                                                 analyze, max_ulp, atol))
     return results
 
 

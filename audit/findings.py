@@ -1,0 +1,279 @@
+"""Stability findings: where a candidate breaks, as input intervals, with root causes.
+
+Kinds (the README states the same):
+
+* ``nan``: NaN result where the exact value is a number.
+* ``overflow``: infinite result where RN_F(f(x)) is finite; a result saturated to the
+  largest finite value where RN_F(f(x)) is smaller; or (the reverse) a finite result
+  where the exact value overflows F.
+* ``underflow``: a zero result where RN_F(f(x)) is nonzero (a flush).
+* ``sign``: result and exact value are nonzero and of opposite signs.
+* ``range``: the result leaves the function's known range (|tanh| > 1, sigmoid outside
+  [0, 1], GELU(x)/x outside [0, 1], ...).
+* ``monotonicity``: the reference is monotone on an interval and the result goes backwards
+  between consecutive inputs there.
+* ``special``: +-inf or NaN input handled wrongly.
+
+Causes come from re-running the formula on the affected inputs with every operation
+traced (:mod:`audit.compute`): the first operation that produced an infinite, NaN or
+zero intermediate from ordinary operands.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .candidates import Candidate
+from .formats import Format
+from .io import json_number
+from .metrics import FINITE, INF, NAN, PointErrors
+
+MAX_INTERVALS = 64  # per finding in the JSON; `intervals_total` gives the full count
+
+
+@dataclass
+class Finding:
+    kind: str
+    count: int
+    intervals: list  # [[lo, hi], ...] of inputs, runs of consecutive inputs merged
+    example: dict
+    cause: dict | None = None
+    intervals_total: int = 0
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "count": self.count,
+                "intervals": [[json_number(a), json_number(b)] for a, b in self.intervals[:MAX_INTERVALS]],
+                "intervals_total": self.intervals_total,
+                "example": {k: json_number(v) for k, v in self.example.items()},
+                "cause": self.cause, "note": self.note}
+
+
+def intervals(x: np.ndarray, mask: np.ndarray) -> list[list[float]]:
+    """Runs of consecutive True in mask (over inputs x in domain order) as [lo, hi]."""
+    m = np.asarray(mask, dtype=np.int8)
+    if not m.any():
+        return []
+    d = np.diff(np.concatenate([[0], m, [0]]))
+    starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1
+    return [[float(x[a]), float(x[b])] for a, b in zip(starts, ends)]
+
+
+FAILURE_KINDS = ("nan", "overflow", "underflow", "sign", "range")
+
+
+def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dict[str, tuple]:
+    """kind -> (mask, note) over the inputs of e."""
+    got, rn = e.got, e.rounded
+    with np.errstate(all="ignore"):
+        fin = np.isfinite(got)
+        exact = e.exact + e.exact_lo
+        out = {"nan": (e.cls == NAN, "")}
+        spurious_inf = e.cls == INF
+        sat = fin & (np.abs(got) == fmt.max_finite) & np.isfinite(rn) & (np.abs(rn) < fmt.max_finite)
+        missed = fin & ~np.isfinite(rn) & ~np.isnan(e.exact) & (np.abs(got) < np.abs(exact))
+        out["overflow"] = (spurious_inf | sat | missed,
+                           "infinite, or saturated to the largest finite value, where the exact "
+                           "value is in range; or finite where the exact value overflows")
+        out["underflow"] = (fin & (got == 0) & (rn != 0) & ~np.isnan(rn), "")
+        out["sign"] = (fin & (got != 0) & (rn != 0) & (np.sign(got) != np.sign(exact)), "")
+        ref = cand.ref
+        if ref.bounds is not None and ref.arity == 1:
+            lo, hi = ref.bounds(e.x, **ref_params)
+            out["range"] = (fin & ((got < lo) | (got > hi)), "")
+        if ref.monotone and ref.arity == 1:
+            out["monotonicity"] = (_backwards(e.x, got, e.cls == FINITE, ref.monotone), "")
+    return out
+
+
+def _backwards(x, got, ok, pieces) -> np.ndarray:
+    """Inputs x[i+1] where the result moved against the reference's direction."""
+    bad = np.zeros(len(x), bool)
+    for a, b, direction in pieces:
+        inside = ok & (x >= a) & (x <= b)
+        idx = np.flatnonzero(inside)
+        if len(idx) < 2:
+            continue
+        step = np.diff(got[idx]) * direction
+        bad[idx[1:][step < 0]] = True
+    return bad
+
+
+def find(e: PointErrors, cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
+         ref_params: dict, specials: list) -> list[Finding]:
+    """Every finding of one result, with causes for formula candidates."""
+    out: list[Finding] = []
+    for kind, (mask, note) in masks(e, cand, storage, ref_params).items():
+        n = int(mask.sum())
+        if not n:
+            continue
+        i = int(np.flatnonzero(mask)[0])
+        ex = {"x": float(e.x[i]), "got": float(e.got[i]), "exact": float(e.exact[i])}
+        if e.x2 is not None:
+            ex["b"] = float(e.x2[i])
+        iv = intervals(e.x, mask) if e.x2 is None else []
+        cause = explain(cand, storage, compute_fmt, params, e.x[i:i + 1],
+                        None if e.x2 is None else e.x2[i:i + 1], kind)
+        out.append(Finding(kind, n, iv, ex, cause, len(iv), note))
+    bad = [s for s in specials if not s["ok"]]
+    if bad:
+        s0 = bad[0]
+        why = "nan" if isinstance(s0["got"], float) and math.isnan(s0["got"]) else "special"
+        cause = explain(cand, storage, compute_fmt, params, np.array([s0["x"]]), None, why)
+        out.append(Finding("special", len(bad), [[s["x"], s["x"]] for s in bad],
+                           {"x": s0["x"], "got": s0["got"], "exact": s0["expected"]}, cause, len(bad)))
+    return out
+
+
+# ------------------------------------------------------------------ causes
+_SYMBOL = {"+": "+", "-": "-", "*": "*", "/": "/"}
+
+
+def _fmt(v: float) -> str:
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.6g}"
+
+
+def trace(cand: Candidate, storage: Format, compute_fmt: Format, params: dict, x, x2=None):
+    entries: list = []
+    cand.evaluate(np.asarray(x, dtype=np.float64), storage, compute_fmt, params,
+                  None if x2 is None else np.asarray(x2, dtype=np.float64), trace=entries)
+    return entries
+
+
+def _at(a, i=0):
+    a = np.asarray(a)
+    return float(a.reshape(-1)[i] if a.size > 1 else a.reshape(-1)[0])
+
+
+def _show(t, ins) -> str:
+    if t.op in _SYMBOL and len(ins) == 2:
+        return f" {_SYMBOL[t.op]} ".join(_fmt(v) for v in ins)
+    return f"{t.op}({', '.join(_fmt(v) for v in ins)})"
+
+
+def explain(cand: Candidate, storage: Format, compute_fmt: Format, params: dict, x, x2,
+            kind: str) -> dict | None:
+    """The first operation that produced the bad intermediate at input x (one input).
+
+    nan: the first NaN from non-NaN operands (after the overflow that fed it, if any);
+    overflow: the first infinity from finite operands, an int32 bit trick out of range,
+    or the first value rounded onto the largest finite number; underflow: the first zero
+    from nonzero operands (x / inf, cancellation, a clamp, an underflow, or an argument
+    absorbed by rounding); special: as nan, or the operation that turned the non-finite
+    input into a finite value.
+    """
+    entries = [t for t in trace(cand, storage, compute_fmt, params, x, x2) if t.op != "const"]
+    first_over = None
+
+    def after_overflow(text):
+        if first_over is not None and first_over is not t:
+            return f"{first_over.op} overflowed to inf at {first_over.file}:{first_over.line}, then {text}"
+        return text
+
+    for t in entries:
+        ins = [_at(a) for a in t.ins]
+        out, ex = _at(t.out), _at(t.exact)
+        finite_ins = all(math.isfinite(v) for v in ins)
+        if t.op == "bits" and ins and (not math.isfinite(ins[0]) or abs(ins[0]) >= 2.0**31) \
+                and kind in ("overflow", "special", "underflow", "nan"):
+            return _cause(t, f"int32 conversion of {_fmt(ins[0])} is out of range (gives 0x80000000)")
+        if first_over is None and math.isinf(out) and finite_ins:
+            first_over = t
+            if kind == "overflow":
+                return _cause(t, f"{t.op} overflowed to {_fmt(out)} (exact {_fmt(ex)})")
+        if math.isnan(out) and not any(math.isnan(v) for v in ins):
+            return _cause(t, after_overflow(f"{_show(t, ins)} = NaN"))
+        if kind == "overflow" and math.isfinite(out) and abs(out) == t_max(t, compute_fmt, storage) \
+                and abs(ex) < abs(out) * (1 + 2.0**-compute_fmt.p):
+            return _cause(t, f"{_show(t, ins)} rounded to the largest finite value {_fmt(out)}")
+        if kind == "overflow" and t.op in ("max", "min") and ins and out != ins[0]:
+            return _cause(t, f"{_show(t, ins)} = {_fmt(out)}: the formula clamps, the exact value "
+                             "does not")
+        if kind == "underflow" and out == 0 and any(v != 0 and not math.isnan(v) for v in ins):
+            if any(math.isinf(v) for v in ins):
+                return _cause(t, after_overflow(f"{_show(t, ins)} = 0"))
+            if t.op in ("+", "-"):
+                return _cause(t, f"{_show(t, ins)} = 0: cancellation (an operand rounded onto the other)")
+            if t.op in ("max", "min"):
+                return _cause(t, f"{_show(t, ins)} = 0: the formula clamps to 0")
+            if ex != 0:
+                return _cause(t, f"{t.op} underflowed to 0 (exact {_fmt(ex)})")
+            return _cause(t, f"{_show(t, ins)} = 0 exactly: an earlier rounding absorbed the "
+                             "small term of its argument")
+        if kind == "special" and math.isfinite(out) and not finite_ins:
+            return _cause(t, f"{_show(t, ins)} = {_fmt(out)}: the non-finite input is lost")
+    if first_over is not None and kind in ("nan", "special", "overflow"):
+        return _cause(first_over, f"{first_over.op} overflowed to inf")
+    return None
+
+
+def t_max(t, compute_fmt: Format, storage: Format) -> float:
+    return storage.max_finite if t.file == "(storage)" else compute_fmt.max_finite
+
+
+def _cause(t, text: str) -> dict:
+    return {"op": t.op, "file": t.file, "line": t.line, "text": f"{text} at {t.file}:{t.line}"}
+
+
+# ------------------------------------------------- hidden overflow, constants
+def hidden(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
+           e: PointErrors) -> list[dict]:
+    """Intermediates that overflowed or became NaN where the final result is finite, and
+    constants that the compute format cannot hold (to 0, subnormal, inf, or losing more
+    than half of the format's significant bits)."""
+    if e.x2 is not None:
+        return []
+    entries = trace(cand, storage, compute_fmt, params, e.x)
+    ok = np.isfinite(e.got)
+    consts: dict = {}
+    bad_by_op: dict = {}
+    for t in entries:
+        if t.op == "const":
+            d = _lossy_constant(t, compute_fmt)
+            if d:
+                consts.setdefault((t.file, t.line, d["value"]), d)
+            continue
+        o = np.broadcast_to(t.out, e.x.shape)
+        insf = np.ones(e.x.shape, bool)
+        for a in t.ins:
+            insf &= np.isfinite(np.broadcast_to(a, e.x.shape))
+        bad = ok & ~np.isfinite(o) & insf
+        if bad.any():
+            key = (t.file, t.line, t.op)
+            bad_by_op[key] = bad_by_op.get(key, np.zeros(e.x.shape, bool)) | bad
+    out: list[dict] = []
+    for (file, line, op), bad in bad_by_op.items():
+        iv = intervals(e.x, bad)
+        out.append({"kind": "hidden_overflow", "op": op, "file": file, "line": line,
+                    "count": int(bad.sum()), "intervals": iv[:MAX_INTERVALS],
+                    "text": f"{op} at {file}:{line} overflowed to inf/NaN for {int(bad.sum())} "
+                            "inputs whose final result is finite (right only by saturation; "
+                            "a source of NaN gradients)"})
+    return out + list(consts.values())
+
+
+def _lossy_constant(t, fmt: Format) -> dict | None:
+    c, r = float(t.exact), float(np.asarray(t.out))
+    if c == 0 or c == r:
+        return None
+    what = None
+    if r == 0:
+        what = "underflows to 0"
+    elif math.isinf(r) or math.isnan(r):
+        what = "overflows"
+    elif abs(r) < fmt.smallest_normal:
+        what = "is subnormal"
+    elif abs(r - c) / abs(c) > 2.0 ** (-fmt.p / 2):
+        what = "loses more than half its significant bits"
+    if what is None:
+        return None
+    return {"kind": "constant", "value": c, "rounded": json_number(r), "file": t.file,
+            "line": t.line, "text": f"constant {c:.10g} {what} in {fmt.name} "
+                                    f"(becomes {_fmt(r)}) at {t.file}:{t.line}"}
