@@ -13,6 +13,8 @@ from .candidates import Candidate, candidate, catalog, resolve  # noqa: E402
 from .errors import ActauditError  # noqa: E402
 from .formats import FORMATS, Format, get_format  # noqa: E402
 from .references import REFERENCES, get_reference  # noqa: E402
+from . import inputs  # noqa: E402
+from . import sweep as sweep_module  # noqa: E402
 from .sweep import SweepResult, document, sweep  # noqa: E402
 
 __all__ = ["sweep", "SweepResult", "document", "Candidate", "candidate", "catalog", "resolve",

@@ -7,9 +7,9 @@ Saturation (a property of f in format F, from the oracle over F's values):
 * ``low``: the largest x up to which RN_F(f(x)) stays one constant (0 included).
 
 Clip recommendation for a candidate and a tolerance (``max_ulp`` and/or ``atol``; by
-default the candidate's largest ULP error on its well-behaved core -- the inputs with
-|x| <= 2 where it has no nan, overflow, underflow, sign or range finding -- and at least
-1): on each side of zero, the bound t up to which the candidate stays within
+default twice the candidate's largest ULP error on its well-behaved core -- the inputs
+with |x| <= 2 where it has no nan, overflow, underflow, sign or range finding -- and at
+least 2 ULP): on each side of zero, the bound t up to which the candidate stays within
 tolerance, and the action beyond it -- ``clamp`` (clamp the input to t), ``identity``
 (return x), ``constant`` (return the saturation value) or ``none`` (no threshold needed,
 or none that helps) -- such that the fixed candidate has no NaN or inf and stays within
@@ -88,7 +88,7 @@ def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
         core = (e.cls == FINITE) & (np.abs(x) <= CORE)
         if failing is not None:
             core &= ~failing
-        max_ulp = max(1.0, float(np.max(e.ulp_err[core]))) if core.any() else 1.0
+        max_ulp = max(2.0, 2 * float(np.max(e.ulp_err[core]))) if core.any() else 2.0
     okc = _ok(e.ulp_err, e.abs_err, e.cls, max_ulp, atol)
     ov = OracleValues(e.rounded, e.exact, e.exact_lo, 0)
     fixed = e.ulp_err.copy()
@@ -103,7 +103,7 @@ def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
         action, bound, note = "none", None, ""
         if len(idx) and not okc[idx].all():
             if s is None:
-                note = f"no saturation to fall back on for {side} side: no clip helps"
+                note = f"{side} side: f does not saturate in {fmt.name}: no clip helps"
             else:
                 out = x[idx] if s["value"] == "identity" else np.full(len(idx), s["value"])
                 ea = point_errors(x[idx], out, ov.take(idx), fmt)
@@ -123,9 +123,8 @@ def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
                         action, bound = "none", None
                 else:
                     first_bad = float(x[idx][int(np.flatnonzero(~okc[idx])[0])])
-                    note = (f"no clip helps on the {side} side: the candidate leaves the tolerance "
-                            f"at x = {first_bad:g}, before f saturates in {fmt.name} "
-                            f"(at x = {s['x']:g})")
+                    note = (f"{side} side: off by more than the tolerance from x = {first_bad:g} "
+                            f"on, before f saturates (x = {s['x']:g}): no clip helps")
         sides[side] = (bound, action)
         if note:
             notes.append(note)
