@@ -16,6 +16,7 @@ from typing import List, Optional
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -184,6 +185,49 @@ def clip(
     out.print(t)
 
 
+@app.command()
+def baseline(
+    spec: Optional[Path] = typer.Option(None, "--spec", help="Audit spec (default: actaudit.toml or [tool.actaudit] in pyproject.toml)."),
+    out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Baseline path (default: the spec's 'baseline')."),
+):
+    """Sweep the audit spec and record a baseline (plain JSON, written atomically)."""
+    from .gate import baseline_command
+
+    with _progress() as bar:
+        path, n = baseline_command(spec, out_path, bar)
+    out.print(f"wrote {path} ({n} results)", highlight=False)
+
+
+@app.command()
+def check(
+    spec: Optional[Path] = typer.Option(None, "--spec", help="Audit spec (default: actaudit.toml or [tool.actaudit] in pyproject.toml)."),
+    baseline_path: Optional[Path] = typer.Option(None, "--baseline", "-b", help="Baseline (default: the spec's 'baseline')."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML to FILE."),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write a Markdown summary to FILE."),
+):
+    """Re-sweep the spec and compare with the baseline: exit 1 on any regression."""
+    from reports import junit as junit_report
+    from reports import markdown as md_report
+
+    from .gate import check_command
+
+    with _progress() as bar:
+        _, changes = check_command(spec, baseline_path, bar)
+    if junit:
+        junit_report.write(junit, changes)
+    if markdown:
+        md_report.write(markdown, changes)
+    fails = [c for c in changes if c.status == "fail"]
+    better = [c for c in changes if c.status == "improved"]
+    for c in fails + better:  # plain lines: easy to read and to grep in CI logs
+        tag = "FAIL" if c.status == "fail" else "improved"
+        for m in c.messages:
+            out.print(f"{tag:8} {c.key}: {m}", markup=False, highlight=False, soft_wrap=True)
+    out.print(f"actaudit check: {len(changes)} results, {len(fails)} failed, {len(better)} improved"
+              + ("" if not better or fails else " (refresh with 'actaudit baseline')"), highlight=False)
+    return 1 if fails else 0
+
+
 class _progress:
     """A rich progress bar on stderr over all inputs of a run (only on a terminal)."""
 
@@ -223,7 +267,7 @@ def results_table(results: list[SweepResult]) -> Table:
         spec = findings_summary(r)
         name = r.candidate + "".join(f" {k}={v:g}" for k, v in r.params.items()
                                      if v != catalog()[r.candidate].params.get(k))
-        t.add_row(name, r.dtype, r.compute, n, fmt_num(r.max_ulp), where,
+        t.add_row(escape(name), r.dtype, r.compute, n, fmt_num(r.max_ulp), where,
                   fmt_num(r.mean_ulp), fmt_num(r.p99_ulp), fmt_num(r.max_abs),
                   fmt_num(r.max_rel), f"{100 * r.correctly_rounded_fraction:.2f}",
                   str(r.nan_count), str(r.inf_count), spec)

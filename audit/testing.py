@@ -1,0 +1,86 @@
+"""Accuracy assertions for test suites (pytest or any other runner).
+
+    from audit.testing import assert_accuracy
+    assert_accuracy("gelu.tanh", dtype="fp16", max_ulp=4096, nan=False)
+    assert_accuracy(my_gelu, reference="gelu", dtype="bf16", max_ulp=2)
+
+``candidate_or_callable`` is a catalog id, a :class:`audit.Candidate`, or a Python
+callable taking an array of the storage dtype and returning one of the same shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .candidates import Candidate, catalog
+from .errors import BadOptionError
+from .formats import get_format
+from .inputs import domain
+from .references import get_reference
+from .sweep import SweepResult, run_candidate
+
+
+def callable_candidate(func, reference: str, dtype) -> Candidate:
+    """Wrap f(array of the storage dtype) -> array as a candidate (computes in storage)."""
+    fmt = get_format(dtype)
+    get_reference(reference)
+
+    def fn(x, m):
+        arr = np.asarray(x.a).astype(fmt.dtype)
+        out = np.asarray(func(arr))
+        if out.shape != arr.shape:
+            raise BadOptionError(f"{getattr(func, '__name__', func)} returned shape {out.shape}, "
+                                 f"expected {arr.shape}")
+        return out.astype(np.float64)
+
+    name = getattr(func, "__qualname__", repr(func))
+    return Candidate(f"user.{name}", reference, f"{name}(x)", "user callable", fn)
+
+
+def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="fp16",
+                    compute=None, *, max_ulp: float | None = None, p99_ulp: float | None = None,
+                    max_abs: float | None = None, max_rel: float | None = None,
+                    nan: bool = False, inf: bool = False, range=None, samples=None,
+                    seed: int = 0, params: dict | None = None) -> SweepResult:
+    """Sweep and raise AssertionError naming the worst input when a tolerance is exceeded."""
+    c = candidate_or_callable
+    if isinstance(c, str):
+        cand = catalog()[c] if c in catalog() else None
+        if cand is None:
+            from .candidates import resolve
+
+            cand = resolve([c])[0]
+    elif isinstance(c, Candidate):
+        cand = c
+    elif callable(c):
+        if reference is None:
+            raise BadOptionError("a callable needs reference=")
+        cand = callable_candidate(c, reference, dtype)
+    else:
+        raise BadOptionError(f"not a candidate or callable: {c!r}")
+    if reference is not None and cand.reference != reference:
+        raise BadOptionError(f"{cand.id} approximates {cand.reference}, not {reference}")
+    fmt = get_format(dtype)
+    cf = get_format(compute) if compute else fmt
+    r = run_candidate(cand, fmt, cf, domain(fmt, range, samples=samples, seed=seed), params)
+    problems = []
+    for name, lim, val in (("max ULP", max_ulp, r.max_ulp), ("p99 ULP", p99_ulp, r.p99_ulp),
+                           ("max abs", max_abs, r.max_abs), ("max rel", max_rel, r.max_rel)):
+        if lim is not None and not val <= lim:
+            problems.append(f"{name} {val:.6g} > {lim:g}")
+    if not nan and r.nan_count:
+        problems.append(f"{r.nan_count} NaN results")
+    if not inf and r.inf_count:
+        problems.append(f"{r.inf_count} infinite results")
+    if problems:
+        w = r.worst or {}
+        where = (f"worst input x = {w.get('x')!r} ({w.get('x_hex')}): got {w.get('got')!r}, "
+                 f"exact {w.get('exact')!r}") if w else "no finite result"
+        fs = "; ".join(f"{f.kind}: {f.count} inputs in {f.intervals[:3]}"
+                       + (f" ({f.cause['text']})" if f.cause else "") for f in r.findings)
+        raise AssertionError(f"{cand.id} in {fmt.name} (compute {cf.name}): {', '.join(problems)}; "
+                             f"{where}" + (f"; findings: {fs}" if fs else ""))
+    return r
+
+
+__all__ = ["assert_accuracy", "callable_candidate"]
