@@ -88,6 +88,7 @@ def sweep(
     grid: Optional[int] = typer.Option(None, "--grid", help="Values per axis of the (a, b) grid of gated units (default 1024; 8-bit formats: all)."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
     csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write one row per input to PATH."),
+    report_dir: Optional[Path] = typer.Option(None, "--report", help="Write the HTML and PNG report to DIR."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
     details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
@@ -101,10 +102,14 @@ def sweep(
     with _progress() as bar:
         results = run_sweep(targets, dtype, compute, range=rng, samples=samples, seed=seed,
                             exhaustive=exhaustive, params=params, grad=grad, grid=grid,
-                            keep_points=csv_out is not None, progress=bar,
+                            keep_points=csv_out is not None or report_dir is not None, progress=bar,
                             max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
     if csv_out is not None:
         write_csv(results, csv_out)
+    if report_dir is not None:
+        from reports import html as html_report
+
+        html_report.build(results, report_dir, _command_line())
     doc = document(results, command=_command_line())
     if json_out == "-":
         sys.stdout.write(dumps(doc))
@@ -183,6 +188,30 @@ def clip(
                   fmt_num(c["hi"], 6), c["hi_action"], tol_s, fmt_num(c["max_ulp_inside"]), sat,
                   c["note"] or "")
     out.print(t)
+
+
+@app.command()
+def report(
+    targets: List[str] = typer.Argument(..., help="Candidates or families."),
+    dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s)."),
+    range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
+    samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE[,VALUE...]."),
+    grad: bool = typer.Option(False, "--grad", help="Report the derivative candidates."),
+    grid: Optional[int] = typer.Option(256, "--grid", help="Values per axis of gated units' grid (default 256 in reports)."),
+    out_dir: Path = typer.Option(..., "--out", "-o", help="Output directory."),
+):
+    """Write an HTML report (self-contained) with one PNG per figure and the run's JSON."""
+    from reports import html as html_report
+
+    with _progress() as bar:
+        results = run_sweep(targets, dtype, compute, range=parse_range(range_), samples=samples,
+                            seed=seed, params=parse_params(param), grad=grad, grid=grid,
+                            keep_points=True, progress=bar)
+    path = html_report.build(results, out_dir, _command_line())
+    out.print(f"wrote {path}", highlight=False)
 
 
 @app.command()

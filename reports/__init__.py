@@ -1,1 +1,1 @@
-"""Rendering of HTML and PNG reports (later)."""
+"""Reporters, one module per output: html (with figures), junit, markdown."""

@@ -1,0 +1,181 @@
+"""The report's figures (matplotlib, Agg backend): error maps, histograms, family views,
+formats side by side, and 2D heatmaps of gated units.  Each returns PNG bytes."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
+import numpy as np  # noqa: E402
+
+from audit.formats import get_format  # noqa: E402
+
+FLOOR = 1e-3  # ULP errors below this are drawn at this level on the log axis
+SHADES = {"nan": ("#d62728", "NaN"), "overflow": ("#ff7f0e", "overflow"),
+          "underflow": ("#1f77b4", "flush to zero")}
+DPI = 100
+
+
+def color_of(names: list[str]) -> dict[str, str]:
+    """One consistent color per candidate across every figure of a report."""
+    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    return {n: cmap(i % cmap.N) for i, n in enumerate(sorted(set(names)))}
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _xaxis(ax, fmt_name: str):
+    """Symmetric-log x axis over the format's range, with a few decade ticks (matplotlib's
+    default symlog locators are slow over 80 decades)."""
+    fmt = get_format(fmt_name)
+    lin = max(fmt.smallest_normal, 1e-30)
+    ax.set_xscale("symlog", linthresh=lin, linscale=0.3)
+    top = int(np.floor(np.log10(fmt.max_finite)))
+    bottom = int(np.ceil(np.log10(lin))) + 1
+    step = max(1, int(np.ceil((top - bottom) / 4)))
+    dec = [10.0**k for k in range(top, bottom - 1, -step)]
+    ax.xaxis.set_major_locator(FixedLocator([-d for d in dec] + [0.0] + dec[::-1]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(PLAIN)
+    ax.set_xlabel(f"input x ({fmt_name}, symmetric-log scale)")
+
+
+# plain tick labels: matplotlib's default log labels go through mathtext, slow to lay out
+PLAIN = FuncFormatter(lambda v, _: "0" if v == 0 else f"{v:.0e}".replace("e+0", "e").replace("e-0", "e-")
+                      .replace("e+", "e") if abs(v) >= 1e4 or abs(v) < 1e-3 else f"{v:g}")
+
+
+def _logy(ax):
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(PLAIN)
+
+
+ENVELOPE = 2500  # points drawn per curve: the worst input of each run of consecutive inputs
+
+
+def _errors(r, envelope: bool = True):
+    """(x, ULP error) of finite results; with envelope, the worst of each of ENVELOPE runs
+    of consecutive inputs (the maximum is what the eye needs; every run is represented)."""
+    e = r.points
+    ok = e.cls == 0
+    x, u = e.x[ok], np.maximum(e.ulp_err[ok], FLOOR)
+    if not envelope or len(x) <= ENVELOPE:
+        return x, u
+    edges = np.linspace(0, len(x), ENVELOPE + 1).astype(int)
+    idx = np.array([a + int(np.argmax(u[a:b])) for a, b in zip(edges[:-1], edges[1:]) if b > a])
+    return x[idx], u[idx]
+
+
+def error_map(r, color="#1f77b4") -> bytes:
+    """ULP error against input over the whole domain, with failure regions shaded and the
+    saturation thresholds and clip range marked."""
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    x, u = _errors(r)
+    ax.plot(x, u, ".", ms=2, color=color, rasterized=True, label=f"{r.candidate} (worst of each run of inputs)")
+    for f in r.findings:
+        if f.kind in SHADES:
+            c, label = SHADES[f.kind]
+            for i, (a, b) in enumerate(f.intervals[:200]):
+                if np.isfinite(a) and np.isfinite(b):
+                    ax.axvspan(a, b if b > a else a * 1.0001 + 1e-30, color=c, alpha=0.25,
+                               label=f"{label} ({f.count})" if i == 0 else None)
+    sat = r.saturation or {}
+    for side, style in (("low", ":"), ("high", ":")):
+        s = sat.get(side)
+        if s:
+            ax.axvline(s["x"], color="black", ls=style, lw=1,
+                       label=f"saturation {side}: x = {s['x']:g}")
+    c = r.clip or {}
+    for k in ("lo", "hi"):
+        if c.get(k) is not None:
+            ax.axvline(c[k], color="#2ca02c", ls="--", lw=1.2,
+                       label=f"clip {k} = {c[k]:g} ({c[k + '_action']})")
+    _logy(ax)
+    ax.set_ylabel(f"ULP error (floor {FLOOR:g})")
+    _xaxis(ax, r.dtype)
+    kind = "exhaustive" if r.domain.exhaustive else "sampled"
+    ax.set_title(f"{r.candidate}: {r.dtype} storage, {r.compute} compute ({kind}, "
+                 f"{r.domain.count} inputs)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=7, framealpha=0.8)
+    return _png(fig)
+
+
+def histogram(r, color="#1f77b4") -> bytes:
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    _, u = _errors(r, envelope=False)
+    bins = np.logspace(np.log10(FLOOR), np.log10(max(u.max(), 1.0)) + 0.01, 40)
+    ax.hist(u, bins=bins, color=color)
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(PLAIN)
+    _logy(ax)
+    ax.set_xlabel("ULP error")
+    ax.set_ylabel("inputs")
+    ax.set_title(f"{r.candidate} ({r.dtype}/{r.compute}): ULP errors")
+    return _png(fig)
+
+
+def family_map(results, colors) -> bytes:
+    """All candidates of one family and path on one error map, one color each."""
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    for r in results:
+        x, u = _errors(r)
+        ax.plot(x, u, ".", ms=1.5, color=colors[r.candidate], rasterized=True, label=r.candidate)
+    r0 = results[0]
+    _logy(ax)
+    ax.set_ylabel("ULP error")
+    _xaxis(ax, r0.dtype)
+    ax.set_title(f"family {r0.candidate.split('.')[0]}: {r0.dtype} storage, {r0.compute} compute")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize=7, markerscale=6, framealpha=0.8)
+    return _png(fig)
+
+
+def formats_side_by_side(results, color) -> bytes:
+    """One candidate in several paths, side by side."""
+    n = len(results)
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.4), squeeze=False, sharey=True)
+    for ax, r in zip(axes[0], results):
+        x, u = _errors(r)
+        ax.plot(x, u, ".", ms=1.5, color=color, rasterized=True)
+        _logy(ax)
+        _xaxis(ax, r.dtype)
+        ax.set_title(f"{r.dtype} / {r.compute}: max {r.max_ulp:.3g} ULP", fontsize=9)
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("ULP error")
+    fig.suptitle(f"{results[0].candidate} across formats")
+    return _png(fig)
+
+
+def heatmap(r) -> bytes:
+    """log10 ULP error over the (a, b) grid of a gated unit."""
+    e = r.points
+    ax_vals = np.unique(e.x)
+    n = len(ax_vals)
+    grid = np.full((n, n), np.nan)
+    ia = np.searchsorted(ax_vals, e.x)
+    ib = np.searchsorted(ax_vals, e.x2)
+    val = np.where(e.cls == 0, np.log10(np.maximum(e.ulp_err, FLOOR)), np.nan)
+    grid[ib, ia] = val
+    fig, ax = plt.subplots(figsize=(6, 5))
+    im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest")
+    ticks = np.linspace(0, n - 1, 7).astype(int)
+    ax.set_xticks(ticks, [f"{ax_vals[t]:.2g}" for t in ticks], rotation=45, fontsize=7)
+    ax.set_yticks(ticks, [f"{ax_vals[t]:.2g}" for t in ticks], fontsize=7)
+    ax.set_xlabel("gate input a (grid index; value labels)")
+    ax.set_ylabel("up input b")
+    fig.colorbar(im, ax=ax, label="log10 ULP error (white: NaN/inf)")
+    ax.set_title(f"{r.candidate} ({r.dtype}/{r.compute}) over (a, b)")
+    return _png(fig)

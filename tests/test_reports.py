@@ -1,0 +1,92 @@
+"""The HTML/PNG report: structure, embedded images, no external resources, escaping."""
+
+import base64
+import io
+import json
+import re
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import audit
+from audit.testing import callable_candidate
+from reports import html as html_report
+
+PNG_SIG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rep")
+    res = audit.sweep(["gelu.tanh", "gelu.erfc", "swiglu.silu_mul"], dtype="fp8_e4m3,fp16",
+                      keep_points=True, grid=32)
+    path = html_report.build(res, out, "actaudit report test")
+    return out, path.read_text(encoding="utf-8"), res
+
+
+def test_sections_present(report):
+    out, page, res = report
+    for h in ("id='summary'", "id='families'", "id='formats'", "id='candidates'"):
+        assert h in page
+    for r in res:
+        assert f">{r.candidate}<" in page
+    assert page.count("<table class='sortable'>") == 1
+    assert "Per-binade errors" in page and "Clip recommendation" in page and "Findings" in page
+    assert "exhaustive" in page and "sampled" in page  # fp16 pairs are a sampled grid
+    assert (out / "run.json").exists() and json.loads((out / "run.json").read_text())["results"]
+
+
+def test_every_embedded_image_is_a_png_and_written_to_disk(report):
+    out, page, _ = report
+    blobs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    files = sorted(out.glob("*.png"))
+    assert len(blobs) == len(files) >= 8
+    for b, f in zip(blobs, files):
+        data = base64.b64decode(b)
+        assert data.startswith(PNG_SIG) and data == f.read_bytes()
+        img = Image.open(io.BytesIO(data))
+        img.verify()
+
+
+def test_no_external_resources(report):
+    _, page, _ = report
+    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:|#)""", page)
+    assert "http://" not in page and "https://" not in page
+    assert "<link" not in page and "@import" not in page
+
+
+def test_user_supplied_names_are_escaped(tmp_path):
+    def f(x):
+        return x
+
+    f.__qualname__ = "<script>alert(1)</script>"
+    cand = callable_candidate(f, "relu", "fp8_e4m3")
+    fmt = audit.get_format("fp8_e4m3")
+    r = audit.sweep_module.run_candidate(cand, fmt, fmt, audit.inputs.domain(fmt), keep_points=True)
+    page = html_report.build([r], tmp_path, "actaudit <b>x</b>").read_text()
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "actaudit &lt;b&gt;x&lt;/b&gt;" in page
+    assert page.count("<script>") == 1  # only the report's own sorting script
+
+
+def test_binade_table_numbers(report):
+    _, _, res = report
+    r = [x for x in res if x.candidate == "gelu.erfc" and x.dtype == "fp8_e4m3"][0]
+    rows = html_report.binade_table(r)
+    p = r.points
+    ok = (p.cls == 0) & (p.x > 0) & (p.x >= 1) & (p.x < 2)
+    (row,) = [row for row in rows if row[0] == 0]
+    assert row[4] == pytest.approx(float(p.ulp_err[ok].max()))
+    assert row[5] == pytest.approx(float(p.ulp_err[ok].mean()))
+
+
+def test_report_cli(tmp_path):
+    from audit.cli import main
+
+    assert main(["report", "sigmoid.exp", "--dtype", "fp8_e4m3", "--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "index.html").exists()
+    assert main(["sweep", "relu.max", "--dtype", "fp8_e4m3", "--report", str(tmp_path / "s"), "-q"]) == 0
+    assert (tmp_path / "s" / "index.html").exists()
+    assert np.all([f.stat().st_size > 1000 for f in (tmp_path / "r").glob("*.png")])
