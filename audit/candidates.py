@@ -33,6 +33,7 @@ class Candidate:
     params: dict = field(default_factory=dict)
     notes: str = ""
     compute: str | None = None  # a compute format the candidate always uses (bit tricks)
+    special_inputs: tuple | None = None  # non-finite inputs to check (None: the format's)
 
     @property
     def arity(self) -> int:
@@ -49,7 +50,8 @@ class Candidate:
 
     @property
     def variant(self) -> str:
-        return self.id.split(".", 1)[1]
+        parts = self.id.split(".", 1)
+        return parts[1] if len(parts) > 1 else ""
 
     @property
     def ref(self) -> Reference:

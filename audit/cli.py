@@ -7,7 +7,6 @@ one line and exits 130.
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -74,7 +73,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 @app.command()
 def sweep(
-    targets: List[str] = typer.Argument(..., help="Candidates (gelu.tanh) or families (gelu)."),
+    targets: Optional[List[str]] = typer.Argument(None, help="Candidates (gelu.tanh), families (gelu), torch:NAME, jax:NAME or pkg.module:function."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
     compute: Optional[str] = typer.Option(None, "--compute", "-c",
                                           help="Compute format(s) of intermediates (default: the storage format)."),
@@ -89,6 +88,10 @@ def sweep(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
     csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write one row per input to PATH."),
     report_dir: Optional[Path] = typer.Option(None, "--report", help="Write the HTML and PNG report to DIR."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of a callable or a dump (e.g. gelu)."),
+    device: str = typer.Option("cpu", "--device", help="Device of torch: ops (cpu, cuda)."),
+    dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
+    dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
     details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
@@ -103,6 +106,8 @@ def sweep(
         results = run_sweep(targets, dtype, compute, range=rng, samples=samples, seed=seed,
                             exhaustive=exhaustive, params=params, grad=grad, grid=grid,
                             keep_points=csv_out is not None or report_dir is not None, progress=bar,
+                            reference=reference, device=device,
+                            dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
     if csv_out is not None:
         write_csv(results, csv_out)
@@ -188,6 +193,56 @@ def clip(
                   fmt_num(c["hi"], 6), c["hi_action"], tol_s, fmt_num(c["max_ulp_inside"]), sat,
                   c["note"] or "")
     out.print(t)
+
+
+@app.command()
+def selftest(
+    points: int = typer.Option(150, "--points", help="Random points per reference and format."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random points."),
+):
+    """Check the oracle against mpmath alone for every reference and format; exit 1 on any
+    disagreement."""
+    from . import selftest as st
+
+    if not 1 <= points <= 100_000:
+        raise BadOptionError(f"--points must be in [1, 100000], got {points}")
+    with _progress() as bar:
+        checks = st.run(n=points, seed=seed, progress=bar)
+    bad = [c for c in checks if c.disagreements]
+    for c in bad:
+        out.print(f"FAIL {c.reference} {c.fmt}: {c.disagreements} of {c.points} inputs disagree; "
+                  f"{c.example}", markup=False, highlight=False, soft_wrap=True)
+    n = sum(c.points for c in checks)
+    out.print(f"actaudit selftest: {len(checks)} reference x format checks, {n} inputs, "
+              f"{len(bad)} failed", highlight=False)
+    return 1 if bad else 0
+
+
+@app.command()
+def golden(
+    reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
+    dtype: str = typer.Option("fp16", "--dtype", "-d", help="Format."),
+    out_path: Path = typer.Option(..., "--out", "-o", help="Output file: .npz, .npy or .csv."),
+    inputs: Optional[Path] = typer.Option(None, "--inputs", help="Only these inputs (a file read like a dump's outputs)."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
+):
+    """Write golden test vectors: inputs, correctly rounded outputs and exact values."""
+    from .formats import get_format
+    from .golden import read_dump, write_golden
+    from .references import get_reference
+
+    fmt = get_format(dtype)
+    ref = get_reference(reference)
+    params = parse_params(param)
+    for k in params:
+        if k not in ref.params:
+            raise BadOptionError(f"{reference} has no parameter '{k}' (parameters: {', '.join(ref.params) or 'none'})")
+    xs = None
+    if inputs is not None:
+        d = read_dump(inputs, fmt)
+        xs = d.y  # an input list is read as values, in its own order
+    n = write_golden(reference, fmt, out_path, params, xs)
+    out.print(f"wrote {out_path} ({n} inputs, {fmt.name})", highlight=False)
 
 
 @app.command()
@@ -377,23 +432,58 @@ def formats(json_: bool = typer.Option(False, "--json", help="Print as JSON.")):
     out.print(t)
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every atomic write cleans up after itself."""
+
+
+_TERMINATED = []
+
+
+def _on_sigterm(signum, frame):
+    _TERMINATED.append(signum)
+    raise _Terminated()
+
+
 def main(argv=None) -> int:
-    """Entry point: run the app, turning user errors into one line and exit code 2."""
+    """Entry point: run the app, turning user errors into one line and exit code 2.
+
+    Ctrl-C (SIGINT) and SIGTERM print one line and exit 130 and 143; files being written
+    are temporary files until complete, so none is left half-written.
+    """
+    import signal
+
+    old = None
+    try:
+        old = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread
+        pass
+    _TERMINATED.clear()
     try:
         rv = app(args=argv, prog_name="actaudit", standalone_mode=False)
+        if rv == 130:  # click turns Ctrl-C (and our SIGTERM) into a quiet exit code 130
+            raise _Terminated() if _TERMINATED else KeyboardInterrupt()
         return rv if isinstance(rv, int) else 0
     except ActauditError as e:
         _say(f"actaudit: error: {e}")
         return e.exit_code
+    except _Terminated:
+        _say("actaudit: terminated")
+        return 143
     except (KeyboardInterrupt, typer.Abort):
         _say("actaudit: interrupted")
         return 130
+    except MemoryError:
+        _say("actaudit: error: out of memory (narrow --range, or fewer --samples)")
+        return 2
     except Exception as e:
         # usage errors of typer's (vendored) click: they know how to show themselves
         if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
             e.show()
             return e.exit_code
         raise
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
 
 
 def console_main() -> None:

@@ -22,7 +22,7 @@ zero intermediate from ordinary operands.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

@@ -37,6 +37,7 @@ from .sweep import SweepResult, sweep
 import tomllib
 
 BASELINE_SCHEMA = "actaudit.baseline/1"
+MAX_FILE = 1 << 24
 METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count")
 TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range"}
@@ -88,6 +89,8 @@ def _has_tool_section(p: Path) -> bool:
 
 def load_spec(path: str | Path | None = None) -> Spec:
     p = find_spec(path)
+    if p.stat().st_size > MAX_FILE:
+        raise BadFileError(f"{p}: {p.stat().st_size} bytes is too large for an audit spec")
     try:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
@@ -220,6 +223,8 @@ def write_baseline(path: Path, doc: dict) -> None:
 
 def load_baseline(path: Path) -> dict:
     try:
+        if Path(path).stat().st_size > MAX_FILE * 64:
+            raise BadFileError(f"{path}: too large for a baseline")
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BadFileError(f"{path}: baseline not found (run 'actaudit baseline')") from None

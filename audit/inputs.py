@@ -23,6 +23,7 @@ from .errors import BadOptionError, BadRangeError
 from .formats import Format
 
 DEFAULT_SAMPLES = {"fp32": 1 << 16, "fp64": 1 << 12}
+MAX_SAMPLES = {"fp32": 1 << 26, "fp64": 1 << 20}  # in memory; fp64 points each cost mpmath
 CHUNK = 1 << 22
 
 
@@ -131,6 +132,10 @@ def domain(fmt: Format, rng=None, *, samples: int | None = None, seed: int = 0,
     n = DEFAULT_SAMPLES.get(fmt.name, 1 << 16) if samples is None else int(samples)
     if n < 1:
         raise BadOptionError(f"--samples must be positive, got {n}")
+    limit = MAX_SAMPLES.get(fmt.name, 1 << 26)
+    if n > limit:
+        raise BadOptionError(f"--samples {n} is more than {limit} for {fmt.name}"
+                             + (": use --exhaustive for a chunked sweep of every value" if fmt.bits <= 32 else ""))
     vals = stratified_sample(fmt, lo_o, hi_o, n, seed)
     exh = len(vals) == hi_o - lo_o + 1  # a range small enough to be covered entirely
     return Domain(fmt, exh, len(vals), lo_o, hi_o, values=vals)

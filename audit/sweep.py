@@ -17,15 +17,16 @@ import numpy as np
 
 from . import clip as clip_mod
 from . import findings as findings_mod
-from . import oracle
+from . import adapters, golden, oracle
 from .candidates import Candidate, catalog, families, resolve
-from .errors import BadOptionError
+from .errors import BadOptionError, UnknownNameError
 from .formats import Format, get_format, parse_formats
 from .inputs import CHUNK, Domain, domain, pair_domain, special_inputs
 from .io import json_number
 from .metrics import CLASS_NAMES, PointErrors, Summary, point_errors
 
 SCHEMA = "actaudit.sweep/1"
+KEEP_LIMIT = 1 << 24  # inputs whose per-input data may be kept in memory
 
 
 @dataclass
@@ -143,7 +144,9 @@ def _same(a: float, b: float) -> bool:
 
 def check_specials(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
                    ref_params: dict) -> list[dict]:
-    xs = special_inputs(storage)
+    xs = special_inputs(storage) if cand.special_inputs is None else list(cand.special_inputs)
+    if not xs:
+        return []
     got = cand.evaluate(np.array(xs), storage, compute_fmt, params)
     ref = cand.ref
     out = []
@@ -292,11 +295,14 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           samples: int | None = None, seed: int = 0, exhaustive: bool = False,
           params: dict | None = None, grad: bool = False, grid: int | None = None,
           keep_points: bool = False, analyze: bool = True, max_ulp: float | None = None,
-          atol: float | None = None,
+          atol: float | None = None, reference: str | None = None, device: str = "cpu",
+          dump: str | None = None, dump_dtype: str | None = None,
           progress: Callable[[int], None] | None = None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
-    targets: candidate ids or family names ('gelu', 'gelu.tanh').
+    targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu'
+    or 'pkg.module:function' (with reference=).  dump: a file of device outputs to audit
+    against reference (dump_dtype: the dtype of a raw binary dump).
     dtype: storage format(s), a name, 'fp16,bf16' or a list.
     compute: compute format(s); default: each storage format itself.
     range: (lo, hi) to restrict the inputs; samples/seed for fp32 and fp64;
@@ -307,26 +313,61 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     analyze: add findings, hidden overflows, saturation and the clip recommendation
     (tolerance max_ulp / atol; default: the candidate's error on its core).
     """
-    names = [targets] if isinstance(targets, str) else list(targets)
-    cands = resolve([n for t in names for n in t.split(",") if n.strip()])
+    names = [targets] if isinstance(targets, str) else list(targets or [])
+    names = [n.strip() for t in names for n in t.split(",") if n.strip()]
+    external = [n for n in names if adapters.is_external(n)]
+    cands = resolve([n for n in names if not adapters.is_external(n)]) if len(external) < len(names) else []
     if grad:
+        if external or dump is not None:
+            raise BadOptionError("--grad applies to catalog candidates")
         cands = grad_candidates(cands)
+    if reference is not None:
+        for c in cands:
+            if c.reference != reference:
+                raise BadOptionError(f"{c.id} approximates {c.reference}, not --reference {reference}")
     storages = _formats(dtype)
     computes = _formats(compute) if compute is not None else None
     for k in params or {}:
         if not any(k in c.params for c in cands):
             raise BadOptionError(f"no selected candidate has a parameter '{k}'")
+    if dump is not None:
+        if len(storages) != 1:
+            raise BadOptionError("a dump holds one format: give a single --dtype")
+        if reference is None:
+            raise BadOptionError("--dump needs --reference (the function the device computed)")
+    if not cands and not external and dump is None:
+        raise UnknownNameError("no candidate given")
+    if samples is not None and all(st.enumerable for st in storages):
+        raise BadOptionError(f"{', '.join(st.name for st in storages)} are swept exhaustively; "
+                             "--samples applies to fp32 and fp64")
     results = []
+    if keep_points and exhaustive and any(not st.enumerable for st in storages):
+        lo_hi = range or (-math.inf, math.inf)
+        from .inputs import _ordinal_bounds
+
+        for st in storages:
+            if not st.enumerable:
+                a, b = _ordinal_bounds(st, lo_hi)
+                if b - a + 1 > KEEP_LIMIT:
+                    raise BadOptionError(f"per-input data (CSV, reports) of {b - a + 1} {st.name} inputs "
+                                         f"would not fit in memory (limit {KEEP_LIMIT}): narrow --range")
     for st in storages:
         doms: dict[int, Domain] = {}
+        ext = [adapters.external_candidate(t, reference, st, device) for t in external]
         for cf in computes or [st]:
-            for c in cands:
+            for c in cands + ext:
                 if c.arity not in doms:
-                    doms[c.arity] = (domain(st, range, samples=samples, seed=seed, exhaustive=exhaustive)
+                    doms[c.arity] = (domain(st, range, samples=None if st.enumerable else samples,
+                                            seed=seed, exhaustive=exhaustive)
                                      if c.arity == 1 else pair_domain(st, range, side=grid, seed=seed))
                 for p in param_sets(c, params):
                     results.append(run_candidate(c, st, cf, doms[c.arity], p, keep_points, progress,
                                                  analyze, max_ulp, atol))
+        if dump is not None:
+            d = golden.read_dump(dump, st, dump_dtype)
+            dc, ddom = golden.dump_candidate(d, reference)
+            results.append(run_candidate(dc, st, st, ddom, None, keep_points, progress, analyze,
+                                         max_ulp, atol))
     return results
 
 

@@ -10,31 +10,17 @@ callable taking an array of the storage dtype and returning one of the same shap
 
 from __future__ import annotations
 
-import numpy as np
-
+from .adapters import wrap_callable
 from .candidates import Candidate, catalog
 from .errors import BadOptionError
 from .formats import get_format
 from .inputs import domain
-from .references import get_reference
 from .sweep import SweepResult, run_candidate
 
 
 def callable_candidate(func, reference: str, dtype) -> Candidate:
-    """Wrap f(array of the storage dtype) -> array as a candidate (computes in storage)."""
-    fmt = get_format(dtype)
-    get_reference(reference)
-
-    def fn(x, m):
-        arr = np.asarray(x.a).astype(fmt.dtype)
-        out = np.asarray(func(arr))
-        if out.shape != arr.shape:
-            raise BadOptionError(f"{getattr(func, '__name__', func)} returned shape {out.shape}, "
-                                 f"expected {arr.shape}")
-        return out.astype(np.float64)
-
-    name = getattr(func, "__qualname__", repr(func))
-    return Candidate(f"user.{name}", reference, f"{name}(x)", "user callable", fn)
+    """Wrap f(array of the storage dtype) -> array as a candidate."""
+    return wrap_callable(func, reference, dtype)
 
 
 def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="fp16",

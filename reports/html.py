@@ -10,8 +10,11 @@ from __future__ import annotations
 import base64
 import datetime
 import html
+import os
 import platform
 import re
+import shutil
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import numpy as np
 
 from audit import __version__, oracle
 from audit.candidates import catalog
-from audit.io import atomic_path, dumps, write_text
+from audit.io import dumps
 from audit.sweep import document
 
 from . import figures
@@ -121,7 +124,6 @@ def build(results, out_dir, command: str = "") -> Path:
     rep = Report(out)
     colors = figures.color_of([r.candidate for r in results])
     uni = [r for r in results if r.points is not None and r.points.x2 is None]
-    biv = [r for r in results if r.points is not None and r.points.x2 is not None]
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<title>actaudit report</title><style>{CSS}</style></head><body>",
              "<h1>actaudit report</h1>", _meta(results, command), _summary(results)]
@@ -152,11 +154,20 @@ def build(results, out_dir, command: str = "") -> Path:
     parts.append(f"<script>{JS}</script></body></html>")
     page = "\n".join(parts)
 
-    for fname, png in rep.images:
-        with atomic_path(out / fname) as tmp:
-            tmp.write_bytes(png)
-    write_text(out / "run.json", dumps(document(results, command=command)))
-    write_text(out / "index.html", page)
+    # every file is written in a temporary directory beside DIR, then moved in: an
+    # interrupted report leaves nothing half-written (index.html is moved last)
+    tmpdir = Path(tempfile.mkdtemp(prefix=".actaudit-report-", dir=out))
+    try:
+        names = []
+        for fname, png in rep.images:
+            (tmpdir / fname).write_bytes(png)
+            names.append(fname)
+        (tmpdir / "run.json").write_text(dumps(document(results, command=command)), encoding="utf-8")
+        (tmpdir / "index.html").write_text(page, encoding="utf-8")
+        for fname in names + ["run.json", "index.html"]:
+            os.replace(tmpdir / fname, out / fname)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
     return out / "index.html"
 
 

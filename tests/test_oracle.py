@@ -38,7 +38,6 @@ def test_gelu_fast_path_bound_holds_on_every_value(name):
 
 
 def test_gelu_fast_path_bound_on_fp32_sample():
-    f = get_format("fp32")
     ref = get_reference("gelu")
     rng = np.random.default_rng(5)
     x = np.concatenate([rng.uniform(-40, 10, 3000), -np.logspace(-40, 1.6, 500),
