@@ -23,7 +23,7 @@ from .errors import BadOptionError, UnknownNameError
 from .formats import Format, get_format, parse_formats
 from .inputs import CHUNK, Domain, domain, pair_domain, special_inputs
 from .io import json_number
-from .metrics import CLASS_NAMES, PointErrors, Summary, point_errors
+from .metrics import PointErrors, Summary, point_errors
 
 SCHEMA = "actaudit.sweep/1"
 KEEP_LIMIT = 1 << 24  # inputs whose per-input data may be kept in memory
@@ -384,6 +384,3 @@ def document(results: list[SweepResult], **meta) -> dict:
     return {"schema": SCHEMA, "actaudit": __version__, "oracle_version": oracle.ORACLE_VERSION,
             **meta, "results": [r.to_dict() for r in results]}
 
-
-def class_name(code: int) -> str:
-    return CLASS_NAMES[code]

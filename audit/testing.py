@@ -11,7 +11,7 @@ callable taking an array of the storage dtype and returning one of the same shap
 from __future__ import annotations
 
 from .adapters import wrap_callable
-from .candidates import Candidate, catalog
+from .candidates import Candidate, catalog, resolve
 from .errors import BadOptionError
 from .formats import get_format
 from .inputs import domain
@@ -31,11 +31,7 @@ def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="
     """Sweep and raise AssertionError naming the worst input when a tolerance is exceeded."""
     c = candidate_or_callable
     if isinstance(c, str):
-        cand = catalog()[c] if c in catalog() else None
-        if cand is None:
-            from .candidates import resolve
-
-            cand = resolve([c])[0]
+        cand = catalog()[c] if c in catalog() else resolve([c])[0]
     elif isinstance(c, Candidate):
         cand = c
     elif callable(c):

@@ -106,15 +106,34 @@ def binade_table(r) -> list[tuple]:
 
 
 class Report:
+    """Collects figure jobs while the page is laid out; renders them (on every core when
+    there are many) and puts the PNGs in place of their tokens."""
+
     def __init__(self, out: Path):
         self.out = out
-        self.images: list[tuple[str, bytes]] = []
+        self.jobs: list[tuple[str, str, tuple]] = []  # (file name, figure function, args)
 
-    def img(self, name: str, png: bytes, alt: str) -> str:
-        fname = f"{len(self.images):03d}-{slug(name)}.png"
-        self.images.append((fname, png))
-        b64 = base64.b64encode(png).decode("ascii")
-        return f'<img alt="{e(alt)}" title="{e(fname)}" src="data:image/png;base64,{b64}">'
+    def img(self, name: str, job: tuple, alt: str) -> str:
+        fname = f"{len(self.jobs):03d}-{slug(name)}.png"
+        self.jobs.append((fname, job[0].__name__, job[1:]))
+        return f'<img alt="{e(alt)}" title="{e(fname)}" src="@@{fname}@@">'
+
+    def render(self) -> list[tuple[str, bytes]]:
+        if len(self.jobs) < 8 or (os.cpu_count() or 1) < 2:
+            pngs = [_render(j) for j in self.jobs]
+        else:
+            import multiprocessing as mproc
+            from concurrent.futures import ProcessPoolExecutor
+
+            ctx = mproc.get_context("fork") if "fork" in mproc.get_all_start_methods() else None
+            with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=ctx) as ex:
+                pngs = list(ex.map(_render, self.jobs, chunksize=2))
+        return [(j[0], p) for j, p in zip(self.jobs, pngs)]
+
+
+def _render(job) -> bytes:
+    _, fn, args = job
+    return getattr(figures, fn)(*args)
 
 
 def build(results, out_dir, command: str = "") -> Path:
@@ -137,7 +156,7 @@ def build(results, out_dir, command: str = "") -> Path:
         parts.append("<h2 id='families'>Families</h2>")
         for g in fam:
             parts.append(rep.img(f"family-{g[0].candidate.split('.')[0]}-{g[0].dtype}-{g[0].compute}",
-                                 figures.family_map(g, colors), "family error map"))
+                                 (figures.family_map, g, colors), "family error map"))
     # the same candidate across formats
     by_cand = defaultdict(list)
     for r in uni:
@@ -146,20 +165,23 @@ def build(results, out_dir, command: str = "") -> Path:
     if multi:
         parts.append("<h2 id='formats'>Across formats</h2>")
         for k, v in multi.items():
-            parts.append(rep.img(f"formats-{k}", figures.formats_side_by_side(v, colors[k]),
+            parts.append(rep.img(f"formats-{k}", (figures.formats_side_by_side, v, colors[k]),
                                  f"{k} across formats"))
     parts.append("<h2 id='candidates'>Candidates</h2>")
     for r in results:
         parts.append(_candidate(rep, r, colors[r.candidate]))
     parts.append(f"<script>{JS}</script></body></html>")
     page = "\n".join(parts)
+    images = rep.render()
+    for fname, png in images:
+        page = page.replace(f"@@{fname}@@", "data:image/png;base64," + base64.b64encode(png).decode("ascii"))
 
     # every file is written in a temporary directory beside DIR, then moved in: an
     # interrupted report leaves nothing half-written (index.html is moved last)
     tmpdir = Path(tempfile.mkdtemp(prefix=".actaudit-report-", dir=out))
     try:
         names = []
-        for fname, png in rep.images:
+        for fname, png in images:
             (tmpdir / fname).write_bytes(png)
             names.append(fname)
         (tmpdir / "run.json").write_text(dumps(document(results, command=command)), encoding="utf-8")
@@ -239,13 +261,13 @@ def _candidate(rep: Report, r, color) -> str:
     if r.points is None:
         return "\n".join(out)
     if r.points.x2 is not None:
-        out.append(rep.img(f"heatmap-{r.candidate}-{r.dtype}-{r.compute}", figures.heatmap(r),
+        out.append(rep.img(f"heatmap-{r.candidate}-{r.dtype}-{r.compute}", (figures.heatmap, r),
                            f"{r.candidate} heatmap"))
     else:
         out.append(rep.img(f"errmap-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
-                           figures.error_map(r, color), f"{r.candidate} error map"))
+                           (figures.error_map, r, color), f"{r.candidate} error map"))
         out.append(rep.img(f"hist-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
-                           figures.histogram(r, color), f"{r.candidate} histogram"))
+                           (figures.histogram, r, color), f"{r.candidate} histogram"))
         rows = "".join(
             f"<tr><td>[2^{b}, 2^{b + 1})</td><td>{n}</td><td>{num(a)}</td><td>{num(m)}</td>"
             f"<td>{num(c)}</td><td>{num(d)}</td></tr>" for b, n, a, m, c, d in binade_table(r))
