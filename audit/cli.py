@@ -341,7 +341,10 @@ def results_table(results: list[SweepResult]) -> Table:
                       ("mean", "right"), ("p99", "right"), ("max abs", "right"),
                       ("max rel", "right"), ("CR %", "right"), ("NaN", "right"),
                       ("inf", "right"), ("findings", "left")]:
-        t.add_column(col, justify=just, no_wrap=True)
+        if col == "findings":
+            t.add_column(col, justify=just, overflow="fold", max_width=30)
+        else:
+            t.add_column(col, justify=just, no_wrap=True)
     for r in results:
         w = r.worst
         where = f"{fmt_num(w['x'], 6)} ({w['x_hex']})" if w else "-"
