@@ -24,7 +24,7 @@ from .candidates import catalog, parse_params
 from .errors import ActauditError, BadOptionError
 from .formats import FORMATS
 from .inputs import parse_range
-from .io import dumps, write_text
+from .io import dumps, format_number, write_text
 from .metrics import CLASS_NAMES
 from .sweep import SweepResult, document, sweep as run_sweep
 
@@ -44,19 +44,7 @@ def _say(msg: str) -> None:
 MAX_CSV_ROWS = 1 << 24
 
 
-def fmt_num(v, digits=3) -> str:
-    if v is None:
-        return "-"
-    v = float(v)
-    if math.isnan(v):
-        return "-"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    if v == 0:
-        return "0"
-    if 1e-3 <= abs(v) < 1e5:
-        return f"{v:.{digits}g}"
-    return f"{v:.{digits - 1}e}"
+fmt_num = format_number
 
 
 def _version(value: bool):
@@ -475,6 +463,10 @@ def main(argv=None) -> int:
     except (KeyboardInterrupt, typer.Abort):
         _say("actaudit: interrupted")
         return 130
+    except OSError as e:  # a path the user gave that cannot be written or read
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        _say(f"actaudit: error: {where}{e.strerror or e}")
+        return 2
     except MemoryError:
         _say("actaudit: error: out of memory (narrow --range, or fewer --samples)")
         return 2

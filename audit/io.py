@@ -50,3 +50,19 @@ def json_number(v):
 
 def dumps(doc) -> str:
     return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+
+
+def format_number(v, digits: int = 3) -> str:
+    """A number for people: 3 significant digits, '-' for missing or NaN, 'inf'."""
+    if v is None:
+        return "-"
+    v = float(v)
+    if math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0:
+        return "0"
+    if 1e-3 <= abs(v) < 1e5:
+        return f"{v:.{digits}g}"
+    return f"{v:.{digits - 1}e}"

@@ -22,7 +22,7 @@ import numpy as np
 
 from audit import __version__, oracle
 from audit.candidates import catalog
-from audit.io import dumps
+from audit.io import dumps, format_number
 from audit.sweep import document
 
 from . import figures
@@ -72,17 +72,7 @@ def tier(v: float) -> str:
     return "t4"
 
 
-def num(v, d=3) -> str:
-    if v is None:
-        return "-"
-    v = float(v)
-    if np.isnan(v):
-        return "-"
-    if np.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    if v == 0:
-        return "0"
-    return f"{v:.{d}g}" if 1e-3 <= abs(v) < 1e5 else f"{v:.{d - 1}e}"
+num = format_number
 
 
 def slug(s: str) -> str:

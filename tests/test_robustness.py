@@ -155,3 +155,13 @@ def test_selftest_passes_and_catches_a_broken_oracle(monkeypatch, capsys):
     assert main(["selftest", "--points", "40"]) == 1
     assert "FAIL sigmoid" in capsys.readouterr().out
     oracle._MEMO.clear()
+
+
+def test_unwritable_paths_are_one_line(tmp_path, capsys):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    assert main(["report", "relu.max", "-d", "fp8_e4m3", "--out", str(f)]) == 2
+    assert main(["golden", "gelu", "-o", str(f / "g.npz")]) == 2
+    assert main(["sweep", "relu.max", "-d", "fp8_e4m3", "--json", str(f / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("actaudit: error:") == 3 and "Traceback" not in err
