@@ -6,7 +6,8 @@ every constant is rounded to C, as a kernel working in C would do:
 
 * ``+ - * /`` and ``sqrt`` are evaluated in float64 and rounded once to C.
   Since float64 has at least 2p+2 bits for every C of p <= 24 bits, this equals
-  the correctly rounded operation in C (no double-rounding error).
+  the correctly rounded operation in C (no double-rounding error).  fp32 and fp64
+  compute natively in numpy's float32 / float64, whose arithmetic is IEEE.
 * Transcendental primitives (exp, tanh, erf, ...) are evaluated in float64
   (numpy / scipy, never numpy's float16 loops, whose results depend on the
   CPU) and rounded to C: the model of a well-implemented library function in C.
@@ -105,11 +106,17 @@ class Ops:
     def __init__(self, fmt: Format, trace: list | None = None):
         self.fmt = fmt
         self.trace = trace
+        # fp32 and fp64 compute natively: numpy's float32/float64 + - * / are IEEE operations,
+        # correctly rounded, so values stay in the format's own dtype (no rounding passes)
+        self.native = {"fp32": np.float32, "fp64": np.float64}.get(fmt.name)
 
     # values --------------------------------------------------------------
     def op(self, name: str, a, ins=()) -> Val:
-        """Round a float64 result to the compute format (one place for every op)."""
-        out = self.fmt.round(a)
+        """Round a result to the compute format (one place for every op)."""
+        if self.native is not None:
+            out = a if getattr(a, "dtype", None) == self.native else np.asarray(a).astype(self.native)
+        else:
+            out = self.fmt.round(a)
         if self.trace is not None:
             self.trace.append(TraceEntry(name, *_formula_line(), tuple(ins), out, np.asarray(a)))
         return Val(out, self)
@@ -126,7 +133,8 @@ class Ops:
     # elementary functions --------------------------------------------------
     def _f(self, name, fn, *args):
         ins = tuple(self.lift(a).a for a in args)
-        return self.op(name, fn(*ins), ins)
+        # primitives in float64 (never numpy's low-precision loops), then rounded
+        return self.op(name, fn(*(np.asarray(i, dtype=np.float64) for i in ins)), ins)
 
     def exp(self, x): return self._f("exp", np.exp, x)
     def expm1(self, x): return self._f("expm1", np.expm1, x)
@@ -143,10 +151,11 @@ class Ops:
     def fma(self, a, b, c): return self._f("fma", lambda p, q, r: p * q + r, a, b, c)
 
     def where(self, cond, a, b) -> Val:
-        return Val(np.where(cond, self.lift(a).a, self.lift(b).a), self)
+        out = np.where(cond, self.lift(a).a, self.lift(b).a)
+        return Val(out.astype(self.native) if self.native else out, self)
 
     def floor(self, x) -> Val:
-        return Val(np.floor(self.lift(x).a), self)  # exact
+        return Val(np.floor(self.lift(x).a), self)  # exact, dtype kept
 
     def ldexp(self, x, n) -> Val:
         """x * 2**n for integer-valued n (the exponent-field trick), rounded on over/underflow."""
@@ -170,11 +179,12 @@ def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
     values; return storage values.  ``trace``: a list to record every operation in."""
     ops = Ops(compute, trace)
     with np.errstate(all="ignore"):
-        args = [Val(compute.round(x), ops)]
+        cast = (lambda v: compute.round(v).astype(ops.native)) if ops.native else compute.round
+        args = [Val(cast(x), ops)]
         if x2 is not None:
-            args.append(Val(compute.round(x2), ops))
+            args.append(Val(cast(x2), ops))
         y = fn(*args, ops, **params)
-        y = y.a if isinstance(y, Val) else np.asarray(y, dtype=np.float64)
+        y = y.a if isinstance(y, Val) else np.asarray(y)
         out = storage.round(np.broadcast_to(y, x.shape).astype(np.float64))
         if trace is not None and storage != compute:
             trace.append(TraceEntry(f"rounding to {storage.name}", "(storage)", 0, (y,), out, y))
