@@ -80,6 +80,7 @@ def sweep(
     device: str = typer.Option("cpu", "--device", help="Device of torch: ops (cpu, cuda)."),
     dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
     dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Processes for chunked (exhaustive fp32) sweeps (default: every core)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
     details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
@@ -96,6 +97,7 @@ def sweep(
                             keep_points=csv_out is not None or report_dir is not None, progress=bar,
                             reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
+                            workers=workers,
                             max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
     if csv_out is not None:
         write_csv(results, csv_out)

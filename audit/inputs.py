@@ -66,8 +66,9 @@ class Domain:
     values: np.ndarray | None = field(default=None, repr=False)  # when held in memory
     values2: np.ndarray | None = field(default=None, repr=False)  # second argument (b)
 
-    def chunks(self, size: int = CHUNK) -> Iterator:
+    def chunks(self, size: int | None = None) -> Iterator:
         """The inputs, ascending, in chunks of at most ``size`` (tuples (a, b) for pairs)."""
+        size = size or CHUNK
         if self.values2 is not None:
             for i in range(0, len(self.values), size):
                 yield self.values[i:i + size], self.values2[i:i + size]
@@ -76,16 +77,27 @@ class Domain:
             for i in range(0, max(len(self.values), 1), size):
                 yield self.values[i:i + size]
             return
+        for r in self.chunk_ranges(size):
+            yield self.chunk_values(r)
+
+    def chunk_ranges(self, size: int | None = None) -> list[tuple[int, int, bool]]:
+        """(first ordinal, stop ordinal, whether -0 is in it) of each chunk of an ordinal
+        domain: the fixed grid that serial, parallel and resumed runs all share."""
+        size = size or CHUNK
+        out = []
         start = self.lo_ord
-        first = True
         while start <= self.hi_ord:
             stop = min(start + size, self.hi_ord + 1)
-            vals = self.fmt.from_ordinal(np.arange(start, stop, dtype=np.int64))
-            if first and self.include_neg_zero:
-                vals = np.insert(vals, int(np.searchsorted(vals, 0.0)), -0.0)
-            first = False
-            yield vals
+            out.append((start, stop, self.include_neg_zero and start <= 0 < stop))
             start = stop
+        return out
+
+    def chunk_values(self, r: tuple[int, int, bool]) -> np.ndarray:
+        start, stop, neg_zero = r
+        vals = self.fmt.from_ordinal(np.arange(start, stop, dtype=np.int64))
+        if neg_zero:
+            vals = np.insert(vals, int(np.searchsorted(vals, 0.0)), -0.0)
+        return vals
 
     def all(self) -> np.ndarray:
         if self.values is not None:

@@ -180,6 +180,31 @@ class Summary:
         for k, c in zip(keys.tolist(), counts.tolist()):
             self._hist[k] = self._hist.get(k, 0) + c
 
+    def merge(self, o: "Summary") -> None:
+        """Fold in the summary of the next chunk (chunks merged in input order)."""
+        self.count += o.count
+        self.finite += o.finite
+        self.correct += o.correct
+        self.nan_count += o.nan_count
+        self.inf_count += o.inf_count
+        self.overflow_ok += o.overflow_ok
+        if o.worst is not None and (self.worst is None or o.max_ulp > self.max_ulp):
+            self.max_ulp, self.worst = o.max_ulp, o.worst
+        self.max_abs = max(self.max_abs, o.max_abs)
+        self.max_rel = max(self.max_rel, o.max_rel)
+        self.max_ulp_distance = max(self.max_ulp_distance, o.max_ulp_distance)
+        self._sums.extend(o._sums)
+        if o._errs is not None:
+            for a in o._errs:
+                self._keep(a)
+        else:
+            if self._errs is not None:
+                for a in self._errs:
+                    self._bin(a)
+                self._errs = None
+            for k, c in o._hist.items():
+                self._hist[k] = self._hist.get(k, 0) + c
+
     @property
     def mean_ulp(self) -> float:
         return math.fsum(self._sums) / self.finite if self.finite else math.nan

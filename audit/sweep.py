@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -156,10 +157,72 @@ def check_specials(cand: Candidate, storage: Format, compute_fmt: Format, params
     return out
 
 
+@dataclass
+class _Job:
+    cand: Candidate
+    storage: Format
+    compute: Format
+    params: dict
+    ref_params: dict
+    analyze: bool
+    keep: bool
+    dom: Domain
+
+
+def _chunk(job: _Job, part):
+    """(summary, findings, hidden, mpmath count, point errors or None) of one chunk."""
+    x, x2 = part if isinstance(part, tuple) else (part, None)
+    c, st = job.cand, job.storage
+    ov = oracle.evaluate(c.ref, st, x, job.ref_params, x2)
+    got = c.evaluate(x, st, job.compute, job.params, x2)
+    e = point_errors(x, got, ov, st, x2, settle=lambda idx: oracle.settle(
+        c.ref, st, ov, idx, x, job.ref_params, x2))
+    s = Summary()
+    s.add(e, st)
+    found, hid = [], []
+    if job.analyze:
+        found = findings_mod.find(e, c, st, job.compute, job.params, job.ref_params, [])
+        hid = findings_mod.hidden(c, st, job.compute, job.params, e)
+    return s, found, hid, ov.n_mpmath, (e if job.keep else None)
+
+
+_POOL_JOB: dict = {}
+
+
+def _pool_chunk(r):
+    job = _POOL_JOB["job"]
+    return _chunk(job, job.dom.chunk_values(r))
+
+
+def _chunk_results(job: _Job, workers: int):
+    """Chunk results in input order: serially, or on a pool of forked processes for
+    ordinal (exhaustive fp32) domains.  Both use the same chunk grid, so the merged
+    numbers are identical."""
+    ranges = job.dom.chunk_ranges() if job.dom.values is None else None
+    if ranges is None or workers <= 1 or len(ranges) < 2 or job.keep:
+        for part in job.dom.chunks():
+            yield _chunk(job, part)
+        return
+    import multiprocessing as mproc
+    from concurrent.futures import ProcessPoolExecutor
+
+    _POOL_JOB["job"] = job  # inherited by the forked workers: nothing of the job is pickled
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mproc.get_context("fork")) as ex:
+            try:
+                yield from ex.map(_pool_chunk, ranges)
+            except BaseException:
+                ex.shutdown(wait=False, cancel_futures=True)
+                raise
+    finally:
+        _POOL_JOB.clear()
+
+
 def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Domain,
                   params: dict | None = None, keep_points: bool = False,
                   progress: Callable[[int], None] | None = None, analyze: bool = True,
-                  max_ulp: float | None = None, atol: float | None = None) -> SweepResult:
+                  max_ulp: float | None = None, atol: float | None = None,
+                  workers: int = 1) -> SweepResult:
     """Sweep one candidate in one evaluation path over a domain.
 
     analyze: also find stability findings (with causes), hidden overflows and lossy
@@ -176,21 +239,17 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     hid: list[dict] = []
     n_mp = 0
     one_chunk = dom.values is not None and len(dom.values) <= CHUNK
-    for part in dom.chunks():
-        x, x2 = part if isinstance(part, tuple) else (part, None)
-        ov = oracle.evaluate(cand.ref, storage, x, ref_params, x2)
-        n_mp += ov.n_mpmath
-        got = cand.evaluate(x, storage, compute_fmt, params, x2)
-        e = point_errors(x, got, ov, storage, x2, settle=lambda idx, ov=ov, x=x, x2=x2:
-                         oracle.settle(cand.ref, storage, ov, idx, x, ref_params, x2))
-        summary.add(e, storage)
-        if keep_points or (analyze and one_chunk):
+    keep = keep_points or (analyze and one_chunk)
+    job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom)
+    for s, f, h, n, e in _chunk_results(job, workers):
+        summary.merge(s)
+        found.append(f)
+        hid.extend(h)
+        n_mp += n
+        if e is not None:
             kept.append(e)
-        if analyze:
-            found.append(findings_mod.find(e, cand, storage, compute_fmt, params, ref_params, []))
-            hid.extend(findings_mod.hidden(cand, storage, compute_fmt, params, e))
         if progress:
-            progress(len(x))
+            progress(s.count)
     points = _concat(kept)
     specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []
     res = SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
@@ -200,9 +259,10 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
         res.findings += [f for f in findings_mod.find(_empty(), cand, storage, compute_fmt, params,
                                                       ref_params, specials)]
         res.hidden = _merge_hidden(hid)
-        if cand.arity == 1:
+        if cand.arity == 1 and (storage.enumerable or dom.values is not None):
+            # (over the swept inputs for sampled formats; none for chunked exhaustive runs)
             res.saturation = clip_mod.saturation(cand.ref, storage, ref_params,
-                                                 None if storage.enumerable else dom.all())
+                                                 None if storage.enumerable else dom.values)
             if one_chunk and points is not None and storage.enumerable and dom.count == len(storage.finite_values()):
                 fail = np.zeros(len(points), bool)
                 for kind, (m, _) in findings_mod.masks(points, cand, storage, ref_params).items():
@@ -296,13 +356,14 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           params: dict | None = None, grad: bool = False, grid: int | None = None,
           keep_points: bool = False, analyze: bool = True, max_ulp: float | None = None,
           atol: float | None = None, reference: str | None = None, device: str = "cpu",
-          dump: str | None = None, dump_dtype: str | None = None,
+          dump: str | None = None, dump_dtype: str | None = None, workers: int | None = None,
           progress: Callable[[int], None] | None = None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
     targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu'
     or 'pkg.module:function' (with reference=).  dump: a file of device outputs to audit
-    against reference (dump_dtype: the dtype of a raw binary dump).
+    against reference (dump_dtype: the dtype of a raw binary dump).  workers: processes
+    for chunked (exhaustive fp32) sweeps; default: every core.
     dtype: storage format(s), a name, 'fp16,bf16' or a list.
     compute: compute format(s); default: each storage format itself.
     range: (lo, hi) to restrict the inputs; samples/seed for fp32 and fp64;
@@ -340,6 +401,9 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     if samples is not None and all(st.enumerable for st in storages):
         raise BadOptionError(f"{', '.join(st.name for st in storages)} are swept exhaustively; "
                              "--samples applies to fp32 and fp64")
+    nworkers = (os.cpu_count() or 1) if workers is None else int(workers)
+    if nworkers < 1:
+        raise BadOptionError(f"--workers must be at least 1, got {nworkers}")
     results = []
     if keep_points and exhaustive and any(not st.enumerable for st in storages):
         lo_hi = range or (-math.inf, math.inf)
@@ -362,7 +426,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                      if c.arity == 1 else pair_domain(st, range, side=grid, seed=seed))
                 for p in param_sets(c, params):
                     results.append(run_candidate(c, st, cf, doms[c.arity], p, keep_points, progress,
-                                                 analyze, max_ulp, atol))
+                                                 analyze, max_ulp, atol, nworkers))
         if dump is not None:
             d = golden.read_dump(dump, st, dump_dtype)
             dc, ddom = golden.dump_candidate(d, reference)
