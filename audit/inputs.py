@@ -23,7 +23,7 @@ from .errors import BadOptionError, BadRangeError
 from .formats import Format
 
 DEFAULT_SAMPLES = {"fp32": 1 << 16, "fp64": 1 << 12}
-MAX_SAMPLES = {"fp32": 1 << 26, "fp64": 1 << 20}  # in memory; fp64 points each cost mpmath
+MAX_SAMPLES = {"fp32": 1 << 24, "fp64": 1 << 20}  # in memory; fp64 points each cost mpmath
 CHUNK = 1 << 22
 
 
@@ -144,7 +144,7 @@ def domain(fmt: Format, rng=None, *, samples: int | None = None, seed: int = 0,
     n = DEFAULT_SAMPLES.get(fmt.name, 1 << 16) if samples is None else int(samples)
     if n < 1:
         raise BadOptionError(f"--samples must be positive, got {n}")
-    limit = MAX_SAMPLES.get(fmt.name, 1 << 26)
+    limit = MAX_SAMPLES.get(fmt.name, 1 << 24)
     if n > limit:
         raise BadOptionError(f"--samples {n} is more than {limit} for {fmt.name}"
                              + (": use --exhaustive for a chunked sweep of every value" if fmt.bits <= 32 else ""))

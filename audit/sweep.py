@@ -189,6 +189,14 @@ def _chunk(job: _Job, part):
 _POOL_JOB: dict = {}
 
 
+def _quiet_worker():
+    """Workers leave Ctrl-C and SIGTERM to the parent, which stops the pool and reports."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _pool_chunk(r):
     job = _POOL_JOB["job"]
     return _chunk(job, job.dom.chunk_values(r))
@@ -208,7 +216,8 @@ def _chunk_results(job: _Job, workers: int):
 
     _POOL_JOB["job"] = job  # inherited by the forked workers: nothing of the job is pickled
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mproc.get_context("fork")) as ex:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mproc.get_context("fork"),
+                                 initializer=_quiet_worker) as ex:
             try:
                 yield from ex.map(_pool_chunk, ranges)
             except BaseException:

@@ -123,7 +123,7 @@ def test_sigterm_during_sweep_leaves_no_partial_json(tmp_path):
 
 def test_sigint_during_baseline_leaves_no_baseline(tmp_path):
     (tmp_path / "actaudit.toml").write_text(
-        '[[audit]]\nname = "slow"\ntargets = ["gelu.tanh"]\ndtype = "fp32"\nsamples = 60000000\n')
+        '[[audit]]\nname = "slow"\ntargets = ["gelu"]\ndtype = "fp32"\nsamples = 4000000\n')
     code, _, err = _run_and_signal(["baseline"], signal.SIGINT, 3.0, tmp_path)
     assert code == 130
     assert _leftovers(tmp_path) == ["actaudit.toml"]
