@@ -102,9 +102,18 @@ def _backwards(x, got, ok, pieces) -> np.ndarray:
     return bad
 
 
+def failing(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> np.ndarray:
+    """Inputs with a nan, overflow, underflow, sign or range finding."""
+    fail = np.zeros(len(e), bool)
+    for kind, (m, _) in masks(e, cand, fmt, ref_params).items():
+        if kind in FAILURE_KINDS:
+            fail |= m
+    return fail
+
+
 def find(e: PointErrors, cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
-         ref_params: dict, specials: list) -> list[Finding]:
-    """Every finding of one result, with causes for formula candidates."""
+         ref_params: dict) -> list[Finding]:
+    """Every finding over the inputs of e, with causes for formula candidates."""
     out: list[Finding] = []
     for kind, (mask, note) in masks(e, cand, storage, ref_params).items():
         n = int(mask.sum())
@@ -118,14 +127,20 @@ def find(e: PointErrors, cand: Candidate, storage: Format, compute_fmt: Format, 
         cause = explain(cand, storage, compute_fmt, params, e.x[i:i + 1],
                         None if e.x2 is None else e.x2[i:i + 1], kind)
         out.append(Finding(kind, n, iv, ex, cause, len(iv), note))
-    bad = [s for s in specials if not s["ok"]]
-    if bad:
-        s0 = bad[0]
-        why = "nan" if isinstance(s0["got"], float) and math.isnan(s0["got"]) else "special"
-        cause = explain(cand, storage, compute_fmt, params, np.array([s0["x"]]), None, why)
-        out.append(Finding("special", len(bad), [[s["x"], s["x"]] for s in bad],
-                           {"x": s0["x"], "got": s0["got"], "exact": s0["expected"]}, cause, len(bad)))
     return out
+
+
+def special_findings(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
+                     specials: list) -> list[Finding]:
+    """The ``special`` finding: +-inf or NaN inputs handled wrongly, with its cause."""
+    bad = [s for s in specials if not s["ok"]]
+    if not bad:
+        return []
+    s0 = bad[0]
+    why = "nan" if isinstance(s0["got"], float) and math.isnan(s0["got"]) else "special"
+    cause = explain(cand, storage, compute_fmt, params, np.array([s0["x"]]), None, why)
+    return [Finding("special", len(bad), [[s["x"], s["x"]] for s in bad],
+                    {"x": s0["x"], "got": s0["got"], "exact": s0["expected"]}, cause, len(bad))]
 
 
 # ------------------------------------------------------------------ causes

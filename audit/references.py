@@ -179,11 +179,7 @@ def _near_mish_grad(x):
 # derivative, where the float64 formula cancels): the oracle sends those to
 # mpmath.  Every bound is checked by tests against mpmath on all 16-bit values.
 
-def _sigmoid_np(t):
-    return sc.expit(t)
-
-
-@reference("sigmoid", "1 / (1 + exp(-x))", fast=_np(_sigmoid_np), rel_err=2.0**-44,
+@reference("sigmoid", "1 / (1 + exp(-x))", fast=_np(sc.expit), rel_err=2.0**-44,
            neg_inf=0.0, pos_inf=1.0,
            near=lambda x: (mp.mpf(1), 1 / (1 + mp.exp(x))) if x > 0 else None,
            fast_near=_np(lambda x: _sigmoid_near(x)),

@@ -181,7 +181,7 @@ def _chunk(job: _Job, part):
     s.add(e, st)
     found, hid = [], []
     if job.analyze:
-        found = findings_mod.find(e, c, st, job.compute, job.params, job.ref_params, [])
+        found = findings_mod.find(e, c, st, job.compute, job.params, job.ref_params)
         hid = findings_mod.hidden(c, st, job.compute, job.params, e)
     return s, found, hid, ov.n_mpmath, (e if job.keep else None)
 
@@ -265,27 +265,17 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
                       summary, specials, n_mp, 0.0, points if keep_points else None)
     if analyze:
         res.findings = _merge_findings(found, storage)
-        res.findings += [f for f in findings_mod.find(_empty(), cand, storage, compute_fmt, params,
-                                                      ref_params, specials)]
+        res.findings += findings_mod.special_findings(cand, storage, compute_fmt, params, specials)
         res.hidden = _merge_hidden(hid)
         if cand.arity == 1 and (storage.enumerable or dom.values is not None):
             # (over the swept inputs for sampled formats; none for chunked exhaustive runs)
             res.saturation = clip_mod.saturation(cand.ref, storage, ref_params,
                                                  None if storage.enumerable else dom.values)
             if one_chunk and points is not None and storage.enumerable and dom.count == len(storage.finite_values()):
-                fail = np.zeros(len(points), bool)
-                for kind, (m, _) in findings_mod.masks(points, cand, storage, ref_params).items():
-                    if kind in findings_mod.FAILURE_KINDS:
-                        fail |= m
+                fail = findings_mod.failing(points, cand, storage, ref_params)
                 res.clip = clip_mod.recommend(points, storage, res.saturation, max_ulp, atol, fail)
     res.seconds = time.perf_counter() - t0
     return res
-
-
-def _empty() -> PointErrors:
-    z = np.zeros(0)
-    return PointErrors(z, z, z, z, z, z, np.zeros(0, np.int64), z, z, np.zeros(0, np.int8),
-                       np.zeros(0, bool))
 
 
 def _merge_findings(per_chunk: list[list], fmt: Format) -> list:
