@@ -31,7 +31,7 @@ from .references import Reference
 
 log = logging.getLogger(__name__)
 
-ORACLE_VERSION = 4
+ORACLE_VERSION = 5
 FAST_ABS_TOL = 2.0**-1000
 MIN_REL_ERR = 2.0**-50
 GUARD_BITS = 12  # precision margin trusted of an mpmath evaluation
@@ -150,14 +150,17 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
         rounded = fmt.round(v)
         # near a power of two the binade of f (hence ulp_F(f)) is also uncertain
         binade_unsure = _binade(fmt, np.abs(v) - slack) != _binade(fmt, np.abs(v) + slack)
-    # a NaN fast value is the fast path declining to vouch for that input
-    # a NaN fast value is the fast path declining to vouch for that input
-    amb = ~((lo_r == hi_r) | (np.isnan(lo_r) & np.isnan(hi_r))) | np.isnan(v)
+    # a NaN fast value is the fast path declining to vouch for that input; an infinite
+    # one says that f exceeds float64's range, so overflows F (the fast-path contract)
+    inf = np.isinf(v)
+    amb = (~((lo_r == hi_r) | (np.isnan(lo_r) & np.isnan(hi_r))) | np.isnan(v)) & ~inf
     hi = v.copy()
     lo = np.zeros_like(v)
-    unsure = binade_unsure & ~amb
+    unsure = binade_unsure & ~amb & ~inf
     if ref.fast_near is not None and x2 is None:
         _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded)
+    if ref.fast_dd is not None and x2 is None and amb.any():
+        _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded)
     idx = np.flatnonzero(amb)
     if len(idx):
         ex = exact_points(ref, x[idx], fmt, params, None if x2 is None else x2[idx])
@@ -174,6 +177,46 @@ def settle(ref: Reference, fmt: Format, ov: OracleValues, idx: np.ndarray, x: np
     unsure = ov.unsure.copy()
     unsure[idx] = False
     return OracleValues(ov.rounded, hi, lo, ov.n_mpmath + len(idx), unsure)
+
+
+def _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded):
+    """Decide ambiguous inputs with the reference's double-double value T = h + l (+-err),
+    where it applies; clears them in ``amb``.
+
+    T is compared with the two rounding boundaries around r = RN_F(fl(h + l)) (the
+    midpoints between r and its neighbours in F, float64 numbers): on which side of each
+    T lies is the sign of (h - m) + l, certain when that exceeds err and its own
+    rounding error.  An input whose T is within that margin of a boundary (a true tie)
+    stays with mpmath."""
+    idx = np.flatnonzero(amb)
+    h, l, err = ref.fast_dd(x[idx], **params)
+    with np.errstate(all="ignore"):
+        ok = np.isfinite(h) & np.isfinite(l) & np.isfinite(err) & (np.abs(l) <= np.abs(h) * 2.0**-20)
+        idx, h, l, err = idx[ok], h[ok], l[ok], err[ok]
+        s = h + l
+        r = fmt.round(s)
+        o = fmt.ordinal(np.where(np.isfinite(r), r, 0.0))
+        fin = np.isfinite(r) & (o > -fmt.max_ordinal) & (o < fmt.max_ordinal)
+        below = fmt.from_ordinal(o - 1)
+        above = fmt.from_ordinal(o + 1)
+        decided = np.full(len(idx), True)
+        out = r.copy()
+        for m, step in (((r + below) / 2, below), ((r + above) / 2, above)):
+            d = (h - m) + l  # h - m: Sterbenz-exact, or tiny multiples of F's ulp
+            margin = err + (np.abs(h - m) + np.abs(l)) * 2.0**-50
+            sure = np.abs(d) > margin
+            decided &= sure
+            cross = sure & ((d > 0) == (m > r))  # T beyond this boundary, away from r
+            out = np.where(cross, step, out)
+        decided &= fin
+        sel = idx[decided]
+        s, l2 = s[decided], (h - s + l)[decided]  # fl(h + l) plus its remainder (|h| >> |l|)
+        rounded[sel] = out[decided]
+        hi[sel] = s
+        lo[sel] = l2
+        amb[sel] = False
+        # s a power of two with T on an unknown side of it: ulp_F(T) unsure (rare)
+        unsure[sel] = (np.frexp(s)[0] == np.copysign(0.5, s)) & (np.abs(l2) <= err[decided] * 2)
 
 
 def _binade(fmt: Format, m: np.ndarray) -> np.ndarray:

@@ -43,6 +43,10 @@ class Reference:
     # fast_near(x, **params) -> (P, g) float64 arrays, the same split vectorized (P NaN
     # where it does not apply); g must be relatively accurate, or 0 only where f == P.
     fast_near: Callable | None = None
+    # fast_dd(x, **params) -> (hi, lo, err) float64 arrays: f(x) = hi + lo + e, |e| <= err,
+    # a double-double value where it applies (hi NaN elsewhere).  It decides inputs whose
+    # fast value sits on a rounding boundary: x/2 at odd subnormals, where f(x) = x/2 + c x^2.
+    fast_dd: Callable | None = None
     # bounds(x) -> (lo, hi) arrays: the function's known range at x (range findings)
     bounds: Callable | None = None
     # monotone pieces: ((a, b, +1 or -1), ...): increasing (+1) or decreasing on [a, b]
@@ -64,7 +68,7 @@ REFERENCES: dict[str, Reference] = {}
 
 
 def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1,
-              exact=False, near=None, fast_near=None, bounds=None, monotone=()):
+              exact=False, near=None, fast_near=None, fast_dd=None, bounds=None, monotone=()):
     """Decorator registering an mpmath function as a reference.
 
     exact=True declares that the fast path computes the exact real value for every
@@ -76,7 +80,7 @@ def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params
         as_fn = lambda v: v if callable(v) else (lambda **_: v)  # noqa: E731
         REFERENCES[name] = Reference(name, formula, fn, fast, rel_err, as_fn(neg_inf),
                                      as_fn(pos_inf), dict(params or {}), arity, exact, near,
-                                     fast_near, bounds, tuple(monotone))
+                                     fast_near, fast_dd, bounds, tuple(monotone))
         return fn
 
     return wrap
@@ -106,6 +110,24 @@ def _np(fn):
 
 
 _SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)  # phi(0)
+DD_TINY = 2.0**-30  # |x| below which the second-order expansions of fast_dd apply
+
+
+def _half_x_plus(c):
+    """fast_dd of an f with f(x) = x/2 + c(params) x^2 + O(x^4) near 0 (GELU, SiLU,
+    hardswish): hi = x/2 (exact), lo = c x^2 (x*x exact for inputs of <= 24 bits, two more
+    roundings: relative error < 2**-51), the truncation below 2**-58 of lo where
+    |x| (times beta) <= 2**-30.  err = |lo| 2**-48 covers both with room."""
+
+    def dd(x, **params):
+        k, scale = c(**params)
+        ok = np.abs(x * scale) <= DD_TINY
+        hi = np.where(ok, 0.5 * x, np.nan)
+        lo = (x * x) * k
+        return hi, lo, np.abs(lo) * 2.0**-48
+
+    return _np(dd)
 MISH_GRAD_ROOT = -1.1919805025210233
 SILU_GRAD_ROOT = -1.2784645427610738  # silu'(x) = 0 for beta = 1
 GELU_GRAD_ROOT = -0.7517916243684  # gelu'(x) = 0 (minimum of GELU)
@@ -121,6 +143,7 @@ GELU_GRAD_ROOT = -0.7517916243684  # gelu'(x) = 0 (minimum of GELU)
            fast=_np(lambda x: 0.5 * x * sc.erfc(-x * _SQRT_HALF)), rel_err=2.0**-36,
            neg_inf=-0.0, pos_inf=math.inf,
            near=lambda x: (x, x / 2 * mp.erfc(x / mp.sqrt(2))) if x > 0 else None,
+           fast_dd=_half_x_plus(lambda: (_INV_SQRT_2PI, 1.0)),
            bounds=lambda x: (np.minimum(x, 0), np.maximum(x, 0)), monotone=((-math.inf, GELU_GRAD_ROOT, -1), (GELU_GRAD_ROOT, math.inf, 1)))
 def _gelu(x):
     return x / 2 * mp.erfc(-x / mp.sqrt(2))
@@ -201,6 +224,7 @@ def _tanh(x):
            neg_inf=lambda beta: -0.0 if beta > 0 else -math.inf,
            pos_inf=lambda beta: math.inf if beta > 0 else 0.0, params={"beta": 1.0},
            near=lambda x, beta: (x, x / (1 + mp.exp(mpp(beta) * x))) if x > 0 and beta > 0 else None,
+           fast_dd=_half_x_plus(lambda beta: (0.25 * beta, max(abs(beta), 1.0))),
            bounds=lambda x, beta: (np.minimum(x, 0), np.maximum(x, 0)), monotone=((-math.inf, SILU_GRAD_ROOT, -1), (SILU_GRAD_ROOT, math.inf, 1)))
 def _silu(x, beta):
     return x / (1 + mp.exp(-mpp(beta) * x))
@@ -300,7 +324,8 @@ def _hardsigmoid(x):
 @reference("hardswish", "x relu6(x + 3) / 6",
            fast=_np(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0), rel_err=2.0**-50,
            neg_inf=0.0, pos_inf=math.inf,
-           near=lambda x: (x, mp.mpf(0)) if x >= 3 else None)
+           near=lambda x: (x, mp.mpf(0)) if x >= 3 else None,
+           fast_dd=_half_x_plus(lambda: (1 / 6, 1.0)))
 def _hardswish(x):
     return x * min(max(x + 3, mp.mpf(0)), mp.mpf(6)) / 6
 

@@ -184,3 +184,48 @@ def test_fast_oracle_agrees_with_mpmath_only_oracle(name, fmt_name):
     p2 = (np.frexp(np.abs(exact.hi))[0] == 0.5) & (np.abs(exact.hi) > f.smallest_normal)
     known = ~fast.unsure[sub]
     assert np.array_equal(np.sign(fast.lo[sub])[p2 & known], np.sign(exact.lo)[p2 & known])
+
+
+def _dd_inputs(f):
+    """Odd-ordinal subnormals and the smallest normals (x/2 is a tie there) and tiny normals."""
+    o = np.concatenate([np.arange(1, 1 << (f.p - 1), 2), (1 << (f.p - 1)) + np.arange(0, 1 << (f.p - 1), 3)])
+    if f.name == "fp32":
+        o = np.random.default_rng(1).choice(o, 3000, replace=False)
+    x = f.from_ordinal(o)
+    return np.concatenate([x, -x, f.from_ordinal([f.ordinal([2.0**-31])[0] + k for k in range(-3, 4)])])
+
+
+@pytest.mark.parametrize("name,params", [("gelu", {}), ("silu", {}), ("silu", {"beta": 1.702}),
+                                         ("silu", {"beta": -0.5}), ("hardswish", {})])
+@pytest.mark.parametrize("fmt_name", ["fp32", "bf16", "fp16"])
+def test_ties_at_half_x_are_decided_without_mpmath(name, params, fmt_name):
+    """f(x) = x/2 + c x^2: at odd subnormals x/2 is a rounding boundary that the fast value
+    sits on.  The double-double value decides them as mpmath does, and without mpmath."""
+    ref = get_reference(name)
+    f = get_format(fmt_name)
+    p = ref.with_defaults(params)
+    x = _dd_inputs(f)
+    fast = oracle._compute(ref, f, x, p)
+    assert fast.n_mpmath == 0
+    sub = np.arange(0, len(x), max(1, len(x) // 400))
+    exact = oracle.exact_points(ref, x[sub], f, p)
+    assert np.array_equal(fast.rounded[sub], exact.rounded)
+    # the ties (odd subnormals) got a double-double value, the exact value to 2**-60
+    ties = np.flatnonzero((np.abs(x) < min(f.smallest_normal, 2.0**-60)) & (x != 0))  # fl(f) == x/2 there
+    assert np.all(fast.lo[ties] != 0) or params.get("beta") == 0
+    with mp.workprec(200):
+        for j in ties[:: max(1, len(ties) // 50)].tolist():
+            e = ref.mp(mp.mpf(float(x[j])), **p)
+            assert abs(mp.mpf(fast.hi[j]) + mp.mpf(fast.lo[j]) - e) <= abs(e) * mp.mpf(2) ** -60
+
+
+def test_infinite_fast_values_overflow_without_mpmath():
+    """exp's fast value is inf beyond float64's range: the exact value overflows fp32 too."""
+    ref = get_reference("exp")
+    f = get_format("fp32")
+    x = np.array([710.0, 1e4, 3.0e38, 88.0, 89.0])
+    fast = oracle._compute(ref, f, x, {})
+    assert fast.n_mpmath == 0
+    exact = oracle.exact_points(ref, x, f, {})
+    assert np.array_equal(fast.rounded, exact.rounded)
+    assert list(np.isinf(fast.rounded)) == [True, True, True, False, True]
