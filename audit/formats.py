@@ -117,13 +117,17 @@ class Format:
 
     # ------------------------------------------------------------------- ulp
     def ulp(self, y) -> np.ndarray:
-        """ulp_F(y) = 2**(max(e, emin) - p + 1), e = floor(log2|y|); ulp_F(0) = smallest subnormal."""
+        """ulp_F(y) = 2**(max(e, emin) - p + 1), e = floor(log2|y|); ulp_F(0) = smallest subnormal.
+
+        On the float64 bits: keeping only the exponent field of |y| gives 2**e (0 for
+        float64 subnormals, which are below every emin here but fp64's, where the clamp
+        to 2**emin gives the same answer); NaN for non-finite y."""
         y = np.asarray(y, dtype=np.float64)
-        with np.errstate(all="ignore"):
-            _, k = np.frexp(y)
-            out = np.ldexp(1.0, np.maximum(k - 1, self.emin) - (self.p - 1))
-        out = np.where(y == 0, self.smallest_subnormal, out)
-        return np.where(np.isfinite(y), out, np.nan)
+        pow2 = (y.view(np.uint64) & np.uint64(0x7FF0000000000000)).view(np.float64)
+        out = np.maximum(pow2, self.smallest_normal)
+        out *= math.ldexp(1.0, 1 - self.p)
+        out[pow2 == math.inf] = math.nan
+        return out
 
     # ------------------------------------------------------------ bit views
     def to_bits(self, values) -> np.ndarray:
@@ -134,18 +138,24 @@ class Format:
         with np.errstate(all="ignore"):
             return np.asarray(bits, dtype=self.uint).view(self.dtype).astype(np.float64)
 
+    @property
+    def _int(self) -> np.dtype:
+        return np.dtype(f"int{self.bits}")
+
     def ordinal(self, values) -> np.ndarray:
         """Position of each value on the format's number line (+0 and -0 are both 0)."""
-        b = self.to_bits(values).astype(np.uint64)
-        neg = (b >> np.uint64(self.bits - 1)).astype(bool)
-        mag = (b & np.uint64((1 << (self.bits - 1)) - 1)).astype(np.int64)
-        return np.where(neg, -mag, mag)
+        b = self.to_bits(values).view(self._int)
+        s = b >> (self.bits - 1)  # -1 where the sign bit is set, else 0
+        b &= self._int.type((1 << (self.bits - 1)) - 1)
+        b ^= s
+        b -= s  # (mag ^ s) - s: -mag where negative (two's complement), branch-free
+        return b.astype(np.int64)
 
     def from_ordinal(self, ordinals) -> np.ndarray:
         o = np.asarray(ordinals, dtype=np.int64)
-        mag = np.abs(o).astype(np.uint64)
-        bits = np.where(o < 0, mag | np.uint64(1 << (self.bits - 1)), mag)
-        return self.from_bits(bits.astype(self.uint))
+        bits = np.abs(o).astype(self.uint)
+        bits[o < 0] |= self.uint.type(1 << (self.bits - 1))
+        return self.from_bits(bits)
 
     def hex(self, value: float) -> str:
         if math.isnan(value):

@@ -63,55 +63,80 @@ class PointErrors:
 
 def exact_ulp(fmt: Format, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """ulp_F of the exact value hi + lo (hi may have rounded up onto a power of two)."""
-    below = (lo != 0) & (np.sign(lo) != np.sign(hi)) & (np.frexp(hi)[0] == np.copysign(0.5, hi))
-    return np.where(below, fmt.ulp(np.nextafter(hi, 0)), fmt.ulp(hi))
+    out = fmt.ulp(hi)
+    idx = np.flatnonzero(lo)  # lo is nonzero only where mpmath or a double-double decided
+    if len(idx):
+        h, l = hi[idx], lo[idx]
+        below = (np.sign(l) != np.sign(h)) & (np.frexp(h)[0] == np.copysign(0.5, h))
+        sel = idx[below]
+        out[sel] = fmt.ulp(np.nextafter(hi[sel], 0))
+    return out
 
 
 def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None) -> PointErrors:
     """Per-input errors.  ``settle(idx)`` returns oracle values with inputs idx decided
     exactly; it is called for the inputs whose exact value sits on an unknown side of a
-    power of two (OracleValues.unsure) and whose result is not correctly rounded."""
+    power of two (OracleValues.unsure) and whose result is not correctly rounded.
+
+    Written for speed (it runs on every input of an exhaustive fp32 sweep): in-place
+    operations, and the rare cases (non-finite results or exact values, zero exact
+    values, results that are not correctly rounded) handled on their inputs only."""
     got = np.asarray(got, dtype=np.float64)
     rounded = oracle.rounded
+    n = len(got)
     with np.errstate(all="ignore"):
-        correct = (got == rounded) | (np.isnan(got) & np.isnan(rounded))
-    if oracle.unsure is not None and settle is not None:
-        idx = np.flatnonzero(oracle.unsure & ~correct)
-        if len(idx):
-            oracle = settle(idx)
-    hi, lo = oracle.hi, oracle.lo
-    with np.errstate(all="ignore"):
-        finite = np.isfinite(got)
-        cls = np.full(len(got), FINITE, dtype=np.int8)
-        cls[~finite & correct] = OVERFLOW_OK
-        cls[np.isnan(got) & ~correct] = NAN
-        cls[np.isinf(got) & ~correct] = INF
-        abs_err = np.abs((got - hi) - lo)
-        abs_err = np.where(np.isfinite(hi), abs_err, np.where(got == hi, 0.0, np.inf))
-        # an exact value beyond float64's range (exp(710)) is a finite real: a finite
-        # result is then infinitely many of its ulps away, in float64 terms
-        ulp_err = np.where(np.isfinite(hi), abs_err / exact_ulp(fmt, hi, lo), abs_err)
-        ulp_err = np.where(correct, np.minimum(ulp_err, 0.5), ulp_err)
-        mag = np.abs(hi)
-        rel_err = np.where(mag > 0, abs_err / mag, np.where(abs_err == 0, 0.0, np.inf))
-        dist = np.abs(_ordinals(fmt, got) - _ordinals(fmt, rounded))
-        notf = cls != FINITE
-        for a in (ulp_err, abs_err, rel_err):
-            a[notf] = np.nan
-        dist[notf] = -1
-        dist[cls == OVERFLOW_OK] = 0
+        correct = got == rounded
+        nan_got = np.isnan(got)
+        if nan_got.any():
+            correct |= nan_got & np.isnan(rounded)
+        if oracle.unsure is not None and settle is not None:
+            idx = np.flatnonzero(oracle.unsure & ~correct)
+            if len(idx):
+                oracle = settle(idx)
+        hi, lo = oracle.hi, oracle.lo
+        cls = np.zeros(n, dtype=np.int8)
+        notfin = np.flatnonzero(~np.isfinite(got))
+        if len(notfin):
+            g, c = got[notfin], correct[notfin]
+            cls[notfin] = np.where(c, OVERFLOW_OK, np.where(np.isnan(g), NAN, INF))
+        abs_err = got - hi
+        abs_err -= lo
+        np.abs(abs_err, out=abs_err)
+        ulp_err = abs_err / exact_ulp(fmt, hi, lo)
+        hinf = np.flatnonzero(~np.isfinite(hi))
+        if len(hinf):
+            # an exact value beyond float64's range (exp(710)) is a finite real: a finite
+            # result is then infinitely many of its ulps away, in float64 terms
+            abs_err[hinf] = np.where(got[hinf] == hi[hinf], 0.0, np.inf)
+            ulp_err[hinf] = abs_err[hinf]
+        np.minimum(ulp_err, 0.5, out=ulp_err, where=correct)
+        rel_err = abs_err / np.abs(hi)
+        zero = np.flatnonzero(hi == 0)
+        if len(zero):
+            rel_err[zero] = np.where(abs_err[zero] == 0, 0.0, np.inf)
+        dist = np.zeros(n, dtype=np.int64)
+        wrong = np.flatnonzero(~correct)
+        if len(wrong):
+            dist[wrong] = np.abs(_ordinals(fmt, got[wrong]) - _ordinals(fmt, rounded[wrong]))
+        if len(notfin):
+            bad = notfin[cls[notfin] != FINITE]
+            for a in (ulp_err, abs_err, rel_err):
+                a[bad] = np.nan
+            dist[bad] = np.where(cls[bad] == OVERFLOW_OK, 0, -1)
     return PointErrors(np.asarray(x, dtype=np.float64), got, hi, lo, rounded, ulp_err, dist,
                        abs_err, rel_err, cls, correct,
                        None if x2 is None else np.asarray(x2, dtype=np.float64))
 
 
 def _ordinals(fmt: Format, v: np.ndarray) -> np.ndarray:
-    """Ordinals with NaN (E4M3FN's overflow value) one step past the largest finite."""
-    v = np.where(np.isnan(v), np.inf, v)
-    past = np.int64(fmt.max_ordinal + 1)
+    """Ordinals with +-inf, and NaN (E4M3FN's overflow value), one step past the largest
+    finite value: in every format here the bits of inf (or of E4M3FN's NaN) are those of
+    the largest finite value plus one."""
+    nan = np.isnan(v)
+    if nan.any():
+        v = np.where(nan, np.inf, v)
     with np.errstate(all="ignore"):
-        o = fmt.ordinal(np.where(np.isinf(v), 0.0, v))
-    return np.where(np.isinf(v), np.where(v > 0, past, -past), o)
+        return fmt.ordinal(v)
 
 
 @dataclass

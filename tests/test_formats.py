@@ -133,6 +133,11 @@ def test_ulp_hand_worked():
     assert b.ulp([1.0])[0] == 2.0**-7 and b.ulp([0.0])[0] == 2.0**-133
     e = get_format("e4m3")
     assert e.ulp([448.0])[0] == 32.0 and e.ulp([0.0])[0] == 2.0**-9
+    d = get_format("fp64")  # float64 subnormals and zeros: the clamp at 2**emin
+    assert d.ulp([5e-324, 0.0, -0.0, 2.0**-1022, 1.0, -3.0]).tolist() == [5e-324] * 3 + [5e-324, 2.0**-52, 2.0**-51]
+    assert math.isnan(d.ulp([math.nan])[0]) and math.isnan(d.ulp([-math.inf])[0])
+    s = get_format("fp32")
+    assert s.ulp([2.0**-149, -0.0, 2.0**-126, 1e-300, 3e38]).tolist() == [2.0**-149] * 4 + [2.0**(127 - 23)]
 
 
 def test_ordinals_and_hex():

@@ -106,3 +106,19 @@ def test_summary_excludes_nonfinite_and_p99_definition():
     assert s.p99_ulp == sorted(ks)[math.ceil(0.99 * 198) - 1]
     assert s.worst["x_hex"] == "0x0000"
     assert s.correct == 1
+
+
+def test_ordinals_put_inf_and_nan_one_step_past_the_largest_finite():
+    import math
+
+    from audit.formats import FORMATS
+    from audit.metrics import _ordinals
+
+    for f in FORMATS.values():
+        past = int(f.ordinal([f.max_finite])[0]) + 1
+        v = np.array([math.inf, -math.inf, math.nan, f.max_finite, -f.max_finite, 0.0, -0.0,
+                      f.smallest_subnormal, -f.smallest_subnormal, 1.0])
+        o = _ordinals(f, v).tolist()
+        # 1.0: its biased exponent (the bias is 1 - emin) times the 2**(p-1) values per binade
+        assert o == [past, -past, past, past - 1, -(past - 1), 0, 0, 1, -1,
+                     (1 - f.emin) * 2 ** (f.p - 1)], f.name
