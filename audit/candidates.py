@@ -74,11 +74,12 @@ class Candidate:
 
     def evaluate(self, x: np.ndarray, storage: Format, compute_fmt: Format,
                  params: dict | None = None, x2: np.ndarray | None = None,
-                 trace: list | None = None) -> np.ndarray:
+                 trace: list | None = None, watch: bool = False) -> np.ndarray:
         """Outputs (storage values) at inputs x (and x2 for a gated unit)."""
         return compute.evaluate(self.fn, np.asarray(x, dtype=np.float64), storage,
                                 self.compute_format(compute_fmt), self.resolve_params(params),
-                                None if x2 is None else np.asarray(x2, dtype=np.float64), trace)
+                                None if x2 is None else np.asarray(x2, dtype=np.float64), trace,
+                                watch)
 
     def source_line(self) -> int | None:
         try:

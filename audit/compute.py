@@ -100,12 +100,15 @@ class Ops:
 
     With ``trace`` a list, every rounded operation appends a :class:`TraceEntry`
     (operation, source file and line of the formula, inputs, output): the raw
-    material of root causes, hidden overflows and lossy constants.
+    material of root causes, hidden overflows and lossy constants.  With ``watch``,
+    only constants and operations with a non-finite output are recorded: what the
+    hidden-overflow scan needs, at the cost of one finiteness check per operation.
     """
 
-    def __init__(self, fmt: Format, trace: list | None = None):
+    def __init__(self, fmt: Format, trace: list | None = None, watch: bool = False):
         self.fmt = fmt
         self.trace = trace
+        self.watch = watch
         # fp32 and fp64 compute natively: numpy's float32/float64 + - * / are IEEE operations,
         # correctly rounded, so values stay in the format's own dtype (no rounding passes)
         self.native = {"fp32": np.float32, "fp64": np.float64}.get(fmt.name)
@@ -117,7 +120,7 @@ class Ops:
             out = a if getattr(a, "dtype", None) == self.native else np.asarray(a).astype(self.native)
         else:
             out = self.fmt.round(a)
-        if self.trace is not None:
+        if self.trace is not None and not (self.watch and name != "const" and np.isfinite(out).all()):
             self.trace.append(TraceEntry(name, *_formula_line(), tuple(ins), out, np.asarray(a)))
         return Val(out, self)
 
@@ -174,10 +177,12 @@ class Ops:
 
 
 def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
-             x2: np.ndarray | None = None, trace: list | None = None) -> np.ndarray:
+             x2: np.ndarray | None = None, trace: list | None = None,
+             watch: bool = False) -> np.ndarray:
     """Run formula ``fn(x, ops, **params)`` (or ``fn(x, x2, ops, **params)``) on storage
-    values; return storage values.  ``trace``: a list to record every operation in."""
-    ops = Ops(compute, trace)
+    values; return storage values.  ``trace``: a list to record every operation in
+    (``watch``: only constants and operations with non-finite outputs)."""
+    ops = Ops(compute, trace, watch)
     with np.errstate(all="ignore"):
         cast = (lambda v: compute.round(v).astype(ops.native)) if ops.native else compute.round
         args = [Val(cast(x), ops)]
@@ -186,6 +191,6 @@ def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
         y = fn(*args, ops, **params)
         y = y.a if isinstance(y, Val) else np.asarray(y)
         out = storage.round(np.broadcast_to(y, x.shape).astype(np.float64))
-        if trace is not None and storage != compute:
+        if trace is not None and storage != compute and not (watch and np.isfinite(out).all()):
             trace.append(TraceEntry(f"rounding to {storage.name}", "(storage)", 0, (y,), out, y))
         return out

@@ -32,6 +32,7 @@ from .io import json_number
 from .metrics import FINITE, INF, NAN, PointErrors
 
 MAX_INTERVALS = 64  # per finding in the JSON; `intervals_total` gives the full count
+KEEP_INTERVALS = 256  # per finding in memory (figures shade up to 200)
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Finding:
     cause: dict | None = None
     intervals_total: int = 0
     note: str = ""
+    last: list | None = None  # the last interval (joins runs across chunk edges)
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "count": self.count,
@@ -52,46 +54,82 @@ class Finding:
                 "cause": self.cause, "note": self.note}
 
 
-def intervals(x: np.ndarray, mask: np.ndarray) -> list[list[float]]:
-    """Runs of consecutive True in mask (over inputs x in domain order) as [lo, hi]."""
-    m = np.asarray(mask, dtype=np.int8)
+def runs(x: np.ndarray, mask: np.ndarray, keep: int = KEEP_INTERVALS) -> tuple[list, list | None, int]:
+    """Runs of consecutive True in mask (over inputs x in domain order): the first
+    ``keep`` as [lo, hi], the last one, and how many there are."""
+    m = np.asarray(mask).view(np.int8) if np.asarray(mask).dtype == bool else np.asarray(mask, np.int8)
     if not m.any():
-        return []
-    d = np.diff(np.concatenate([[0], m, [0]]))
+        return [], None, 0
+    d = np.diff(m, prepend=np.int8(0), append=np.int8(0))
     starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1
-    return [[float(x[a]), float(x[b])] for a, b in zip(starts, ends)]
+    first = [[float(x[a]), float(x[b])] for a, b in zip(starts[:keep].tolist(), ends[:keep].tolist())]
+    return first, [float(x[starts[-1]]), float(x[ends[-1]])], len(starts)
+
+
+def intervals(x: np.ndarray, mask: np.ndarray) -> list[list[float]]:
+    """Every run of consecutive True in mask (over inputs x in domain order) as [lo, hi]."""
+    return runs(x, mask, keep=len(x))[0]
 
 
 FAILURE_KINDS = ("nan", "overflow", "underflow", "sign", "range")
 
 
 def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dict[str, tuple]:
-    """kind -> (mask, note) over the inputs of e."""
+    """kind -> (mask, note) over the inputs of e.
+
+    Each kind is first tested with a cheap whole-array check (a reduction); its mask is
+    built only where that finds something, since this runs on every input of an
+    exhaustive fp32 sweep and most chunks have no finding at all."""
     got, rn = e.got, e.rounded
+    n = len(got)
     with np.errstate(all="ignore"):
-        fin = np.isfinite(got)
-        exact = e.exact + e.exact_lo
+        nonfinite = ~np.isfinite(got)
+        any_nonfinite = bool(nonfinite.any())
         out = {"nan": (e.cls == NAN, "")}
-        spurious_inf = e.cls == INF
-        sat = fin & (np.abs(got) == fmt.max_finite) & np.isfinite(rn) & (np.abs(rn) < fmt.max_finite)
-        missed = fin & ~np.isfinite(rn) & ~np.isnan(e.exact) & (np.abs(got) < np.abs(exact))
-        out["overflow"] = (spurious_inf | sat | missed,
-                           "infinite, or saturated to the largest finite value, where the exact "
-                           "value is in range; or finite where the exact value overflows")
-        out["underflow"] = (fin & (got == 0) & (rn != 0) & ~np.isnan(rn), "")
-        out["sign"] = (fin & (got != 0) & (rn != 0) & (np.sign(got) != np.sign(exact)), "")
+        over = e.cls == INF
+        m = fmt.max_finite
+        if got.max(initial=-np.inf, where=~nonfinite) >= m or got.min(initial=np.inf, where=~nonfinite) <= -m:
+            over |= ~nonfinite & (np.abs(got) == m) & np.isfinite(rn) & (np.abs(rn) < m)
+        rn_over = np.flatnonzero(~np.isfinite(rn) & ~np.isnan(e.exact))
+        if len(rn_over):
+            g = got[rn_over]
+            over[rn_over] |= np.isfinite(g) & (np.abs(g) < np.abs(e.exact[rn_over] + e.exact_lo[rn_over]))
+        out["overflow"] = (over, "infinite, or saturated to the largest finite value, where the exact "
+                                 "value is in range; or finite where the exact value overflows")
+        under = got == 0
+        if under.any():
+            under &= (rn != 0) & ~np.isnan(rn)
+        out["underflow"] = (under, "")
+        sign = np.signbit(got) != np.signbit(e.exact)
+        if sign.any():
+            idx = np.flatnonzero(sign)
+            g, exact = got[idx], e.exact[idx] + e.exact_lo[idx]
+            sign[idx] = (np.isfinite(g) & (g != 0) & (rn[idx] != 0)
+                         & (np.sign(g) != np.sign(exact)))
+        out["sign"] = (sign, "")
         ref = cand.ref
         if ref.bounds is not None and ref.arity == 1:
             lo, hi = ref.bounds(e.x, **ref_params)
-            out["range"] = (fin & ((got < lo) | (got > hi)), "")
+            rng = (got < lo) | (got > hi)
+            if any_nonfinite:
+                rng &= ~nonfinite
+            out["range"] = (rng, "")
         if ref.monotone and ref.arity == 1:
             out["monotonicity"] = (_backwards(e.x, got, e.cls == FINITE, ref.monotone), "")
     return out
 
 
 def _backwards(x, got, ok, pieces) -> np.ndarray:
-    """Inputs x[i+1] where the result moved against the reference's direction."""
+    """Inputs x[i+1] where the result moved against the reference's direction (between
+    consecutive inputs with finite results inside one monotone piece)."""
     bad = np.zeros(len(x), bool)
+    if len(x) < 2:
+        return bad
+    for a, b, direction in pieces:
+        if a <= x[0] and x[-1] <= b and ok.all():  # the chunk inside one piece: no masks
+            step = np.diff(got)
+            bad[1:] = step < 0 if direction > 0 else step > 0
+            return bad
     for a, b, direction in pieces:
         inside = ok & (x >= a) & (x <= b)
         idx = np.flatnonzero(inside)
@@ -123,10 +161,10 @@ def find(e: PointErrors, cand: Candidate, storage: Format, compute_fmt: Format, 
         ex = {"x": float(e.x[i]), "got": float(e.got[i]), "exact": float(e.exact[i])}
         if e.x2 is not None:
             ex["b"] = float(e.x2[i])
-        iv = intervals(e.x, mask) if e.x2 is None else []
+        iv, last, total = runs(e.x, mask) if e.x2 is None else ([], None, 0)
         cause = explain(cand, storage, compute_fmt, params, e.x[i:i + 1],
                         None if e.x2 is None else e.x2[i:i + 1], kind)
-        out.append(Finding(kind, n, iv, ex, cause, len(iv), note))
+        out.append(Finding(kind, n, iv, ex, cause, total, note, last))
     return out
 
 
@@ -247,13 +285,15 @@ def _cause(t, text: str) -> dict:
 
 # ------------------------------------------------- hidden overflow, constants
 def hidden(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
-           e: PointErrors) -> list[dict]:
+           e: PointErrors, entries: list | None = None) -> list[dict]:
     """Intermediates that overflowed or became NaN where the final result is finite, and
     constants that the compute format cannot hold (to 0, subnormal, inf, or losing more
-    than half of the format's significant bits)."""
+    than half of the format's significant bits).  ``entries``: the trace of the
+    evaluation that gave e.got, if it was recorded (a watch trace is enough)."""
     if e.x2 is not None:
         return []
-    entries = trace(cand, storage, compute_fmt, params, e.x)
+    if entries is None:
+        entries = trace(cand, storage, compute_fmt, params, e.x)
     ok = np.isfinite(e.got)
     consts: dict = {}
     bad_by_op: dict = {}
@@ -273,9 +313,9 @@ def hidden(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
             bad_by_op[key] = bad_by_op.get(key, np.zeros(e.x.shape, bool)) | bad
     out: list[dict] = []
     for (file, line, op), bad in bad_by_op.items():
-        iv = intervals(e.x, bad)
+        iv = runs(e.x, bad, MAX_INTERVALS)[0]
         out.append({"kind": "hidden_overflow", "op": op, "file": file, "line": line,
-                    "count": int(bad.sum()), "intervals": iv[:MAX_INTERVALS],
+                    "count": int(bad.sum()), "intervals": iv,
                     "text": f"{op} at {file}:{line} overflowed to inf/NaN for {int(bad.sum())} "
                             "inputs whose final result is finite (right only by saturation; "
                             "a source of NaN gradients)"})

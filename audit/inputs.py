@@ -24,7 +24,7 @@ from .formats import Format
 
 DEFAULT_SAMPLES = {"fp32": 1 << 16, "fp64": 1 << 12}
 MAX_SAMPLES = {"fp32": 1 << 24, "fp64": 1 << 20}  # in memory; fp64 points each cost mpmath
-CHUNK = 1 << 20
+CHUNK = 1 << 18  # inputs per chunk: the grid of parallel, resumed and distributed runs
 
 
 def parse_range(text: str | None) -> tuple[float, float] | None:

@@ -139,9 +139,18 @@ def _ordinals(fmt: Format, v: np.ndarray) -> np.ndarray:
         return fmt.ordinal(v)
 
 
+HIST_SHIFT = 44  # p99 histogram bins: the top 20 bits of an error's float64 pattern
+HIST_BINS = 1 << 19  # (errors are >= 0: sign bit 0), bins of 2**-8 relative width
+
+
 @dataclass
 class Summary:
-    """Statistics over inputs, mergeable chunk by chunk (merged in input order)."""
+    """Statistics over inputs, mergeable chunk by chunk (merged in input order).
+
+    exact_p99: keep every error for an exact p99 (sweeps of at most EXACT_P99_LIMIT
+    inputs), else count them in a histogram.  The mode is fixed per sweep, so serial,
+    parallel and resumed runs merge the same per-chunk data into the same numbers.
+    """
 
     count: int = 0
     finite: int = 0
@@ -154,6 +163,7 @@ class Summary:
     max_abs: float = 0.0
     max_rel: float = 0.0
     max_ulp_distance: int = 0
+    exact_p99: bool = True
     _sums: list = field(default_factory=list, repr=False)
     _errs: list = field(default_factory=list, repr=False)
     _hist: dict = field(default_factory=dict, repr=False)
@@ -162,19 +172,24 @@ class Summary:
     def add(self, e: PointErrors, fmt: Format) -> None:
         n = len(e)
         self.count += n
-        fin = e.cls == FINITE
-        nf = int(fin.sum())
+        per_class = np.bincount(e.cls, minlength=4)
+        nf = int(per_class[FINITE])
         self.finite += nf
-        self.correct += int(e.correct.sum())
-        self.nan_count += int((e.cls == NAN).sum())
-        self.inf_count += int((e.cls == INF).sum())
-        self.overflow_ok += int((e.cls == OVERFLOW_OK).sum())
+        self.correct += int(np.count_nonzero(e.correct))
+        self.nan_count += int(per_class[NAN])
+        self.inf_count += int(per_class[INF])
+        self.overflow_ok += int(per_class[OVERFLOW_OK])
         if nf == 0:
             return
-        u = e.ulp_err[fin]
+        if nf == n:  # the common case: no masking copies
+            u, a, r, d = e.ulp_err, e.abs_err, e.rel_err, e.ulp_dist
+            pos = None
+        else:
+            pos = np.flatnonzero(e.cls == FINITE)
+            u, a, r, d = e.ulp_err[pos], e.abs_err[pos], e.rel_err[pos], e.ulp_dist[pos]
         i = int(np.argmax(u))
         if self.worst is None or u[i] > self.max_ulp:
-            j = int(np.flatnonzero(fin)[i])
+            j = i if pos is None else int(pos[i])
             self.max_ulp = float(u[i])
             self.worst = {"x": float(e.x[j]), "x_hex": fmt.hex(float(e.x[j])),
                           "got": float(e.got[j]), "exact": float(e.exact[j]),
@@ -182,28 +197,33 @@ class Summary:
             if e.x2 is not None:
                 self.worst["b"] = float(e.x2[j])
                 self.worst["b_hex"] = fmt.hex(float(e.x2[j]))
-        self.max_abs = max(self.max_abs, float(e.abs_err[fin].max()))
-        self.max_rel = max(self.max_rel, float(e.rel_err[fin].max()))
-        self.max_ulp_distance = max(self.max_ulp_distance, int(e.ulp_dist[fin].max()))
+        self.max_abs = max(self.max_abs, float(a.max()))
+        self.max_rel = max(self.max_rel, float(r.max()))
+        self.max_ulp_distance = max(self.max_ulp_distance, int(d.max()))
         self._sums.append(float(np.sum(u)))
-        self._keep(u)
-
-    def _keep(self, u: np.ndarray) -> None:
-        if self._errs is not None and self._kept + len(u) <= EXACT_P99_LIMIT:
-            self._errs.append(u.copy())
+        if self.exact_p99 and self._kept + len(u) <= EXACT_P99_LIMIT:
+            self._errs.append(u.copy() if pos is None else u)
             self._kept += len(u)
-            return
-        if self._errs is not None:  # switch to a histogram for the rest of the run
+        else:
+            self._to_hist()
+            self._bin(u)
+
+    def _to_hist(self) -> None:
+        if self.exact_p99:  # more errors than memory allows: a histogram from here on
             for a in self._errs:
                 self._bin(a)
-            self._errs = None
-        self._bin(u)
+            self._errs, self._kept, self.exact_p99 = [], 0, False
 
     def _bin(self, u: np.ndarray) -> None:
-        # bins of 2**-8 relative width: the top 20 bits of the float64 pattern
-        keys, counts = np.unique(u.view(np.uint64) >> np.uint64(44), return_counts=True)
-        for k, c in zip(keys.tolist(), counts.tolist()):
-            self._hist[k] = self._hist.get(k, 0) + c
+        counts = np.bincount((u.view(np.uint64) >> np.uint64(HIST_SHIFT)).astype(np.intp),
+                             minlength=HIST_BINS)
+        keys = np.flatnonzero(counts)
+        self._add_hist(zip(keys.tolist(), counts[keys].tolist()))
+
+    def _add_hist(self, items) -> None:
+        h = self._hist
+        for k, c in items:
+            h[k] = h.get(k, 0) + c
 
     def merge(self, o: "Summary") -> None:
         """Fold in the summary of the next chunk (chunks merged in input order)."""
@@ -219,16 +239,36 @@ class Summary:
         self.max_rel = max(self.max_rel, o.max_rel)
         self.max_ulp_distance = max(self.max_ulp_distance, o.max_ulp_distance)
         self._sums.extend(o._sums)
-        if o._errs is not None:
-            for a in o._errs:
-                self._keep(a)
-        else:
-            if self._errs is not None:
-                for a in self._errs:
-                    self._bin(a)
-                self._errs = None
-            for k, c in o._hist.items():
-                self._hist[k] = self._hist.get(k, 0) + c
+        if o.exact_p99 and self.exact_p99 and self._kept + o._kept <= EXACT_P99_LIMIT:
+            self._errs.extend(o._errs)
+            self._kept += o._kept
+            return
+        self._to_hist()
+        for a in o._errs:
+            self._bin(a)
+        self._add_hist(o._hist.items())
+
+    # ------------------------------------------------------------ state
+    def state(self) -> tuple[dict, list[np.ndarray]]:
+        """(JSON-able fields, error arrays) from which ``from_state`` rebuilds this summary
+        exactly (floats round-trip through JSON's shortest repr)."""
+        d = {k: getattr(self, k) for k in ("count", "finite", "correct", "nan_count", "inf_count",
+                                           "overflow_ok", "max_ulp", "worst", "max_abs", "max_rel",
+                                           "max_ulp_distance", "exact_p99")}
+        d["sums"] = list(self._sums)
+        d["hist"] = [[k, c] for k, c in sorted(self._hist.items())]
+        return d, list(self._errs)
+
+    @classmethod
+    def from_state(cls, d: dict, errs: list[np.ndarray]) -> "Summary":
+        s = cls(**{k: d[k] for k in ("count", "finite", "correct", "nan_count", "inf_count",
+                                     "overflow_ok", "max_ulp", "worst", "max_abs", "max_rel",
+                                     "max_ulp_distance", "exact_p99")})
+        s._sums = [float(v) for v in d["sums"]]
+        s._hist = {int(k): int(c) for k, c in d["hist"]}
+        s._errs = [np.asarray(a, dtype=np.float64) for a in errs]
+        s._kept = sum(len(a) for a in s._errs)
+        return s
 
     @property
     def mean_ulp(self) -> float:
@@ -236,7 +276,7 @@ class Summary:
 
     @property
     def p99_exact(self) -> bool:
-        return self._errs is not None
+        return self.exact_p99
 
     @property
     def p99_ulp(self) -> float:
@@ -248,14 +288,14 @@ class Summary:
         if not self.finite:
             return math.nan
         k = math.ceil(0.99 * self.finite) - 1
-        if self._errs is not None:
+        if self.exact_p99:
             allu = np.concatenate(self._errs)
             return float(np.partition(allu, k)[k])
         seen = 0
         for key in sorted(self._hist):
             seen += self._hist[key]
             if seen > k:
-                return float(np.array([(key + 1) << 44], dtype=np.uint64).view(np.float64)[0])
+                return float(np.array([(key + 1) << HIST_SHIFT], dtype=np.uint64).view(np.float64)[0])
         return self.max_ulp
 
     @property

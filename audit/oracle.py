@@ -145,11 +145,16 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
     with np.errstate(all="ignore"):
         # never trust a fast value to better than a few float64 ulps, so that a
         # value exactly on a rounding boundary (a tie) always goes to mpmath
-        slack = np.abs(v) * max(ref.rel_err, MIN_REL_ERR) + FAST_ABS_TOL
+        rel = max(ref.rel_err, MIN_REL_ERR) if ref.rel_err_at is None or x2 is not None \
+            else np.maximum(ref.rel_err_at(x, **params), MIN_REL_ERR)
+        slack = np.abs(v)
+        slack *= rel
+        slack += FAST_ABS_TOL
         lo_r, hi_r = fmt.round(v - slack), fmt.round(v + slack)
         rounded = fmt.round(v)
         # near a power of two the binade of f (hence ulp_F(f)) is also uncertain
-        binade_unsure = _binade(fmt, np.abs(v) - slack) != _binade(fmt, np.abs(v) + slack)
+        mag = np.abs(v)
+        binade_unsure = _binade_key(fmt, mag - slack) != _binade_key(fmt, mag + slack)
     # a NaN fast value is the fast path declining to vouch for that input; an infinite
     # one says that f exceeds float64's range, so overflows F (the fast-path contract)
     inf = np.isinf(v)
@@ -219,11 +224,11 @@ def _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded):
         unsure[sel] = (np.frexp(s)[0] == np.copysign(0.5, s)) & (np.abs(l2) <= err[decided] * 2)
 
 
-def _binade(fmt: Format, m: np.ndarray) -> np.ndarray:
-    """max(floor(log2 m), emin) for magnitudes m (m <= 0 counts as below emin): the
-    exponent that ulp_F uses."""
-    e = np.frexp(np.where(m > 0, m, 1.0))[1] - 1
-    return np.where(m > 0, np.maximum(e, fmt.emin), fmt.emin)
+def _binade_key(fmt: Format, m: np.ndarray) -> np.ndarray:
+    """A key equal for two magnitudes m exactly when max(floor(log2 m), emin) is (m <= 0
+    counting as below emin): the biased float64 exponent field, clamped at emin's; the
+    arithmetic shift makes negative m (sign bit set) negative, below the clamp."""
+    return np.maximum(m.view(np.int64) >> 52, fmt.emin + 1023)
 
 
 def _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded):

@@ -43,6 +43,9 @@ class Reference:
     # fast_near(x, **params) -> (P, g) float64 arrays, the same split vectorized (P NaN
     # where it does not apply); g must be relatively accurate, or 0 only where f == P.
     fast_near: Callable | None = None
+    # rel_err_at(x, **params) -> array: a tighter, input-dependent bound (<= rel_err) on the
+    # fast path's relative error, where its error grows with a condition number
+    rel_err_at: Callable | None = None
     # fast_dd(x, **params) -> (hi, lo, err) float64 arrays: f(x) = hi + lo + e, |e| <= err,
     # a double-double value where it applies (hi NaN elsewhere).  It decides inputs whose
     # fast value sits on a rounding boundary: x/2 at odd subnormals, where f(x) = x/2 + c x^2.
@@ -68,7 +71,8 @@ REFERENCES: dict[str, Reference] = {}
 
 
 def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1,
-              exact=False, near=None, fast_near=None, fast_dd=None, bounds=None, monotone=()):
+              exact=False, near=None, fast_near=None, rel_err_at=None, fast_dd=None, bounds=None,
+              monotone=()):
     """Decorator registering an mpmath function as a reference.
 
     exact=True declares that the fast path computes the exact real value for every
@@ -80,7 +84,7 @@ def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params
         as_fn = lambda v: v if callable(v) else (lambda **_: v)  # noqa: E731
         REFERENCES[name] = Reference(name, formula, fn, fast, rel_err, as_fn(neg_inf),
                                      as_fn(pos_inf), dict(params or {}), arity, exact, near,
-                                     fast_near, fast_dd, bounds, tuple(monotone))
+                                     fast_near, rel_err_at, fast_dd, bounds, tuple(monotone))
         return fn
 
     return wrap
@@ -136,11 +140,14 @@ GELU_GRAD_ROOT = -0.7517916243684  # gelu'(x) = 0 (minimum of GELU)
 # gelu(x) = x Phi(x) = (x/2) erfc(-x/sqrt 2).  The erfc form has no
 # cancellation in the negative tail, where 1 + erf(x/sqrt 2) loses everything.
 # Fast path error: x*sqrt(1/2) carries 2 roundings; erfc's condition number
-# is 2t^2 <= 2*27^2 where the result is above 2**-1000, so <= ~1e-12 in all.
+# is about 2t^2 <= 2*27^2 where the result is above 2**-1000, so <= ~1e-12 in all;
+# as a function of x, 2**-45 (1 + x^2/2) (measured: 2**-50.5 (1 + x^2/2) at worst
+# over every fp16 value, a third of bf16 and 20,000 fp32 values in [-40, 40]).
 
 
 @reference("gelu", "x * Phi(x) = x/2 * erfc(-x/sqrt(2))",
            fast=_np(lambda x: 0.5 * x * sc.erfc(-x * _SQRT_HALF)), rel_err=2.0**-36,
+           rel_err_at=_np(lambda x: np.minimum(2.0**-45 * (1 + 0.5 * x * x), 2.0**-36)),
            neg_inf=-0.0, pos_inf=math.inf,
            near=lambda x: (x, x / 2 * mp.erfc(x / mp.sqrt(2))) if x > 0 else None,
            fast_dd=_half_x_plus(lambda: (_INV_SQRT_2PI, 1.0)),

@@ -122,3 +122,40 @@ def test_ordinals_put_inf_and_nan_one_step_past_the_largest_finite():
         # 1.0: its biased exponent (the bias is 1 - emin) times the 2**(p-1) values per binade
         assert o == [past, -past, past, past - 1, -(past - 1), 0, 0, 1, -1,
                      (1 - f.emin) * 2 ** (f.p - 1)], f.name
+
+
+def _errors_summary(errs, exact_p99, chunks=1):
+    n = len(errs)
+    hi = np.ones(n)
+    got = 1.0 + errs * 2**-10  # fp16: k ulps above exact 1.0 for errs = k
+    e = point_errors(np.zeros(n), got, OracleValues(H.round(hi), hi, np.zeros(n), 0), H)
+    total = Summary(exact_p99=exact_p99)
+    for part in np.array_split(np.arange(n), chunks):
+        s = Summary(exact_p99=exact_p99)
+        sub = type(e)(**{k: (None if v is None else v[part]) for k, v in vars(e).items()})
+        s.add(sub, H)
+        total.merge(s)
+    return total
+
+
+def test_histogram_p99_is_an_upper_bound_within_one_bin():
+    errs = np.random.default_rng(3).integers(0, 1000, 5000).astype(float)
+    exact = sorted(errs)[math.ceil(0.99 * 5000) - 1]
+    s = _errors_summary(errs, exact_p99=False, chunks=7)
+    assert not s.p99_exact
+    assert exact <= s.p99_ulp <= exact * (1 + 2**-8)
+    t = _errors_summary(errs, exact_p99=True, chunks=7)
+    assert t.p99_exact and t.p99_ulp == exact
+    assert s.mean_ulp == t.mean_ulp == pytest.approx(errs.mean())
+
+
+def test_summary_state_round_trips_through_json():
+    import json
+
+    errs = np.random.default_rng(4).integers(0, 300, 999).astype(float)
+    for exact_p99 in (True, False):
+        s = _errors_summary(errs, exact_p99, chunks=3)
+        d, arrays = s.state()
+        r = Summary.from_state(json.loads(json.dumps(d)), [a.copy() for a in arrays])
+        assert r.state()[0] == d
+        assert (r.p99_ulp, r.mean_ulp, r.max_ulp, r.worst) == (s.p99_ulp, s.mean_ulp, s.max_ulp, s.worst)
