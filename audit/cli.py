@@ -16,7 +16,9 @@ import numpy as np
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.text import Text
 from rich.table import Table
 
 from . import __version__
@@ -68,7 +70,7 @@ def sweep(
     range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
     samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
-    exhaustive: bool = typer.Option(False, "--exhaustive", help="Every fp32 input (chunked)."),
+    exhaustive: bool = typer.Option(False, "--exhaustive", help="Every fp32 input, or every (a, b) pair of a 16-bit gated unit (chunked)."),
     param: List[str] = typer.Option([], "--param", "-p",
                                     help="Candidate parameter NAME=VALUE, or NAME=V1,V2,... to sweep it (repeatable)."),
     grad: bool = typer.Option(False, "--grad", help="Sweep the derivative (backward) candidates instead."),
@@ -80,7 +82,10 @@ def sweep(
     device: str = typer.Option("cpu", "--device", help="Device of torch: ops (cpu, cuda)."),
     dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
     dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Processes for chunked (exhaustive fp32) sweeps (default: every core)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Processes for chunked (--exhaustive) sweeps (default: every core)."),
+    executor: str = typer.Option("local", "--executor", help="Where chunked sweeps run: local (processes) or dask."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of the Dask scheduler (tcp://host:8786) for --executor dask."),
+    checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="Save chunked sweeps' progress in DIR; rerun the command to resume."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
     details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
@@ -97,7 +102,8 @@ def sweep(
                             keep_points=csv_out is not None or report_dir is not None, progress=bar,
                             reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
-                            workers=workers,
+                            workers=workers, executor=executor, scheduler=scheduler,
+                            checkpoint=checkpoint,
                             max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
     if csv_out is not None:
         write_csv(results, csv_out)
@@ -302,16 +308,42 @@ def check(
     return 1 if fails else 0
 
 
+class _Rate(ProgressColumn):
+    """Inputs per second, as 12.3M/s."""
+
+    def render(self, task):
+        v = task.speed
+        if not v:
+            return Text("", style="progress.data.speed")
+        for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1)):
+            if v >= div:
+                return Text(f"{v / div:.1f}{unit} inputs/s", style="progress.data.speed")
+        return Text(f"{v:.1f} inputs/s", style="progress.data.speed")
+
+
 class _progress:
-    """A rich progress bar on stderr over all inputs of a run (only on a terminal)."""
+    """A rich progress bar on stderr (only on a terminal): one line per result, with its
+    inputs done of its total, rate and time remaining; a resumed run starts where its
+    checkpoint stopped."""
 
     def __enter__(self):
-        self.p = Progress(TextColumn("sweeping"), BarColumn(), MofNCompleteColumn(),
-                          TimeRemainingColumn(), console=err, transient=True,
-                          disable=not err.is_terminal)
+        self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          _Rate(), TimeElapsedColumn(), TimeRemainingColumn(), console=err,
+                          transient=True, disable=not err.is_terminal)
         self.p.__enter__()
-        self.task = self.p.add_task("sweep", total=None)
+        self.task = self.p.add_task("sweeping", total=None)
         return self
+
+    def start(self, label: str, total: int) -> None:
+        """A new result begins: its own line (the previous one is done)."""
+        self.p.update(self.task, visible=False)
+        self.label, self.total = label, total
+        self.task = self.p.add_task(label, total=total)
+
+    def resumed(self, n: int) -> None:
+        """n inputs were done before: counted, not taken for speed (a fresh task)."""
+        self.p.remove_task(self.task)
+        self.task = self.p.add_task(f"{self.label} (resumed)", total=self.total, completed=n)
 
     def __call__(self, n: int) -> None:
         self.p.advance(self.task, n)

@@ -32,3 +32,7 @@ class BadOptionError(ActauditError):
 
 class BadFileError(ActauditError):
     """A file (cache, spec, baseline, dump) that cannot be read or is malformed."""
+
+
+class ExecutorError(ActauditError):
+    """A distributed executor that cannot be reached, or a checkpoint that does not fit."""

@@ -81,7 +81,6 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
     built only where that finds something, since this runs on every input of an
     exhaustive fp32 sweep and most chunks have no finding at all."""
     got, rn = e.got, e.rounded
-    n = len(got)
     with np.errstate(all="ignore"):
         nonfinite = ~np.isfinite(got)
         any_nonfinite = bool(nonfinite.any())
@@ -138,6 +137,33 @@ def _backwards(x, got, ok, pieces) -> np.ndarray:
         step = np.diff(got[idx]) * direction
         bad[idx[1:][step < 0]] = True
     return bad
+
+
+def monotone_edges(e: PointErrors, pieces) -> list:
+    """Per monotone piece: the first and last inputs of e with a finite result inside it,
+    as [x, got, exact] pairs (or None).  A chunked sweep compares the last of one chunk
+    with the first of the next (:func:`edge_finding`): the steps across chunk edges that
+    a single run over every input compares too."""
+    out = []
+    ok = e.cls == FINITE
+    for a, b, _ in pieces:
+        idx = np.flatnonzero(ok & (e.x >= a) & (e.x <= b))
+        out.append(None if not len(idx) else
+                   [[float(e.x[i]), float(e.got[i]), float(e.exact[i])] for i in (idx[0], idx[-1])])
+    return out
+
+
+def edge_finding(prev: list, first: list, direction: int, cand: Candidate, storage: Format,
+                 compute_fmt: Format, params: dict) -> "Finding | None":
+    """The monotonicity finding at ``first`` = [x, got, exact] when its result moved
+    against ``direction`` from ``prev`` = [x, got, ...], the inputs before and after a
+    chunk edge."""
+    if not (first[1] - prev[1]) * direction < 0:
+        return None
+    x = first[0]
+    cause = explain(cand, storage, compute_fmt, params, np.array([x]), None, "monotonicity")
+    return Finding("monotonicity", 1, [[x, x]], {"x": x, "got": first[1], "exact": first[2]},
+                   cause, 1, "", [x, x])
 
 
 def failing(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> np.ndarray:
@@ -313,13 +339,18 @@ def hidden(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
             bad_by_op[key] = bad_by_op.get(key, np.zeros(e.x.shape, bool)) | bad
     out: list[dict] = []
     for (file, line, op), bad in bad_by_op.items():
-        iv = runs(e.x, bad, MAX_INTERVALS)[0]
-        out.append({"kind": "hidden_overflow", "op": op, "file": file, "line": line,
-                    "count": int(bad.sum()), "intervals": iv,
-                    "text": f"{op} at {file}:{line} overflowed to inf/NaN for {int(bad.sum())} "
-                            "inputs whose final result is finite (right only by saturation; "
-                            "a source of NaN gradients)"})
+        iv, _, total = runs(e.x, bad, MAX_INTERVALS)
+        h = {"kind": "hidden_overflow", "op": op, "file": file, "line": line,
+             "count": int(bad.sum()), "intervals": iv, "intervals_total": total}
+        out.append(with_hidden_text(h))
     return out + list(consts.values())
+
+
+def with_hidden_text(h: dict) -> dict:
+    h["text"] = (f"{h['op']} at {h['file']}:{h['line']} overflowed to inf/NaN for {h['count']} "
+                 "inputs whose final result is finite (right only by saturation; "
+                 "a source of NaN gradients)")
+    return h
 
 
 def _lossy_constant(t, fmt: Format) -> dict | None:

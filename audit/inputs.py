@@ -6,6 +6,8 @@
   range (and the subnormal range) gets points, both signs, plus its two edge
   values.  A sampled maximum is a lower bound on the true maximum.
 * fp32 with ``exhaustive=True``: every value, produced in chunks.
+* Pairs (a, b) of gated units: a seeded grid, every pair for 8-bit formats, and with
+  ``exhaustive=True`` every pair of a 16-bit format (63,488^2 in fp16), in chunks.
 
 A range [lo, hi] keeps the values lo <= x <= hi.  Non-finite inputs (+-inf,
 NaN) are not part of the domain; they are checked separately as specials.
@@ -65,6 +67,7 @@ class Domain:
     include_neg_zero: bool = False
     values: np.ndarray | None = field(default=None, repr=False)  # when held in memory
     values2: np.ndarray | None = field(default=None, repr=False)  # second argument (b)
+    axis: np.ndarray | None = field(default=None, repr=False)  # every pair of these, chunked
 
     def chunks(self, size: int | None = None) -> Iterator:
         """The inputs, ascending, in chunks of at most ``size`` (tuples (a, b) for pairs)."""
@@ -82,8 +85,11 @@ class Domain:
 
     def chunk_ranges(self, size: int | None = None) -> list[tuple[int, int, bool]]:
         """(first ordinal, stop ordinal, whether -0 is in it) of each chunk of an ordinal
-        domain: the fixed grid that serial, parallel and resumed runs all share."""
+        domain (for pairs: first and stop pair index): the fixed grid that serial,
+        parallel, resumed and distributed runs all share."""
         size = size or CHUNK
+        if self.axis is not None:
+            return [(a, min(a + size, self.count), False) for a in range(0, self.count, size)]
         out = []
         start = self.lo_ord
         while start <= self.hi_ord:
@@ -92,8 +98,13 @@ class Domain:
             start = stop
         return out
 
-    def chunk_values(self, r: tuple[int, int, bool]) -> np.ndarray:
+    def chunk_values(self, r: tuple[int, int, bool]):
+        """The inputs of one chunk: values, or for pairs the tuple (a, b) with pair index
+        i = ia * n + ib in row-major order over the axis (a the slow axis)."""
         start, stop, neg_zero = r
+        if self.axis is not None:
+            ia, ib = np.divmod(np.arange(start, stop, dtype=np.int64), len(self.axis))
+            return self.axis[ia], self.axis[ib]
         vals = self.fmt.from_ordinal(np.arange(start, stop, dtype=np.int64))
         if neg_zero:
             vals = np.insert(vals, int(np.searchsorted(vals, 0.0)), -0.0)
@@ -207,10 +218,20 @@ def axis_values(fmt: Format, rng, side: int, seed: int) -> tuple[np.ndarray, boo
     return fmt.from_ordinal(ords), False
 
 
-def pair_domain(fmt: Format, rng=None, *, side: int | None = None, seed: int = 0) -> Domain:
+def pair_domain(fmt: Format, rng=None, *, side: int | None = None, seed: int = 0,
+                exhaustive: bool = False) -> Domain:
     """All pairs (a, b) of an axis grid: exhaustive for 8-bit formats (254^2 pairs in
-    E4M3), a seeded 1024 x 1024 log-symmetric grid with edges for wider formats."""
+    E4M3), a seeded 1024 x 1024 log-symmetric grid with edges for wider formats; with
+    ``exhaustive``, every pair of values of a 16-bit format, produced in chunks."""
     rng = check_range(rng)
+    if exhaustive and fmt.bits > 8:
+        if not fmt.enumerable:
+            raise BadOptionError(f"every pair of {fmt.name} values is too many: --exhaustive pairs "
+                                 "are for formats of at most 16 bits")
+        if side is not None:
+            raise BadOptionError("--exhaustive and --grid exclude each other")
+        ax = domain(fmt, rng).values
+        return Domain(fmt, True, len(ax) * len(ax), axis=ax)
     side = 1024 if side is None else int(side)
     if side < 2 or side > 1 << 14:
         raise BadOptionError(f"grid side must be in [2, 16384], got {side}")

@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,14 +109,18 @@ def _residual(v, hi: float, prec: int) -> float:
     return lo
 
 
+_MPMATH = threading.Lock()  # mpmath's working precision is global: one thread at a time
+
+
 def exact_points(ref: Reference, x: np.ndarray, fmt: Format, params: dict,
                  x2: np.ndarray | None = None) -> OracleValues:
     pts = np.asarray(x, dtype=np.float64).tolist()
     if x2 is not None:
         pts = list(zip(pts, np.asarray(x2, dtype=np.float64).tolist()))
     out = np.empty((3, len(pts)))
-    for i, p in enumerate(pts):
-        out[:, i] = exact_point(ref, p, fmt, params)
+    with _MPMATH:  # (threaded Dask workers)
+        for i, p in enumerate(pts):
+            out[:, i] = exact_point(ref, p, fmt, params)
     return OracleValues(out[0], out[1], out[2], len(pts))
 
 

@@ -22,6 +22,7 @@ from . import adapters, golden, oracle
 from .candidates import Candidate, catalog, families, resolve
 from .errors import BadOptionError, UnknownNameError
 from .formats import Format, get_format, parse_formats
+from .executors import EXECUTORS, run_chunks
 from .inputs import CHUNK, Domain, domain, pair_domain, special_inputs
 from .io import json_number
 from .metrics import EXACT_P99_LIMIT, PointErrors, Summary, point_errors
@@ -180,113 +181,149 @@ def _chunk(job: _Job, part):
         c.ref, st, ov, idx, x, job.ref_params, x2))
     s = Summary(exact_p99=job.dom.count <= EXACT_P99_LIMIT)
     s.add(e, st)
-    found, hid = [], []
+    found, hid, edges = [], [], None
     if job.analyze:
         found = findings_mod.find(e, c, st, job.compute, job.params, job.ref_params)
         hid = findings_mod.hidden(c, st, job.compute, job.params, e, watched)
-    return s, found, hid, ov.n_mpmath, (e if job.keep else None)
+        if c.ref.monotone and x2 is None:
+            edges = findings_mod.monotone_edges(e, c.ref.monotone)
+    return s, found, hid, ov.n_mpmath, (e if job.keep else None), edges
 
 
-_POOL_JOB: dict = {}
-
-
-def keep_freed_memory() -> None:
-    """Let glibc's malloc keep freed memory instead of returning it to the system.
-
-    A chunk's temporaries are arrays of megabytes; by default each comes from a fresh
-    mmap and costs its page faults again (measured: 25% of an exhaustive fp32 sweep's
-    time).  Raising the mmap and trim thresholds recycles them; peak memory is
-    unchanged.  Elsewhere than glibc this does nothing."""
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
-        libc.mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD (capped by glibc at 32 MiB on 64-bit)
-    except (OSError, AttributeError):
-        pass
-
-
-def _quiet_worker():
-    """Workers leave Ctrl-C and SIGTERM to the parent, which stops the pool and reports."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    keep_freed_memory()
-
-
-def _pool_chunk(r):
-    job = _POOL_JOB["job"]
+def _range_chunk(job: _Job, r):
     return _chunk(job, job.dom.chunk_values(r))
 
 
-def _chunk_results(job: _Job, workers: int):
-    """Chunk results in input order: serially, or on a pool of forked processes for
-    ordinal (exhaustive fp32) domains.  Both use the same chunk grid, so the merged
-    numbers are identical."""
-    ranges = job.dom.chunk_ranges() if job.dom.values is None else None
-    if ranges is None or workers <= 1 or len(ranges) < 2 or job.keep:
-        for part in job.dom.chunks():
-            yield _chunk(job, part)
-        return
-    import multiprocessing as mproc
-    from concurrent.futures import ProcessPoolExecutor
+@dataclass
+class _Merged:
+    """The chunk results of one sweep merged so far, in chunk order: what a checkpoint
+    saves and a resumed run starts from."""
 
-    _POOL_JOB["job"] = job  # inherited by the forked workers: nothing of the job is pickled
+    summary: Summary
+    findings: dict = field(default_factory=dict)  # kind -> Finding
+    hidden: list = field(default_factory=list)
+    n_mpmath: int = 0
+    done: int = 0  # chunks merged
+    mono_last: list | None = None  # per monotone piece: the last input so far with a finite result
+    kept: list = field(default_factory=list)  # per-input errors, when kept
+
+    def add(self, res, job: _Job) -> None:
+        s, found, hid, n, e, edges = res
+        fmt = job.storage
+        self.summary.merge(s)
+        if edges is not None:  # steps across the chunk edge, before the chunk's own findings
+            if self.mono_last is None:
+                self.mono_last = [None] * len(edges)
+            for i, (edge, (_, _, direction)) in enumerate(zip(edges, job.cand.ref.monotone)):
+                if edge is None:
+                    continue
+                if self.mono_last[i] is not None:
+                    f = findings_mod.edge_finding(self.mono_last[i], edge[0], direction, job.cand,
+                                                  fmt, job.compute, job.params)
+                    if f is not None:
+                        _fold_findings(self.findings, [f], fmt)
+                self.mono_last[i] = edge[1]
+        _fold_findings(self.findings, found, fmt)
+        if hid:
+            self.hidden = _merge_hidden(self.hidden + hid, fmt)
+        self.n_mpmath += n
+        if e is not None:
+            self.kept.append(e)
+        self.done += 1
+
+    def state(self) -> tuple[dict, list]:
+        d, arrays = self.summary.state()
+        return ({"done": self.done, "n_mpmath": self.n_mpmath, "summary": d, "mono_last": self.mono_last,
+                 "findings": [vars(f) for f in self.findings.values()], "hidden": self.hidden},
+                arrays)
+
+    @classmethod
+    def from_state(cls, doc: dict) -> "_Merged":
+        return cls(Summary.from_state(doc["summary"], doc["arrays"]),
+                   {f["kind"]: findings_mod.Finding(**f) for f in doc["findings"]},
+                   list(doc["hidden"]), int(doc["n_mpmath"]), int(doc["done"]), doc["mono_last"])
+
+
+def _run_chunks(job: _Job, merged: _Merged, progress, executor: str, workers: int,
+                scheduler: str | None, checkpoint) -> None:
+    """Merge the chunk results of the job into ``merged``: in memory domains chunk by
+    chunk here; chunked domains on the executor, saving checkpoints as they go."""
+    dom = job.dom
+    if dom.values is not None:
+        for part in dom.chunks():
+            res = _chunk(job, part)
+            merged.add(res, job)
+            if progress:
+                progress(res[0].count)
+        return
+    ranges = dom.chunk_ranges()
+    ck = None
+    if checkpoint is not None and not job.keep:
+        from .checkpoint import Checkpoint
+
+        ck = Checkpoint(checkpoint, job, len(ranges))
+        doc = ck.load()
+        if doc is not None:
+            merged.__dict__.update(vars(_Merged.from_state(doc)))
+            if progress:
+                _note_resumed(progress, merged.summary.count)
+    saved = merged.done
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mproc.get_context("fork"),
-                                 initializer=_quiet_worker) as ex:
-            try:
-                yield from ex.map(_pool_chunk, ranges)
-            except BaseException:
-                ex.shutdown(wait=False, cancel_futures=True)
-                raise
+        for res in run_chunks(_range_chunk, job, ranges[merged.done:], executor=executor,
+                              workers=1 if job.keep else workers, scheduler=scheduler):
+            merged.add(res, job)
+            if progress:
+                progress(res[0].count)
+            if ck is not None and ck.due():
+                ck.save(*merged.state())
+                saved = merged.done
     finally:
-        _POOL_JOB.clear()
+        if ck is not None and (merged.done > saved or not ck.path.exists()):
+            ck.save(*merged.state())
+
+
+def _note_resumed(progress, n: int) -> None:
+    if hasattr(progress, "resumed"):
+        progress.resumed(n)
+    else:
+        progress(n)
 
 
 def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Domain,
                   params: dict | None = None, keep_points: bool = False,
                   progress: Callable[[int], None] | None = None, analyze: bool = True,
                   max_ulp: float | None = None, atol: float | None = None,
-                  workers: int = 1) -> SweepResult:
+                  workers: int = 1, executor: str = "local", scheduler: str | None = None,
+                  checkpoint=None) -> SweepResult:
     """Sweep one candidate in one evaluation path over a domain.
 
     analyze: also find stability findings (with causes), hidden overflows and lossy
     constants, saturation thresholds and the clip recommendation (max_ulp / atol: its
-    tolerance; the clip needs the whole domain in one chunk).
+    tolerance; the clip needs the whole domain in one chunk).  Chunked domains run on
+    ``executor`` ('local': ``workers`` processes; 'dask': the cluster at ``scheduler``)
+    and, with a ``checkpoint`` directory, resume from the chunks already merged there.
     """
     t0 = time.perf_counter()
     params = cand.resolve_params(params)
     ref_params = cand.ref.with_defaults(cand.reference_params(params))
     compute_fmt = cand.compute_format(compute_fmt)
-    summary = Summary(exact_p99=dom.count <= EXACT_P99_LIMIT)
-    kept: list[PointErrors] = []
-    found: list[list] = []
-    hid: list[dict] = []
-    n_mp = 0
     one_chunk = dom.values is not None and len(dom.values) <= CHUNK
     keep = keep_points or (analyze and one_chunk)
     job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom)
-    for s, f, h, n, e in _chunk_results(job, workers):
-        summary.merge(s)
-        found.append(f)
-        hid.extend(h)
-        n_mp += n
-        if e is not None:
-            kept.append(e)
-        if progress:
-            progress(s.count)
-    points = _concat(kept)
+    if progress and hasattr(progress, "start"):
+        progress.start(f"{cand.id} {storage.name}" + (f"/{compute_fmt.name}" if compute_fmt != storage else ""),
+                       dom.count)
+    merged = _Merged(Summary(exact_p99=dom.count <= EXACT_P99_LIMIT))
+    _run_chunks(job, merged, progress, executor, workers, scheduler, checkpoint)
+    summary = merged.summary
+    points = _concat(merged.kept)
     specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []
     res = SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
-                      summary, specials, n_mp, 0.0, points if keep_points else None)
+                      summary, specials, merged.n_mpmath, 0.0, points if keep_points else None)
     if analyze:
-        res.findings = _merge_findings(found, storage)
+        res.findings = list(merged.findings.values())
         res.findings += findings_mod.special_findings(cand, storage, compute_fmt, params, specials)
-        res.hidden = _merge_hidden(hid)
+        res.hidden = merged.hidden
         if cand.arity == 1 and (storage.enumerable or dom.values is not None):
             # (over the swept inputs for sampled formats; none for chunked exhaustive runs)
             res.saturation = clip_mod.saturation(cand.ref, storage, ref_params,
@@ -298,45 +335,57 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     return res
 
 
-def _merge_findings(per_chunk: list[list], fmt: Format) -> list:
-    """Findings of consecutive chunks, one per kind, runs across chunk edges joined (the
-    first KEEP_INTERVALS intervals kept, all of them counted)."""
-    out: dict = {}
+def _fold_findings(out: dict, chunk: list, fmt: Format) -> None:
+    """Fold the findings of the next chunk into ``out`` (kind -> Finding): one per kind,
+    runs across chunk edges joined, the first KEEP_INTERVALS intervals kept, all counted."""
     keep = findings_mod.KEEP_INTERVALS
-    for chunk in per_chunk:
-        for f in chunk:
-            if f.kind not in out:
-                out[f.kind] = g = findings_mod.Finding(**{**vars(f), "intervals": [list(v) for v in f.intervals]})
-                g.last = None if f.last is None else list(f.last)
-                continue
-            g = out[f.kind]
-            g.count += f.count
-            iv = f.intervals
-            if f.intervals_total == 0:
-                continue
-            joined = g.last is not None and int(fmt.ordinal([iv[0][0]])[0]) - int(fmt.ordinal([g.last[1]])[0]) <= 1
-            if joined:
-                if len(g.intervals) == g.intervals_total:  # g's last interval is in the list
-                    g.intervals[-1][1] = iv[0][1]
-                g.last = [g.last[0], f.last[1]] if f.intervals_total == 1 else list(f.last)
-                iv = iv[1:]
-                g.intervals_total += f.intervals_total - 1
-            else:
-                g.last = list(f.last)
-                g.intervals_total += f.intervals_total
-            g.intervals.extend([list(v) for v in iv[:max(0, keep - len(g.intervals))]])
-    return list(out.values())
+    for f in chunk:
+        if f.kind not in out:
+            g = findings_mod.Finding(**{**vars(f), "intervals": [list(v) for v in f.intervals]})
+            g.last = None if f.last is None else list(f.last)
+            out[f.kind] = g
+            continue
+        g = out[f.kind]
+        g.count += f.count
+        iv = f.intervals
+        if f.intervals_total == 0:
+            continue
+        joined = g.last is not None and int(fmt.ordinal([iv[0][0]])[0]) - int(fmt.ordinal([g.last[1]])[0]) <= 1
+        if joined:
+            if len(g.intervals) == g.intervals_total:  # g's last interval is in the list
+                g.intervals[-1][1] = iv[0][1]
+            g.last = [g.last[0], f.last[1]] if f.intervals_total == 1 else list(f.last)
+            iv = iv[1:]
+            g.intervals_total += f.intervals_total - 1
+        else:
+            g.last = list(f.last)
+            g.intervals_total += f.intervals_total
+        g.intervals.extend([list(v) for v in iv[:max(0, keep - len(g.intervals))]])
 
 
-def _merge_hidden(items: list[dict]) -> list[dict]:
+def _merge_hidden(items: list[dict], fmt: Format) -> list[dict]:
+    """Hidden overflows and lossy constants of consecutive chunks: one per operation
+    (counts added, runs across chunk edges joined, the first MAX_INTERVALS kept)."""
     out: dict = {}
     for h in items:
         key = (h["kind"], h.get("file"), h.get("line"), h.get("op"), h.get("value"))
         if key not in out:
-            out[key] = h
-        elif h["kind"] == "hidden_overflow":
-            out[key]["count"] += h["count"]
-            out[key]["intervals"] = (out[key]["intervals"] + h["intervals"])[:findings_mod.MAX_INTERVALS]
+            out[key] = {**h, "intervals": [list(v) for v in h.get("intervals", [])]} \
+                if h["kind"] == "hidden_overflow" else h
+            continue
+        if h["kind"] != "hidden_overflow":
+            continue
+        g = out[key]
+        g["count"] += h["count"]
+        iv = [list(v) for v in h["intervals"]]
+        g["intervals_total"] += h["intervals_total"]
+        if g["intervals"] and iv and len(g["intervals"]) == g["intervals_total"] - h["intervals_total"] \
+                and int(fmt.ordinal([iv[0][0]])[0]) - int(fmt.ordinal([g["intervals"][-1][1]])[0]) <= 1:
+            g["intervals"][-1][1] = iv[0][1]  # (g's last run is in its list: join)
+            iv = iv[1:]
+            g["intervals_total"] -= 1
+        g["intervals"] = (g["intervals"] + iv)[:findings_mod.MAX_INTERVALS]
+        findings_mod.with_hidden_text(g)
     return list(out.values())
 
 
@@ -387,17 +436,21 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           keep_points: bool = False, analyze: bool = True, max_ulp: float | None = None,
           atol: float | None = None, reference: str | None = None, device: str = "cpu",
           dump: str | None = None, dump_dtype: str | None = None, workers: int | None = None,
+          executor: str = "local", scheduler: str | None = None, checkpoint=None,
           progress: Callable[[int], None] | None = None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
     targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu'
     or 'pkg.module:function' (with reference=).  dump: a file of device outputs to audit
     against reference (dump_dtype: the dtype of a raw binary dump).  workers: processes
-    for chunked (exhaustive fp32) sweeps; default: every core.
+    for chunked (exhaustive fp32 or pair) sweeps; default: every core.  executor:
+    'local' or 'dask' (with scheduler, the address of a Dask scheduler).  checkpoint: a
+    directory where chunked sweeps save their progress and from which they resume.
     dtype: storage format(s), a name, 'fp16,bf16' or a list.
     compute: compute format(s); default: each storage format itself.
     range: (lo, hi) to restrict the inputs; samples/seed for fp32 and fp64;
-    exhaustive: every fp32 value (chunked).  params: candidate parameters, each a
+    exhaustive: every fp32 value, or every pair of a 16-bit gated unit (chunked).
+    params: candidate parameters, each a
     value or a list of values to sweep.  grad: sweep the derivative candidates.
     grid: values per axis of the (a, b) grid of gated units (default 1024).
     keep_points: keep the per-input errors on each result (for CSV and plots).
@@ -434,6 +487,14 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     nworkers = (os.cpu_count() or 1) if workers is None else int(workers)
     if nworkers < 1:
         raise BadOptionError(f"--workers must be at least 1, got {nworkers}")
+    if executor not in EXECUTORS:
+        raise BadOptionError(f"unknown executor '{executor}' (known: {', '.join(EXECUTORS)})")
+    if executor == "dask" and not scheduler:
+        raise BadOptionError("--executor dask needs --scheduler ADDRESS (e.g. tcp://host:8786)")
+    if scheduler and executor != "dask":
+        raise BadOptionError("--scheduler applies to --executor dask")
+    if (checkpoint is not None or executor != "local") and not exhaustive:
+        raise BadOptionError("--checkpoint and --executor apply to chunked sweeps: add --exhaustive")
     results = []
     if keep_points and exhaustive and any(not st.enumerable for st in storages):
         lo_hi = range or (-math.inf, math.inf)
@@ -453,10 +514,16 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                 if c.arity not in doms:
                     doms[c.arity] = (domain(st, range, samples=None if st.enumerable else samples,
                                             seed=seed, exhaustive=exhaustive)
-                                     if c.arity == 1 else pair_domain(st, range, side=grid, seed=seed))
+                                     if c.arity == 1 else pair_domain(st, range, side=grid, seed=seed,
+                                                                      exhaustive=exhaustive))
+                if keep_points and doms[c.arity].values is None and doms[c.arity].count > KEEP_LIMIT:
+                    raise BadOptionError(f"per-input data (CSV, reports) of {doms[c.arity].count} "
+                                         f"{st.name} inputs would not fit in memory (limit {KEEP_LIMIT}): "
+                                         "narrow --range")
                 for p in param_sets(c, params):
                     results.append(run_candidate(c, st, cf, doms[c.arity], p, keep_points, progress,
-                                                 analyze, max_ulp, atol, nworkers))
+                                                 analyze, max_ulp, atol, nworkers, executor,
+                                                 scheduler, checkpoint))
         if dump is not None:
             d = golden.read_dump(dump, st, dump_dtype)
             dc, ddom = golden.dump_candidate(d, reference)
