@@ -215,10 +215,23 @@ class Summary:
             self._errs, self._kept, self.exact_p99 = [], 0, False
 
     def _bin(self, u: np.ndarray) -> None:
-        counts = np.bincount((u.view(np.uint64) >> np.uint64(HIST_SHIFT)).astype(np.intp),
-                             minlength=HIST_BINS)
-        keys = np.flatnonzero(counts)
-        self._add_hist(zip(keys.tolist(), counts[keys].tolist()))
+        if not len(u):
+            return
+        keys = (u.view(np.int64) >> HIST_SHIFT)  # u >= 0: the sign bit is clear
+        zero = keys == 0
+        nzero = int(np.count_nonzero(zero))
+        if nzero == len(u):
+            self._add_hist([(0, nzero)])
+            return
+        # a chunk's nonzero errors span few binades: count them in a short array from their
+        # smallest key (zeros, common where results are exact, are counted apart)
+        k0 = int(keys.min(where=~zero, initial=np.iinfo(np.int64).max))
+        keys[zero] = k0
+        keys -= k0
+        counts = np.bincount(keys)
+        counts[0] -= nzero
+        nz = np.flatnonzero(counts)
+        self._add_hist(([(0, nzero)] if nzero else []) + list(zip((nz + k0).tolist(), counts[nz].tolist())))
 
     def _add_hist(self, items) -> None:
         h = self._hist

@@ -152,21 +152,25 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
         # value exactly on a rounding boundary (a tie) always goes to mpmath
         rel = max(ref.rel_err, MIN_REL_ERR) if ref.rel_err_at is None or x2 is not None \
             else np.maximum(ref.rel_err_at(x, **params), MIN_REL_ERR)
-        slack = np.abs(v)
-        slack *= rel
+        mag = np.abs(v)
+        slack = mag * rel
         slack += FAST_ABS_TOL
-        lo_r, hi_r = fmt.round(v - slack), fmt.round(v + slack)
+        # the two ends of v +- slack round alike (compared as keys: float32 for fp32)
+        amb = fmt.round_key(v - slack) != fmt.round_key(v + slack)
         rounded = fmt.round(v)
         # near a power of two the binade of f (hence ulp_F(f)) is also uncertain
-        mag = np.abs(v)
-        binade_unsure = _binade_key(fmt, mag - slack) != _binade_key(fmt, mag + slack)
-    # a NaN fast value is the fast path declining to vouch for that input; an infinite
-    # one says that f exceeds float64's range, so overflows F (the fast-path contract)
-    inf = np.isinf(v)
-    amb = (~((lo_r == hi_r) | (np.isnan(lo_r) & np.isnan(hi_r))) | np.isnan(v)) & ~inf
-    hi = v.copy()
+        unsure = _binade_key(fmt, mag - slack) != _binade_key(fmt, mag + slack)
+        # a NaN fast value is the fast path declining to vouch for that input; an infinite
+        # one says that f exceeds float64's range, so overflows F (the fast-path contract)
+        odd = np.flatnonzero(amb | ~np.isfinite(v))
+        if len(odd):
+            vo = v[odd]
+            lo_o, hi_o = fmt.round(vo - slack[odd]), fmt.round(vo + slack[odd])
+            amb[odd] = (~((lo_o == hi_o) | (np.isnan(lo_o) & np.isnan(hi_o))) | np.isnan(vo)) & ~np.isinf(vo)
+            unsure[odd[np.isinf(vo)]] = False
+        unsure &= ~amb
+    hi = v if not np.shares_memory(v, x) else v.copy()  # f(x) = hi + lo
     lo = np.zeros_like(v)
-    unsure = binade_unsure & ~amb & ~inf
     if ref.fast_near is not None and x2 is None:
         _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded)
     if ref.fast_dd is not None and x2 is None and amb.any():

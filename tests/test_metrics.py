@@ -159,3 +159,17 @@ def test_summary_state_round_trips_through_json():
         r = Summary.from_state(json.loads(json.dumps(d)), [a.copy() for a in arrays])
         assert r.state()[0] == d
         assert (r.p99_ulp, r.mean_ulp, r.max_ulp, r.worst) == (s.p99_ulp, s.mean_ulp, s.max_ulp, s.worst)
+
+
+def test_histogram_counts_every_error_in_its_bin():
+    """The binning (zeros apart, short count arrays) against a plain count of the bins."""
+    from collections import Counter
+
+    rng = np.random.default_rng(7)
+    errs = np.concatenate([np.zeros(50), rng.integers(1, 5000, 900).astype(float),
+                           np.full(3, 2.0**-20), rng.uniform(0, 0.5, 47)])
+    s = _errors_summary(errs, exact_p99=False, chunks=4)
+    e = point_errors(np.zeros(len(errs)), 1.0 + errs * 2**-10,
+                     OracleValues(H.round(np.ones(len(errs))), np.ones(len(errs)), np.zeros(len(errs)), 0), H)
+    want = Counter((e.ulp_err.view(np.uint64) >> np.uint64(44)).tolist())
+    assert s._hist == dict(want) and sum(s._hist.values()) == len(errs)
