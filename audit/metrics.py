@@ -39,7 +39,7 @@ from .oracle import OracleValues
 
 FINITE, OVERFLOW_OK, NAN, INF = 0, 1, 2, 3
 CLASS_NAMES = ("finite", "overflow_ok", "nan", "inf")
-EXACT_P99_LIMIT = 1 << 25  # errors kept in memory for an exact p99 up to this count
+EXACT_P99_LIMIT = 1 << 24  # errors kept in memory (128 MiB) for an exact p99 up to this count
 
 
 @dataclass
@@ -302,8 +302,12 @@ class Summary:
             return math.nan
         k = math.ceil(0.99 * self.finite) - 1
         if self.exact_p99:
-            allu = np.concatenate(self._errs)
-            return float(np.partition(allu, k)[k])
+            key = (self.finite, len(self._errs))
+            if getattr(self, "_p99", (None,))[0] != key:  # computed once per state
+                allu = np.concatenate(self._errs)
+                allu.partition(k)  # in place: no second copy of up to EXACT_P99_LIMIT errors
+                self._p99 = (key, float(allu[k]))
+            return self._p99[1]
         seen = 0
         for key in sorted(self._hist):
             seen += self._hist[key]

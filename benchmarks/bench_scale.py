@@ -4,14 +4,14 @@
     against the naive approach a user would write: mpmath at every input, correctly
     rounded (timed on a seeded sample of inputs and extrapolated to all 63,488), as a ratio;
 (b) fp32 throughput of gelu.tanh, end to end (oracle, candidate, error statistics,
-    findings), in inputs per second per core: one worker over 8 exhaustive ranges of 2^21
+    findings), in inputs per second per core: one worker over 8 exhaustive ranges of 2^25
     inputs spread evenly over fp32's number line (both signs, tiny to huge, the ties at
     subnormals), then the same ranges on every core; and the exhaustive pairs of a gated
     unit (swiglu.silu_mul, fp16);
 (c) peak resident memory of this process and of its worker processes.
 
 Medians of --repeat runs.  Usage:
-  python benchmarks/bench_scale.py [--repeat 3] [--naive-sample 300] [--fp32-range 2097152]
+  python benchmarks/bench_scale.py [--repeat 3] [--naive-sample 300] [--fp32-range 33554432]
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--naive-sample", type=int, default=300)
-    ap.add_argument("--fp32-range", type=int, default=1 << 21)
+    ap.add_argument("--fp32-range", type=int, default=1 << 25)
     args = ap.parse_args()
     cores = os.cpu_count() or 1
 

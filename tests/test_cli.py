@@ -72,3 +72,25 @@ def test_console_script_exists():
     assert exe, "pip install . must provide the actaudit console script"
     p = subprocess.run([exe, "sweep", "nope"], capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.startswith("actaudit: error:")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--checkpoint", "ck"], "add --exhaustive"),
+    (["--executor", "spark", "--exhaustive"], "unknown executor 'spark'"),
+    (["--executor", "dask", "--exhaustive"], "needs --scheduler"),
+    (["--scheduler", "tcp://h:1", "--exhaustive"], "--scheduler applies to --executor dask"),
+])
+def test_scale_options_misused_are_one_line(capsys, args, needle):
+    code, out, err = run(capsys, "sweep", "gelu.tanh", "--dtype", "fp32", "--range", "1:1.001", *args)
+    assert code == 2 and needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_checkpointed_sweep_reruns_from_its_checkpoint(capsys, tmp_path):
+    ck = tmp_path / "ck"
+    args = ["sweep", "gelu.tanh", "--dtype", "fp32", "--range", "1:1.01", "--exhaustive",
+            "--checkpoint", str(ck), "--json", "-"]
+    code, first, _ = run(capsys, *args)
+    assert code == 0 and len(list(ck.glob("*.json"))) == 1
+    code, second, _ = run(capsys, *args)
+    a, b = json.loads(first), json.loads(second)
+    assert a["results"] == b["results"]
