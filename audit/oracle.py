@@ -173,8 +173,8 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
     lo = np.zeros_like(v)
     if ref.fast_near is not None and x2 is None:
         _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded)
-    if ref.fast_dd is not None and x2 is None and amb.any():
-        _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded)
+    if ref.fast_dd is not None and amb.any():
+        _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded, x2)
     idx = np.flatnonzero(amb)
     if len(idx):
         ex = exact_points(ref, x[idx], fmt, params, None if x2 is None else x2[idx])
@@ -193,7 +193,7 @@ def settle(ref: Reference, fmt: Format, ov: OracleValues, idx: np.ndarray, x: np
     return OracleValues(ov.rounded, hi, lo, ov.n_mpmath + len(idx), unsure)
 
 
-def _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded):
+def _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded, x2=None):
     """Decide ambiguous inputs with the reference's double-double value T = h + l (+-err),
     where it applies; clears them in ``amb``.
 
@@ -203,7 +203,7 @@ def _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded):
     rounding error.  An input whose T is within that margin of a boundary (a true tie)
     stays with mpmath."""
     idx = np.flatnonzero(amb)
-    h, l, err = ref.fast_dd(x[idx], **params)
+    h, l, err = ref.fast_dd(x[idx], **params) if x2 is None else ref.fast_dd(x[idx], x2[idx], **params)
     with np.errstate(all="ignore"):
         ok = np.isfinite(h) & np.isfinite(l) & np.isfinite(err) & (np.abs(l) <= np.abs(h) * 2.0**-20)
         idx, h, l, err = idx[ok], h[ok], l[ok], err[ok]

@@ -46,9 +46,11 @@ class Reference:
     # rel_err_at(x, **params) -> array: a tighter, input-dependent bound (<= rel_err) on the
     # fast path's relative error, where its error grows with a condition number
     rel_err_at: Callable | None = None
-    # fast_dd(x, **params) -> (hi, lo, err) float64 arrays: f(x) = hi + lo + e, |e| <= err,
-    # a double-double value where it applies (hi NaN elsewhere).  It decides inputs whose
-    # fast value sits on a rounding boundary: x/2 at odd subnormals, where f(x) = x/2 + c x^2.
+    # fast_dd(x[, b], **params) -> (hi, lo, err) float64 arrays: f = hi + lo + e, |e| <= err,
+    # a double-double value where it applies (hi NaN elsewhere); lo = +-5e-324 with err = 0
+    # stands for a nonzero term of that sign below float64's range.  It decides inputs
+    # whose fast value sits on a rounding boundary: x/2 at odd subnormals, where
+    # f(x) = x/2 + c x^2; a*b for gated units at large a, where f = a b (1 - tiny).
     fast_dd: Callable | None = None
     # bounds(x) -> (lo, hi) arrays: the function's known range at x (range findings)
     bounds: Callable | None = None
@@ -370,10 +372,31 @@ def _erf(x):
 
 
 # ------------------------------------------------------------- gated units
+def _gated_dd(deficit, a_min):
+    """fast_dd of g(a) b where g(a) = a (1 - deficit(a)) saturates onto a for large a:
+    hi = a b (exact: a product of two values of <= 24 bits), lo = -a b deficit(a); a
+    deficit below float64's range keeps its sign as lo = -+5e-324 (err 0).
+    deficit(a) -> (value, relative error bound)."""
+
+    def dd(a, b):
+        ok = a >= a_min
+        hi = np.where(ok, a * b, np.nan)
+        d, rel = deficit(np.where(ok, a, a_min))
+        lo = -hi * d
+        err = np.abs(lo) * rel
+        tiny = (lo == 0) & (hi != 0)
+        lo = np.where(tiny, -np.sign(hi) * 5e-324, lo)
+        return hi, lo, np.where(tiny, 0.0, err)
+
+    return _np(dd)
+
+
 @reference("swiglu", "silu(a) * b", arity=2,
            fast=_np(lambda a, b: a * sc.expit(a) * b), rel_err=2.0**-40,
            neg_inf=math.nan, pos_inf=math.nan,
-           near=lambda a, b: (a * b, a * b / (1 + mp.exp(a))) if a > 0 else None)
+           near=lambda a, b: (a * b, a * b / (1 + mp.exp(a))) if a > 0 else None,
+           # a >= 16: deficit expit(-a) <= 2**-23 of a b, accurate to a few float64 ulps
+           fast_dd=_gated_dd(lambda a: (sc.expit(-a), 2.0**-48), 16.0))
 def _swiglu(a, b):
     return a / (1 + mp.exp(-a)) * b
 
@@ -381,7 +404,10 @@ def _swiglu(a, b):
 @reference("geglu", "gelu(a) * b", arity=2,
            fast=_np(lambda a, b: 0.5 * a * sc.erfc(-a * _SQRT_HALF) * b), rel_err=2.0**-36,
            neg_inf=math.nan, pos_inf=math.nan,
-           near=lambda a, b: (a * b, a * b / 2 * mp.erfc(a / mp.sqrt(2))) if a > 0 else None)
+           near=lambda a, b: (a * b, a * b / 2 * mp.erfc(a / mp.sqrt(2))) if a > 0 else None,
+           # a >= 6: deficit Q(a) = erfc(a/sqrt 2)/2 <= 2**-29, with GELU's x-dependent bound
+           fast_dd=_gated_dd(lambda a: (0.5 * sc.erfc(a * _SQRT_HALF),
+                                        np.minimum(2.0**-45 * (1 + 0.5 * a * a), 2.0**-30)), 6.0))
 def _geglu(a, b):
     return a / 2 * mp.erfc(-a / mp.sqrt(2)) * b
 

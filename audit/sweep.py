@@ -171,7 +171,8 @@ class _Job:
 
 
 def _chunk(job: _Job, part):
-    """(summary, findings, hidden, mpmath count, point errors or None) of one chunk."""
+    """(summary, findings, hidden, mpmath count, point errors or None, monotone edges or
+    None) of one chunk."""
     x, x2 = part if isinstance(part, tuple) else (part, None)
     c, st = job.cand, job.storage
     ov = oracle.evaluate(c.ref, st, x, job.ref_params, x2)
@@ -244,18 +245,19 @@ class _Merged:
                    list(doc["hidden"]), int(doc["n_mpmath"]), int(doc["done"]), doc["mono_last"])
 
 
-def _run_chunks(job: _Job, merged: _Merged, progress, executor: str, workers: int,
-                scheduler: str | None, checkpoint) -> None:
-    """Merge the chunk results of the job into ``merged``: in memory domains chunk by
-    chunk here; chunked domains on the executor, saving checkpoints as they go."""
+def _run_chunks(job: _Job, progress, executor: str, workers: int, scheduler: str | None,
+                checkpoint) -> _Merged:
+    """The chunk results of the job, merged: in memory domains chunk by chunk here;
+    chunked domains on the executor, from and to the checkpoint if one is given."""
     dom = job.dom
+    merged = _Merged(Summary(exact_p99=dom.count <= EXACT_P99_LIMIT))
     if dom.values is not None:
         for part in dom.chunks():
             res = _chunk(job, part)
             merged.add(res, job)
             if progress:
                 progress(res[0].count)
-        return
+        return merged
     ranges = dom.chunk_ranges()
     ck = None
     if checkpoint is not None and not job.keep:
@@ -264,7 +266,7 @@ def _run_chunks(job: _Job, merged: _Merged, progress, executor: str, workers: in
         ck = Checkpoint(checkpoint, job, len(ranges))
         doc = ck.load()
         if doc is not None:
-            merged.__dict__.update(vars(_Merged.from_state(doc)))
+            merged = _Merged.from_state(doc)
             if progress:
                 _note_resumed(progress, merged.summary.count)
     saved = merged.done
@@ -277,9 +279,10 @@ def _run_chunks(job: _Job, merged: _Merged, progress, executor: str, workers: in
             if ck is not None and ck.due():
                 ck.save(*merged.state())
                 saved = merged.done
-    finally:
+    finally:  # (interrupted too: the merged state is consistent after every chunk)
         if ck is not None and (merged.done > saved or not ck.path.exists()):
             ck.save(*merged.state())
+    return merged
 
 
 def _note_resumed(progress, n: int) -> None:
@@ -313,8 +316,7 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     if progress and hasattr(progress, "start"):
         progress.start(f"{cand.id} {storage.name}" + (f"/{compute_fmt.name}" if compute_fmt != storage else ""),
                        dom.count)
-    merged = _Merged(Summary(exact_p99=dom.count <= EXACT_P99_LIMIT))
-    _run_chunks(job, merged, progress, executor, workers, scheduler, checkpoint)
+    merged = _run_chunks(job, progress, executor, workers, scheduler, checkpoint)
     summary = merged.summary
     points = _concat(merged.kept)
     specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []

@@ -235,3 +235,28 @@ def test_infinite_fast_values_overflow_without_mpmath():
     exact = oracle.exact_points(ref, x, f, {})
     assert np.array_equal(fast.rounded, exact.rounded)
     assert list(np.isinf(fast.rounded)) == [True, True, True, False, True]
+
+
+@pytest.mark.parametrize("name,a_min", [("swiglu", 16.0), ("geglu", 6.0)])
+@pytest.mark.parametrize("fmt_name", ["fp16", "bf16"])
+def test_gated_ties_at_large_a_are_decided_without_mpmath(name, a_min, fmt_name):
+    """g(a) b = a b (1 - tiny) for large a: where a b is a midpoint of F the fast value sits
+    on the boundary.  The double-double value decides it, toward zero, as mpmath does."""
+    ref = get_reference(name)
+    f = get_format(fmt_name)
+    vals = f.finite_values()
+    rng = np.random.default_rng(11)
+    a = rng.choice(vals[(vals >= a_min) & (vals < 1e4)], 400000)
+    a = np.concatenate([a, vals[vals >= a_min][-50:]])  # the deficit underflows float64 there
+    b = rng.choice(vals[(np.abs(vals) < 1) & (np.abs(vals) > 2.0**-8)], len(a))  # a b in range
+    ab = a * b
+    tie = f.round(np.nextafter(ab, -np.inf)) != f.round(np.nextafter(ab, np.inf))
+    a, b = a[tie], b[tie]
+    assert len(a) > 100
+    fast = oracle._compute(ref, f, a, {}, b)
+    assert fast.n_mpmath == 0
+    sub = np.arange(0, len(a), max(1, len(a) // 150))
+    sub = np.union1d(sub, np.arange(len(a) - 20, len(a)))
+    exact = oracle.exact_points(ref, a[sub], f, {}, b[sub])
+    assert np.array_equal(fast.rounded[sub], exact.rounded)
+    assert np.all(np.abs(fast.rounded) <= np.abs(a * b))  # |f| < |a b|: toward zero
