@@ -309,7 +309,7 @@ def check(
 
 
 class _Rate(ProgressColumn):
-    """Inputs per second, as 12.3M/s."""
+    """Inputs per second, as 12.3M inputs/s."""
 
     def render(self, task):
         v = task.speed

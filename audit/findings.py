@@ -57,18 +57,13 @@ class Finding:
 def runs(x: np.ndarray, mask: np.ndarray, keep: int = KEEP_INTERVALS) -> tuple[list, list | None, int]:
     """Runs of consecutive True in mask (over inputs x in domain order): the first
     ``keep`` as [lo, hi], the last one, and how many there are."""
-    m = np.asarray(mask).view(np.int8) if np.asarray(mask).dtype == bool else np.asarray(mask, np.int8)
+    m = np.asarray(mask, dtype=bool).view(np.int8)
     if not m.any():
         return [], None, 0
     d = np.diff(m, prepend=np.int8(0), append=np.int8(0))
     starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1
     first = [[float(x[a]), float(x[b])] for a, b in zip(starts[:keep].tolist(), ends[:keep].tolist())]
     return first, [float(x[starts[-1]]), float(x[ends[-1]])], len(starts)
-
-
-def intervals(x: np.ndarray, mask: np.ndarray) -> list[list[float]]:
-    """Every run of consecutive True in mask (over inputs x in domain order) as [lo, hi]."""
-    return runs(x, mask, keep=len(x))[0]
 
 
 FAILURE_KINDS = ("nan", "overflow", "underflow", "sign", "range")

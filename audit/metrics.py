@@ -139,8 +139,8 @@ def _ordinals(fmt: Format, v: np.ndarray) -> np.ndarray:
         return fmt.ordinal(v)
 
 
-HIST_SHIFT = 44  # p99 histogram bins: the top 20 bits of an error's float64 pattern
-HIST_BINS = 1 << 19  # (errors are >= 0: sign bit 0), bins of 2**-8 relative width
+HIST_SHIFT = 44  # p99 histogram bins: the top 20 bits of an error's float64 pattern (errors
+# are >= 0: sign bit 0): exponent and 8 significand bits, bins of 2**-8 relative width
 
 
 @dataclass
