@@ -79,8 +79,8 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
     with np.errstate(all="ignore"):
         nonfinite = ~np.isfinite(got)
         any_nonfinite = bool(nonfinite.any())
-        out = {"nan": (e.cls == NAN, "")}
-        over = e.cls == INF
+        out = {"nan": (e.cls == NAN if any_nonfinite else np.zeros(len(got), bool), "")}
+        over = e.cls == INF if any_nonfinite else np.zeros(len(got), bool)
         m = fmt.max_finite
         if got.max(initial=-np.inf, where=~nonfinite) >= m or got.min(initial=np.inf, where=~nonfinite) <= -m:
             over |= ~nonfinite & (np.abs(got) == m) & np.isfinite(rn) & (np.abs(rn) < m)
@@ -141,6 +141,11 @@ def monotone_edges(e: PointErrors, pieces) -> list:
     a single run over every input compares too."""
     out = []
     ok = e.cls == FINITE
+    if len(e.x) and ok.all():  # the common case: the chunk inside one piece, no masks
+        for i, (a, b, _) in enumerate(pieces):
+            if a <= e.x[0] and e.x[-1] <= b:
+                ends = [[float(e.x[j]), float(e.got[j]), float(e.exact[j])] for j in (0, -1)]
+                return [ends if k == i else None for k in range(len(pieces))]
     for a, b, _ in pieces:
         idx = np.flatnonzero(ok & (e.x >= a) & (e.x <= b))
         out.append(None if not len(idx) else
@@ -175,7 +180,7 @@ def find(e: PointErrors, cand: Candidate, storage: Format, compute_fmt: Format, 
     """Every finding over the inputs of e, with causes for formula candidates."""
     out: list[Finding] = []
     for kind, (mask, note) in masks(e, cand, storage, ref_params).items():
-        n = int(mask.sum())
+        n = int(np.count_nonzero(mask))
         if not n:
             continue
         i = int(np.flatnonzero(mask)[0])
