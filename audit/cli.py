@@ -192,6 +192,32 @@ def clip(
 
 
 @app.command()
+def suggest(
+    reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
+    dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format (default: the storage format)."),
+    extra: List[str] = typer.Option([], "--extra", help="Also rank MODULE:NAME, a candidate such as a fitted kernel's module (repeatable)."),
+    cost_weight: List[str] = typer.Option([], "--cost-weight", help="Override an operation weight KIND=W (repeatable; kinds in audit/cost.py)."),
+    samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+):
+    """Rank every candidate of a reference (correctness, then cost), show the Pareto front and
+    a verified repair for every finding."""
+    from . import cost as cost_mod, suggest as suggest_mod
+
+    w = cost_mod.parse_weights(cost_weight)
+    with _progress() as bar:
+        s = suggest_mod.suggest(reference, dtype, compute, extra=extra, weights=w, samples=samples,
+                                progress=bar)
+    if json_out:
+        if json_out == "-":
+            sys.stdout.write(dumps(s.to_dict()))
+            return
+        write_text(json_out, dumps(s.to_dict()))
+    out.print(suggest_mod.text(s), markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
 def selftest(
     points: int = typer.Option(150, "--points", help="Random points per reference and format."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random points."),
