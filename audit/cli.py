@@ -218,6 +218,71 @@ def suggest(
 
 
 @app.command()
+def fit(
+    reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
+    dtype: str = typer.Option("bf16", "--dtype", "-d", help="Output format (enumerable: fp8, fp16, bf16)."),
+    compute: str = typer.Option("fp32", "--compute", "-c", help="Compute format of the kernel (fp32)."),
+    max_degree: int = typer.Option(6, "--max-degree", help="Largest polynomial degree tried."),
+    pieces: Optional[int] = typer.Option(None, "--pieces", help="Table pieces (default: try 16 to 512)."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
+    out_dir: Path = typer.Option(Path("."), "--out", "-o", help="Directory for NAME.py, NAME.c, NAME.toml."),
+    time_limit: float = typer.Option(300.0, "--time-limit", help="Seconds before the search gives up."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+):
+    """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
+    as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
+    from . import cost as cost_mod, fit as fit_mod
+    from .formats import get_format
+    from .inputs import domain
+    from .sweep import run_candidate
+
+    if not (time_limit > 0 and math.isfinite(time_limit)):
+        raise BadOptionError(f"--time-limit must be a positive number, got {time_limit}")
+    with _progress() as bar:
+        state = {}
+
+        def step(label, done, total):
+            if state.get("label") != label:
+                bar.start(f"fit {reference} {dtype}: {label}", total)
+                state["label"] = label
+            bar(done)
+
+        rep = fit_mod.fit(reference, dtype, compute, max_degree=max_degree, pieces=pieces,
+                          params=parse_params(param), time_limit=time_limit, progress=step)
+        results = []
+        if rep.kernel is not None:
+            paths = fit_mod.write(rep.kernel, out_dir)
+            cand = fit_mod.candidate(rep.kernel)
+            st = get_format(dtype)
+            results = [run_candidate(cand, st, get_format(compute), domain(st), progress=bar)]
+    doc = fit_mod.to_dict(rep)
+    if rep.kernel is not None:
+        doc["files"] = paths
+        doc["ops_traced"] = cost_mod.counts(cand, get_format(compute))
+        doc["audit"] = document(results)["results"]
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+        return 0 if rep.ok else 1
+    if json_out:
+        write_text(json_out, dumps(doc))
+    out.print(f"actaudit fit {reference} {dtype} (compute {compute}): {rep.message} "
+              f"[{rep.seconds:.1f} s]", markup=False, highlight=False, soft_wrap=True)
+    if rep.kernel is None:
+        for t in rep.tried[-3:]:
+            out.print(f"  degree {t['degree']}, {t['pieces']} pieces: {t['failing_pieces']} pieces, "
+                      f"{t['failing_inputs']} inputs wrong", highlight=False)
+        return 1
+    k = rep.kernel
+    out.print(f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {1 / k.inv_w:g}; "
+              f"ops per element: {cost_mod.describe(doc['ops_traced'])}", markup=False,
+              highlight=False, soft_wrap=True)
+    for key, pth in paths.items():
+        out.print(f"wrote {pth}", markup=False, highlight=False)
+    out.print(results_table(results))
+    return 0 if results[0].max_ulp <= 0.5 and results[0].nan_count == 0 else 1
+
+
+@app.command()
 def selftest(
     points: int = typer.Option(150, "--points", help="Random points per reference and format."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random points."),
