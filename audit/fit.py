@@ -132,11 +132,12 @@ def python_source(k: Kernel) -> str:
         "",
         "",
         "def fn(x, m):",
-        "    xc = m.where(x > CLAMP_LO, x, CLAMP_LO)  # (NaN -> CLAMP_LO: a valid piece)",
-        "    xc = m.where(xc < CLAMP_HI, xc, CLAMP_HI)",
-        "    fi = m.floor((xc - A0) * INV_W)",
-        "    i = np.clip(np.asarray(fi.a).astype(np.int64), 0, PIECES - 1)  # table index",
-        "    t = x - Val(CTR[i], m)",
+        "    xc = m.where(x < CLAMP_LO, CLAMP_LO, x)  # NaN stays NaN",
+        "    xc = m.where(xc > CLAMP_HI, CLAMP_HI, xc)",
+        "    fi = np.asarray(m.floor((xc - A0) * INV_W).a, dtype=np.float64)",
+        "    i = np.where((fi >= 0) & (fi <= PIECES - 1), fi, np.where(fi > PIECES - 1, PIECES - 1, 0))",
+        "    i = i.astype(np.int64)  # the table index (NaN: piece 0)",
+        "    t = xc - Val(CTR[i], m)",
         "    q = Val(COEF[i, 0], m)",
         "    for j in range(1, DEGREE):",
         "        q = q * t + Val(COEF[i, j], m)",
@@ -201,11 +202,11 @@ def c_source(k: Kernel) -> str:
         f"void {k.name}(const float *x, float *y, size_t n) {{",
         "    for (size_t j = 0; j < n; j++) {",
         "        float v = x[j];",
-        f"        float xc = v > {_c_float(k.clamp_lo)} ? v : {_c_float(k.clamp_lo)};",
-        f"        xc = xc < {_c_float(k.clamp_hi)} ? xc : {_c_float(k.clamp_hi)};",
-        f"        int i = (int)floorf((xc - {_c_float(k.a0)}) * {_c_float(k.inv_w)});",
-        f"        i = i < 0 ? 0 : (i > {k.pieces - 1} ? {k.pieces - 1} : i);",
-        "        float t = v - CTR[i];",
+        f"        float xc = v < {_c_float(k.clamp_lo)} ? {_c_float(k.clamp_lo)} : v;  /* NaN stays NaN */",
+        f"        xc = xc > {_c_float(k.clamp_hi)} ? {_c_float(k.clamp_hi)} : xc;",
+        f"        float fi = floorf((xc - ({_c_float(k.a0)})) * {_c_float(k.inv_w)});",
+        f"        int i = (fi >= 0.0f && fi <= {k.pieces - 1}.0f) ? (int)fi : (fi > {k.pieces - 1}.0f ? {k.pieces - 1} : 0);",
+        "        float t = xc - CTR[i];",
         "        const float *c = COEF[i];",
         "        float q = c[0];",
         horner,
@@ -428,7 +429,7 @@ def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, 
     with np.errstate(all="ignore"):
         xc = np.minimum(np.maximum(x32, np.float32(c_lo)), np.float32(c_hi))
         idx = np.clip(np.floor((xc - np.float32(a0)) * np.float32(1 / w)).astype(np.int64), 0, n - 1)
-        t = (x32 - np.asarray(ctr, dtype=np.float32)[idx]).astype(np.float64)
+        t = (xc - np.asarray(ctr, dtype=np.float32)[idx]).astype(np.float64)
     L, H = rounding_intervals(fmt, yi)
     mid, half = (L + H) / 2, (H - L) / 2
     weight = np.ones(len(xi))
