@@ -199,6 +199,7 @@ def suggest(
     extra: List[str] = typer.Option([], "--extra", help="Also rank MODULE:NAME, a candidate such as a fitted kernel's module (repeatable)."),
     cost_weight: List[str] = typer.Option([], "--cost-weight", help="Override an operation weight KIND=W (repeatable; kinds in audit/cost.py)."),
     samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    brief: bool = typer.Option(False, "--brief", help="Ranking and Pareto front only (no repairs)."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
 ):
     """Rank every candidate of a reference (correctness, then cost), show the Pareto front and
@@ -208,7 +209,7 @@ def suggest(
     w = cost_mod.parse_weights(cost_weight)
     with _progress() as bar:
         s = suggest_mod.suggest(reference, dtype, compute, extra=extra, weights=w, samples=samples,
-                                progress=bar)
+                                repairs=not brief, progress=bar)
     if json_out:
         if json_out == "-":
             sys.stdout.write(dumps(s.to_dict()))
@@ -265,8 +266,8 @@ def fit(
         return 0 if rep.ok else 1
     if json_out:
         write_text(json_out, dumps(doc))
-    out.print(f"actaudit fit {reference} {dtype} (compute {compute}): {rep.message} "
-              f"[{rep.seconds:.1f} s]", markup=False, highlight=False, soft_wrap=True)
+    out.print(f"actaudit fit {reference} {dtype} (compute {compute}): {rep.message}",
+              markup=False, highlight=False, soft_wrap=True)
     if rep.kernel is None:
         for t in rep.tried[-3:]:
             out.print(f"  degree {t['degree']}, {t['pieces']} pieces: {t['failing_pieces']} pieces, "

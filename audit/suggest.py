@@ -165,10 +165,10 @@ def load_extra(target: str) -> Candidate:
 
 def suggest(reference: str, dtype: str = "fp16", compute: str | None = None, *,
             extra=(), weights: dict | None = None, samples: int | None = None, seed: int = 0,
-            progress=None) -> Suggestion:
+            repairs: bool = True, progress=None) -> Suggestion:
     """Sweep every candidate of ``reference`` (and ``extra`` candidates or 'module:NAME'
-    targets) in the path (dtype, compute), rank them, mark the Pareto front and verify a
-    repair for every finding."""
+    targets) in the path (dtype, compute), rank them, mark the Pareto front and (with
+    ``repairs``) verify a repair for every finding."""
     ref = get_reference(reference)
     if ref.arity != 1:
         raise BadOptionError(f"suggest ranks functions of one input; {reference} takes two")
@@ -194,7 +194,8 @@ def suggest(reference: str, dtype: str = "fp16", compute: str | None = None, *,
         e.rank = i
     pareto(entries)
     s = Suggestion(reference, st.name, cf.name, dom.exhaustive, dom.count, w, entries)
-    s.recommendations = _recommend(entries, st, cf, dom, w, progress)
+    if repairs:
+        s.recommendations = _recommend(entries, st, cf, dom, w, progress)
     return s
 
 
