@@ -432,6 +432,10 @@ def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, 
         idx = np.clip(np.floor((xc - np.float32(a0)) * np.float32(1 / w)).astype(np.int64), 0, n - 1)
         t = (xc - np.asarray(ctr, dtype=np.float32)[idx]).astype(np.float64)
     L, H = rounding_intervals(fmt, yi)
+    # the last operation rounds to fp32: a real value within (just under) half an fp32 ulp
+    # outside [L, H] still lands in it; the verification below has the last word
+    L = L - 0.49 * np.spacing(np.abs(L).astype(np.float32)).astype(np.float64)
+    H = H + 0.49 * np.spacing(np.abs(H).astype(np.float32)).astype(np.float64)
     mid, half = (L + H) / 2, (H - L) / 2
     weight = np.ones(len(xi))
     bad_pieces = set(range(n))
