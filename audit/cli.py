@@ -201,6 +201,7 @@ def suggest(
     samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     brief: bool = typer.Option(False, "--brief", help="Ranking and Pareto front only (no repairs)."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+    html_out: Optional[Path] = typer.Option(None, "--html", help="Write the ranking and repairs as an HTML page."),
 ):
     """Rank every candidate of a reference (correctness, then cost), show the Pareto front and
     a verified repair for every finding."""
@@ -210,6 +211,10 @@ def suggest(
     with _progress() as bar:
         s = suggest_mod.suggest(reference, dtype, compute, extra=extra, weights=w, samples=samples,
                                 repairs=not brief, progress=bar)
+    if html_out is not None:
+        from reports import suggest as suggest_report
+
+        write_text(html_out, suggest_report.page(s.to_dict()))
     if json_out:
         if json_out == "-":
             sys.stdout.write(dumps(s.to_dict()))

@@ -280,7 +280,7 @@ def clip_text(c: dict) -> str:
         elif a in ("identity", "constant"):
             parts.append(f"return {'x' if a == 'identity' else 'the saturation value'} "
                          f"for x {'<' if side == 'lo' else '>'} {b:.6g}")
-    return "; ".join(parts) + " (the saturation thresholds)"
+    return "; ".join(parts) + " (f has saturated there)"
 
 
 def _alternative(e: Entry, kind: str, entries: list[Entry]) -> Entry | None:

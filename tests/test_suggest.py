@@ -111,3 +111,17 @@ def test_cli_json_and_errors(capsys):
         assert main(args) == 2
         err = capsys.readouterr().err
         assert err.startswith("actaudit: error:") and needle in err
+
+
+def test_html_section(tmp_path, capsys):
+    page = tmp_path / "s.html"
+    assert main(["suggest", "sigmoid", "--dtype", "fp8_e4m3", "--html", str(page)]) == 0
+    capsys.readouterr()
+    text = page.read_text()
+    assert text.startswith("<!doctype html>") and text.count("<tr") == 1 + 8  # header + 8 sigmoid candidates
+    assert "sigmoid.naive" in text and 'class="pareto"' in text
+    from reports.suggest import section
+
+    doc = {"reference": "x<y", "dtype": "bf16", "compute": "fp32", "inputs": {"count": 1, "exhaustive": True},
+           "ranking": [], "recommendations": []}
+    assert "x&lt;y" in section(doc) and "x<y" not in section(doc)
