@@ -131,7 +131,7 @@ def python_source(k: Kernel) -> str:
         "COEF = np.array([\n    " + coef + "], dtype=np.float32)  # per piece: c_d, ..., c_1",
         "",
         "",
-        "def fn(x, m):",
+        "def fn(x, m, **params):  # (params: the reference's, fixed at fit time)",
         "    xc = m.where(x < CLAMP_LO, CLAMP_LO, x)  # NaN stays NaN",
         "    xc = m.where(xc > CLAMP_HI, CLAMP_HI, xc)",
         "    fi = np.asarray(m.floor((xc - A0) * INV_W).a, dtype=np.float64)",
@@ -161,7 +161,7 @@ def python_source(k: Kernel) -> str:
         f'CANDIDATE = Candidate("fit.{k.reference}_{k.dtype}", "{k.reference}",',
         f'                      "piecewise degree-{k.degree} polynomial, {k.pieces} pieces, '
         f'fp32 Horner (actaudit fit)",',
-        '                      "actaudit fit (RLIBM-style rounding-interval LP)", fn, '
+        '                      "actaudit fit (RLIBM-style rounding-interval LP)", fn, PARAMS, '
         'compute="fp32")',
         "",
     ]
@@ -355,6 +355,12 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
         raise BadOptionError(f"--max-degree must be in [1, 12], got {max_degree}")
     if pieces is not None and not 1 <= pieces <= 4096:
         raise BadOptionError(f"--pieces must be in [1, 4096], got {pieces}")
+    for name, v in (params or {}).items():
+        if name not in ref.params:
+            raise BadOptionError(f"{reference} has no parameter '{name}' (parameters: "
+                                 f"{', '.join(ref.params) or 'none'})")
+        if isinstance(v, (list, tuple)):
+            raise BadOptionError(f"fit takes one value per parameter ('{name}')")
     rp = ref.with_defaults(dict(params or {}))
     x = fmt.finite_values()
     y = oracle.evaluate(ref, fmt, x, rp).rounded

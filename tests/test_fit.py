@@ -194,3 +194,24 @@ def test_cli_fit_bad_input(capsys, args, needle):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("actaudit: error:") and needle in err
+
+
+def test_fit_with_a_reference_parameter(tmp_path):
+    # ELU with alpha = 0.5 in E4M3: the fitted candidate carries alpha, so its sweep
+    # compares with ELU(alpha = 0.5): alpha (e^x - 1) for x < 0, checked here with mpmath
+    rep = fit.fit("elu", "fp8_e4m3", params={"alpha": 0.5})
+    assert rep.ok, rep.message
+    c = fit.candidate(rep.kernel)
+    assert c.params == {"alpha": 0.5}
+    fmt = get_format("fp8_e4m3")
+    r = run_candidate(c, fmt, F32, domain(fmt))
+    assert r.max_ulp <= 0.5 and r.correctly_rounded_fraction == 1.0
+    run = _compile(rep.kernel, tmp_path)
+    x = fmt.finite_values()
+    y = run(x).astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    for xi, yi in zip(x.tolist(), y.tolist()):
+        if xi != 0:
+            exact = mp.mpf(xi) if xi > 0 else mp.mpf(0.5) * mp.expm1(mp.mpf(xi))
+            assert is_nearest_even(fmt, exact, yi), (xi, yi)
+    with pytest.raises(Exception, match="no parameter"):
+        fit.fit("gelu", "fp8_e4m3", params={"alpha": 1.0})
