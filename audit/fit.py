@@ -388,6 +388,10 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
         raise BadOptionError(f"{reference} in {fmt.name}: nothing to fit between the saturation "
                              "thresholds")
     c_lo, c_hi = float(xs.min()), float(xs.max())
+    if max(abs(c_lo), abs(c_hi)) > 2.0 ** 24:
+        raise BadOptionError(f"{reference} in {fmt.name} does not saturate (to a constant, or to x "
+                             f"above) within |x| <= 2^24: the core [{c_lo:g}, {c_hi:g}] is too wide "
+                             "for a table of pieces")
     tried = []
     plist = [pieces] if pieces else [16, 32, 64, 128, 256, 512]
     for degree in range(1, max_degree + 1):
@@ -395,9 +399,10 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
             if time.perf_counter() - t0 > time_limit:
                 return FitReport(None, False, f"time limit of {time_limit:g} s reached", tried,
                                  time.perf_counter() - t0)
-            k, bad_pieces, bad_inputs = _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi,
-                                                   hi_v, hi_id, tiny, a1, c2, bias, c_lo, c_hi,
-                                                   degree, K, f0 == 0, progress)
+            with np.errstate(all="ignore"):
+                k, bad_pieces, bad_inputs = _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi,
+                                                       hi_v, hi_id, tiny, a1, c2, bias, c_lo,
+                                                       c_hi, degree, K, f0 == 0, progress)
             tried.append({"pieces": k.pieces, "degree": degree, "failing_pieces": bad_pieces,
                           "failing_inputs": bad_inputs})
             if bad_inputs == 0:
@@ -462,6 +467,9 @@ def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, 
                 infeasible.add(i)  # this degree cannot hold the piece: no tightening helps
                 continue
             c = [a[j] * sig / s ** j for j in range(degree + 1)]
+            if not all(math.isfinite(v) and abs(v) < 3e38 for v in c):
+                infeasible.add(i)  # coefficients beyond fp32
+                continue
             k.coef[i] = [float(np.float32(c[j])) for j in range(degree, 0, -1)]
             c0 = float(np.float32(c[0]))
             k.nc0[i] = 0.0 - c0 if c0 != 0 else 0.0
