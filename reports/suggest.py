@@ -50,7 +50,7 @@ def section(doc: dict) -> str:
                  _num(r["inf_count"]), _num(r["special_failures"]), _num(r["cost"]),
                  f'<td class="l">{escape(_ops(r["ops"]))}</td>']
         tds = "".join(c if c.startswith("<td") else
-                      (f'<td class="n">{c}</td>' if i in (4, 5, 6) else f"<td>{c}</td>")
+                      (f'<td class="n">{c}</td>' if i in (4, 5, 6) and c != "0" else f"<td>{c}</td>")
                       for i, c in enumerate(cells))
         rows.append(f'<tr class="{cls}">{tds}</tr>')
     ths = "".join(f'<th class="l">{c}</th>' if c in ("candidate", "operations") else f"<th>{c}</th>"
