@@ -515,12 +515,14 @@ def to_dict(rep: FitReport) -> dict:
     out = {"schema": "actaudit.fit/1", "ok": rep.ok, "message": rep.message,
            "seconds": round(rep.seconds, 3), "tried": rep.tried}
     if k is not None:
+        from .io import json_number as jn
+
         out["kernel"] = {"name": k.name, "reference": k.reference, "dtype": k.dtype,
-                         "compute": "fp32", "degree": k.degree, "pieces": k.pieces,
-                         "piece_width": 1 / k.inv_w, "ops": k.ops(),
-                         "low": None if k.lo is None else {"x": k.lo, "value": k.lo_value},
+                         "params": k.params, "compute": "fp32", "degree": k.degree,
+                         "pieces": k.pieces, "piece_width": 1 / k.inv_w, "ops": k.ops(),
+                         "low": None if k.lo is None else {"x": jn(k.lo), "value": jn(k.lo_value)},
                          "high": None if k.hi is None else
-                         {"x": k.hi, "value": "identity" if k.hi_identity else k.hi_value},
+                         {"x": jn(k.hi), "value": "identity" if k.hi_identity else jn(k.hi_value)},
                          "tiny": None if k.tiny < 0 else
                          {"x": k.tiny, "a1": k.a1, "c2": k.c2, "bias": k.bias}}
     return out

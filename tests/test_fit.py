@@ -218,3 +218,11 @@ def test_fit_with_a_reference_parameter(tmp_path):
             assert is_nearest_even(fmt, exact, yi), (xi, yi)
     with pytest.raises(Exception, match="no parameter"):
         fit.fit("gelu", "fp8_e4m3", params={"alpha": 1.0})
+
+
+def test_json_with_an_infinite_saturation_value(capsys, tmp_path):
+    # exp in E5M2 overflows to +inf from x = 12 on (e^12 > 57344 + 8192): written as "inf"
+    assert main(["fit", "exp", "--dtype", "fp8_e5m2", "--out", str(tmp_path), "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kernel"]["high"]["value"] == "inf"
+    assert doc["kernel"]["high"]["x"] == 12.0 and math.exp(11.5) < 57344 + 8192 < math.exp(12)
