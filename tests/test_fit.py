@@ -221,8 +221,9 @@ def test_fit_with_a_reference_parameter(tmp_path):
 
 
 def test_json_with_an_infinite_saturation_value(capsys, tmp_path):
-    # exp in E5M2 overflows to +inf from x = 12 on (e^12 > 57344 + 8192): written as "inf"
+    # exp in E5M2 overflows to +inf from x = 12 on: E5M2 holds 8, 10, 12, 14 in [8, 16), and
+    # e^10 < 61440 (the largest value 57344 plus half its ulp of 8192) < e^12; written "inf"
     assert main(["fit", "exp", "--dtype", "fp8_e5m2", "--out", str(tmp_path), "--json", "-"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["kernel"]["high"]["value"] == "inf"
-    assert doc["kernel"]["high"]["x"] == 12.0 and math.exp(11.5) < 57344 + 8192 < math.exp(12)
+    assert doc["kernel"]["high"]["x"] == 12.0 and math.exp(10) < 57344 + 4096 < math.exp(12)
