@@ -200,6 +200,7 @@ def suggest(
     cost_weight: List[str] = typer.Option([], "--cost-weight", help="Override an operation weight KIND=W (repeatable; kinds in audit/cost.py)."),
     samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     brief: bool = typer.Option(False, "--brief", help="Ranking and Pareto front only (no repairs)."),
+    time_c: bool = typer.Option(False, "--time-c", help="Also time the C version of candidates that have one (a fitted module's NAME.c)."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
     html_out: Optional[Path] = typer.Option(None, "--html", help="Write the ranking and repairs as an HTML page."),
 ):
@@ -210,7 +211,7 @@ def suggest(
     w = cost_mod.parse_weights(cost_weight)
     with _progress() as bar:
         s = suggest_mod.suggest(reference, dtype, compute, extra=extra, weights=w, samples=samples,
-                                repairs=not brief, progress=bar)
+                                repairs=not brief, time_c=time_c, progress=bar)
     if html_out is not None:
         from reports import suggest as suggest_report
 

@@ -32,6 +32,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from . import clip as clip_mod
 from . import cost as cost_mod
 from .candidates import Candidate, catalog
@@ -55,6 +57,7 @@ class Entry:
     cost: float
     rank: int = 0
     pareto: bool = False
+    ns_per_element: float | None = None  # measured C kernel time (--time-c), when one exists
 
     @property
     def clean(self) -> bool:
@@ -89,7 +92,7 @@ class Entry:
                 "nan_count": r.nan_count, "inf_count": r.inf_count,
                 "special_failures": r.special_failures,
                 "findings": {f.kind: f.count for f in r.findings},
-                "ops": self.counts, "cost": self.cost}
+                "ops": self.counts, "cost": self.cost, "ns_per_element": self.ns_per_element}
 
 
 @dataclass
@@ -165,7 +168,7 @@ def load_extra(target: str) -> Candidate:
 
 def suggest(reference: str, dtype: str = "fp16", compute: str | None = None, *,
             extra=(), weights: dict | None = None, samples: int | None = None, seed: int = 0,
-            repairs: bool = True, progress=None) -> Suggestion:
+            repairs: bool = True, time_c: bool = False, progress=None) -> Suggestion:
     """Sweep every candidate of ``reference`` (and ``extra`` candidates or 'module:NAME'
     targets) in the path (dtype, compute), rank them, mark the Pareto front and (with
     ``repairs``) verify a repair for every finding."""
@@ -189,6 +192,9 @@ def suggest(reference: str, dtype: str = "fp16", compute: str | None = None, *,
         r = run_candidate(c, st, cf, dom, None, progress=progress)
         n = cost_mod.counts(c, cf)
         entries.append(Entry(c, r, n, cost_mod.cost(n, w)))
+    if time_c:
+        for e in entries:
+            e.ns_per_element = c_time(e.cand, st)
     entries.sort(key=Entry.key)
     for i, e in enumerate(entries, 1):
         e.rank = i
@@ -270,6 +276,61 @@ def _special_fix(e: Entry, st: Format, cf: Format, dom, progress):
     return fixed, r, cost_mod.counts(fixed, cf, e.result.params)
 
 
+def c_source_of(cand: Candidate):
+    """The C version of a candidate: NAME.c next to the module that defines its formula
+    (as ``actaudit fit`` writes them), with a function NAME; None if there is none."""
+    import inspect
+    from pathlib import Path
+
+    try:
+        src = inspect.getsourcefile(cand.fn)
+    except TypeError:
+        return None
+    if not src:
+        return None
+    c = Path(src).with_suffix(".c")
+    return (c, Path(src).stem) if c.is_file() else None
+
+
+def c_time(cand: Candidate, fmt: Format, repeat: int = 7) -> float | None:
+    """Median ns per element of the candidate's C version (gcc -O2 -ffp-contract=off, called
+    through ctypes) over every finite value of fmt, repeated to about 2^20 elements; None
+    when it has no C version or gcc is missing.  A measurement: not deterministic."""
+    import ctypes
+    import shutil
+    import statistics
+    import subprocess
+    import tempfile
+    import time
+
+    found = c_source_of(cand)
+    if found is None or shutil.which("gcc") is None:
+        return None
+    c, name = found
+    with tempfile.TemporaryDirectory(prefix="actaudit-c-") as tmp:
+        so = f"{tmp}/{name}.so"
+        r = subprocess.run(["gcc", "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", so, str(c), "-lm"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise BadOptionError(f"{c}: gcc failed: {r.stderr.strip().splitlines()[-1] if r.stderr else ''}")
+        lib = ctypes.CDLL(so)
+        if not hasattr(lib, name):
+            return None
+        f = getattr(lib, name)
+        f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        f.restype = None
+        x = fmt.finite_values() if fmt.enumerable else np.linspace(-10, 10, 1 << 16)
+        x = np.ascontiguousarray(np.resize(x.astype(np.float32), max(len(x), 1 << 20)))
+        y = np.empty_like(x)
+        f(x.ctypes.data, y.ctypes.data, x.size)
+        ts = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            f(x.ctypes.data, y.ctypes.data, x.size)
+            ts.append(time.perf_counter() - t)
+    return statistics.median(ts) / x.size * 1e9
+
+
 def clip_text(c: dict) -> str:
     """'clamp x to <= 11.09 (the saturation threshold)' and the like."""
     parts = []
@@ -315,6 +376,10 @@ def text(s: Suggestion) -> str:
         lines.append(f"{e.rank:>4}  {e.cand.id:24} {r.max_ulp:>9.4g} {r.p99_ulp:>8.4g} "
                      f"{r.nan_count:>5} {r.inf_count:>5} {r.special_failures:>4} {e.cost:>6g}  "
                      f"{'*' if e.pareto else ' ':^6}  {cost_mod.describe(e.counts)}")
+    timed = [e for e in s.entries if e.ns_per_element is not None]
+    if timed:
+        lines += ["", "Measured C kernels (this machine, gcc -O2, median ns per element): " +
+                  "; ".join(f"{e.cand.id} {e.ns_per_element:.2f} ns" for e in timed)]
     front = sorted((e for e in s.entries if e.pareto), key=lambda e: e.cost)
     lines += ["", "Pareto front (cost, max ULP): " +
               "; ".join(f"{e.cand.id} ({e.cost:g}, {e.accuracy:.4g})" for e in front)]

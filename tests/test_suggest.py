@@ -125,3 +125,24 @@ def test_html_section(tmp_path, capsys):
     doc = {"reference": "x<y", "dtype": "bf16", "compute": "fp32", "inputs": {"count": 1, "exhaustive": True},
            "ranking": [], "recommendations": []}
     assert "x&lt;y" in section(doc) and "x<y" not in section(doc)
+
+
+def test_fitted_extra_ranks_first_and_its_c_version_is_timed(tmp_path, monkeypatch):
+    from audit import fit
+
+    rep = fit.fit("gelu", "fp8_e4m3", max_degree=4)
+    fit.write(rep.kernel, tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import sys
+
+    sys.modules.pop("fit_gelu_fp8_e4m3", None)
+    s = suggest.suggest("gelu", "fp8_e4m3", "fp32", extra=["fit_gelu_fp8_e4m3:CANDIDATE"],
+                        repairs=False, time_c=True)
+    first = s.entries[0]
+    # correctly rounded, no NaN, specials right: nothing can rank above it
+    assert first.cand.id == "fit.gelu_fp8_e4m3" and first.result.max_ulp <= 0.5
+    assert first.result.special_failures == 0 and first.pareto
+    assert first.ns_per_element is not None and first.ns_per_element > 0
+    assert all(e.ns_per_element is None for e in s.entries[1:])  # catalog formulas: no C
+    with pytest.raises(Exception, match="not a candidate"):
+        suggest.suggest("gelu", "fp8_e4m3", extra=["fit_gelu_fp8_e4m3:fn"])
