@@ -230,7 +230,7 @@ def fit(
     dtype: str = typer.Option("bf16", "--dtype", "-d", help="Output format (enumerable: fp8, fp16, bf16)."),
     compute: str = typer.Option("fp32", "--compute", "-c", help="Compute format of the kernel (fp32)."),
     max_degree: int = typer.Option(6, "--max-degree", help="Largest polynomial degree tried."),
-    pieces: Optional[int] = typer.Option(None, "--pieces", help="Table pieces (default: try 16 to 512)."),
+    pieces: Optional[int] = typer.Option(None, "--pieces", help="At most K table pieces, of power-of-two width (default: try 16 to 512)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
     out_dir: Path = typer.Option(Path("."), "--out", "-o", help="Directory for NAME.py, NAME.c, NAME.toml."),
     time_limit: float = typer.Option(300.0, "--time-limit", help="Seconds before the search gives up."),
