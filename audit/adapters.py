@@ -1,5 +1,7 @@
 """Candidates that are not catalog formulas: Python callables, framework ops, device dumps.
 
+* ``pkg.module:NAME`` where NAME is an :class:`audit.candidates.Candidate` (the
+  ``CANDIDATE`` of a module written by ``actaudit fit``): used as it is, a formula candidate.
 * ``pkg.module:function`` -- any callable taking an array of the storage dtype (numpy
   float16/float32/float64, ml_dtypes bfloat16/float8) and returning one of the same shape
   and dtype.
@@ -99,7 +101,7 @@ def load_callable(target: str):
         if not hasattr(obj, part):
             raise UnknownNameError(f"module '{mod_name}' has no attribute '{attr}'")
         obj = getattr(obj, part)
-    if not callable(obj):
+    if not callable(obj) and not isinstance(obj, Candidate):
         raise UnknownNameError(f"'{target}' is not callable")
     return obj
 
@@ -110,9 +112,14 @@ def external_candidate(target: str, reference: str | None, fmt: Format, device: 
         return torch_candidate(name, fmt, device, reference)
     if kind == "jax":
         return jax_candidate(name, fmt, reference)
+    obj = load_callable(target)
+    if isinstance(obj, Candidate):  # a formula candidate (a fitted kernel's CANDIDATE)
+        if reference is not None and obj.reference != reference:
+            raise BadOptionError(f"{target} approximates {obj.reference}, not --reference {reference}")
+        return obj
     if reference is None:
         raise BadOptionError(f"{target}: give the function's reference with --reference (e.g. gelu)")
-    return wrap_callable(load_callable(target), reference, fmt, target, "user callable")
+    return wrap_callable(obj, reference, fmt, target, "user callable")
 
 
 def _need(module: str, extra: str):

@@ -192,6 +192,104 @@ def clip(
 
 
 @app.command()
+def suggest(
+    reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
+    dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format (default: the storage format)."),
+    extra: List[str] = typer.Option([], "--extra", help="Also rank MODULE:NAME, a candidate such as a fitted kernel's module (repeatable)."),
+    cost_weight: List[str] = typer.Option([], "--cost-weight", help="Override an operation weight KIND=W (repeatable; kinds in audit/cost.py)."),
+    samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    brief: bool = typer.Option(False, "--brief", help="Ranking and Pareto front only (no repairs)."),
+    time_c: bool = typer.Option(False, "--time-c", help="Also time the C version of candidates that have one (a fitted module's NAME.c)."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+    html_out: Optional[Path] = typer.Option(None, "--html", help="Write the ranking and repairs as an HTML page."),
+):
+    """Rank every candidate of a reference (correctness, then cost), show the Pareto front and
+    a verified repair for every finding."""
+    from . import cost as cost_mod, suggest as suggest_mod
+
+    w = cost_mod.parse_weights(cost_weight)
+    with _progress() as bar:
+        s = suggest_mod.suggest(reference, dtype, compute, extra=extra, weights=w, samples=samples,
+                                repairs=not brief, time_c=time_c, progress=bar)
+    if html_out is not None:
+        from reports import suggest as suggest_report
+
+        write_text(html_out, suggest_report.page(s.to_dict()))
+    if json_out:
+        if json_out == "-":
+            sys.stdout.write(dumps(s.to_dict()))
+            return
+        write_text(json_out, dumps(s.to_dict()))
+    out.print(suggest_mod.text(s), markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
+def fit(
+    reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
+    dtype: str = typer.Option("bf16", "--dtype", "-d", help="Output format (enumerable: fp8, fp16, bf16)."),
+    compute: str = typer.Option("fp32", "--compute", "-c", help="Compute format of the kernel (fp32)."),
+    max_degree: int = typer.Option(6, "--max-degree", help="Largest polynomial degree tried."),
+    pieces: Optional[int] = typer.Option(None, "--pieces", help="At most K table pieces, of power-of-two width (default: try 16 to 512)."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
+    out_dir: Path = typer.Option(Path("."), "--out", "-o", help="Directory for NAME.py, NAME.c, NAME.toml."),
+    time_limit: float = typer.Option(300.0, "--time-limit", help="Seconds before the search gives up."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+):
+    """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
+    as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
+    from . import cost as cost_mod, fit as fit_mod
+    from .formats import get_format
+    from .inputs import domain
+    from .sweep import run_candidate
+
+    if not (time_limit > 0 and math.isfinite(time_limit)):
+        raise BadOptionError(f"--time-limit must be a positive number, got {time_limit}")
+    with _progress() as bar:
+        state = {}
+
+        def step(label, done, total):
+            if state.get("label") != label:
+                bar.start(f"fit {reference} {dtype}: {label}", total)
+                state["label"] = label
+            bar(done)
+
+        rep = fit_mod.fit(reference, dtype, compute, max_degree=max_degree, pieces=pieces,
+                          params=parse_params(param), time_limit=time_limit, progress=step)
+        results = []
+        if rep.kernel is not None:
+            paths = fit_mod.write(rep.kernel, out_dir)
+            cand = fit_mod.candidate(rep.kernel)
+            st = get_format(dtype)
+            results = [run_candidate(cand, st, get_format(compute), domain(st), progress=bar)]
+    doc = fit_mod.to_dict(rep)
+    if rep.kernel is not None:
+        doc["files"] = paths
+        doc["ops_traced"] = cost_mod.counts(cand, get_format(compute))
+        doc["audit"] = document(results)["results"]
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+        return 0 if rep.ok else 1
+    if json_out:
+        write_text(json_out, dumps(doc))
+    out.print(f"actaudit fit {reference} {dtype} (compute {compute}): {rep.message}",
+              markup=False, highlight=False, soft_wrap=True)
+    if rep.kernel is None:
+        for t in rep.tried[-3:]:
+            out.print(f"  degree {t['degree']}, {t['pieces']} pieces: {t['failing_pieces']} pieces, "
+                      f"{t['failing_inputs']} inputs wrong", highlight=False)
+        return 1
+    k = rep.kernel
+    out.print(f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {1 / k.inv_w:g}; "
+              f"ops per element: {cost_mod.describe(doc['ops_traced'])}", markup=False,
+              highlight=False, soft_wrap=True)
+    for key, pth in paths.items():
+        out.print(f"wrote {pth}", markup=False, highlight=False)
+    out.print(results_table(results))
+    return 0 if results[0].max_ulp <= 0.5 and results[0].nan_count == 0 else 1
+
+
+@app.command()
 def selftest(
     points: int = typer.Option(150, "--points", help="Random points per reference and format."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random points."),

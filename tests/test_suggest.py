@@ -1,0 +1,148 @@
+"""`actaudit suggest`: operation counts, ranking, Pareto front, verified repairs."""
+
+import json
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from audit import cost, suggest
+from audit.candidates import catalog
+from audit.cli import main
+from audit.formats import get_format
+
+
+def test_counts_match_the_formula_read_by_hand():
+    # gelu.tanh = 0.5 * x * (1 + tanh(SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x)))):
+    # products 0.5*x, (..)*(..), x*x, (x*x)*x, 0.044715*(..), SQRT_2_OVER_PI*(..) = 6;
+    # sums x + .., 1 + .. = 2; one tanh
+    c = cost.counts(catalog()["gelu.tanh"], get_format("fp16"))
+    assert c == {"add": 2, "mul": 6, "tanh": 1}
+    # sigmoid.stable: where(x >= 0, 1/(1+exp(-|x|)), e/(1+e)) with one exp: 1 select
+    s = cost.counts(catalog()["sigmoid.stable"], get_format("fp16"))
+    assert s["select"] == 1 and s["exp"] == 1
+    # default weights: 2 + 6 + 20
+    assert cost.cost(c) == 28.0
+    assert cost.cost(c, cost.weights({"tanh": 5})) == 13.0
+
+
+def test_weights_refuse_unknown_and_negative():
+    with pytest.raises(Exception, match="unknown operation kind"):
+        cost.weights({"frobnicate": 1})
+    with pytest.raises(Exception, match=">= 0"):
+        cost.weights({"mul": -1})
+
+
+class _E:
+    def __init__(self, acc, c):
+        self.accuracy, self.cost, self.pareto = acc, c, None
+
+
+def test_pareto_front_by_hand():
+    # (accuracy, cost): a dominates d (better on both); b, c trade off against a
+    a, b, c, d = _E(1.0, 10), _E(0.5, 20), _E(100.0, 2), _E(2.0, 11)
+    suggest.pareto([a, b, c, d])
+    assert [a.pareto, b.pareto, c.pareto, d.pareto] == [True, True, True, False]
+
+
+def _exp_overflow_threshold_fp16():
+    # the largest fp16 x with RN_fp16(exp(x)) finite: exp(x) below 65504 + 16 (half an ulp)
+    f16 = get_format("fp16")
+    vals = f16.finite_values()
+    lim = float(mp.log(mp.mpf(65520)))
+    return float(vals[vals < lim].max())
+
+
+def test_suggest_sigmoid_fp16_repairs_the_naive_nan():
+    s = suggest.suggest("sigmoid", "fp16")
+    by_id = {e.cand.id: e for e in s.entries}
+    naive = by_id["sigmoid.naive"]
+    # exp(x)/(1+exp(x)) is inf/inf = NaN once exp overflows fp16 (x > log(65520) = 11.09...)
+    n_nan = int(np.sum(get_format("fp16").finite_values() > _exp_overflow_threshold_fp16()))
+    assert naive.result.nan_count == n_nan
+    # ranked after every candidate without NaN
+    assert all(e.rank < naive.rank for e in s.entries if e.clean)
+    rec = [r for r in s.recommendations if r["candidate"] == "sigmoid.naive" and r["finding"] == "nan"]
+    assert rec
+    acts = {rep["action"]: rep for rep in rec[0]["repairs"]}
+    assert acts["clip"]["verified"]["nan_count"] == 0
+    assert acts["clip"]["ops_added"] == {"select": 1}
+    assert acts["clip"]["clip"]["hi_action"] == "clamp"
+    assert acts["clip"]["clip"]["hi"] <= _exp_overflow_threshold_fp16()
+    assert acts["replace"]["verified"]["nan_count"] == 0
+
+
+def test_repaired_naive_sigmoid_checked_independently():
+    # re-derive the clip repair's claim with mpmath: clamp x to hi, evaluate
+    # exp(x)/(1+exp(x)) with each operation rounded to fp16, compare with sigmoid
+    s = suggest.suggest("sigmoid", "fp16")
+    rec = next(r for r in s.recommendations if r["candidate"] == "sigmoid.naive" and r["finding"] == "nan")
+    hi = next(rep for rep in rec["repairs"] if rep["action"] == "clip")["clip"]["hi"]
+    f16 = np.float16
+    for x in (hi, 100.0, 65504.0):
+        xc = min(x, hi)
+        e = f16(float(mp.exp(xc)))  # correctly rounded exp (mpmath), then fp16
+        y = f16(float(e) / float(f16(1.0 + float(e))))
+        assert math.isfinite(float(y))
+        exact = 1 / (1 + mp.exp(-x))
+        assert abs(float(y) - float(exact)) <= 2.0 ** -11  # within one fp16 ulp of 1
+
+
+def test_special_guard_for_gelu_bf16():
+    s = suggest.suggest("gelu", "bf16")
+    rec = next(r for r in s.recommendations if r["candidate"] == "gelu.tanh" and r["finding"] == "special")
+    g = next(rep for rep in rec["repairs"] if rep["action"] == "guard")
+    # 0.5 x (1 + tanh(..)) at x = -inf is -inf * 0 = NaN; GELU(-inf) = -0: one select fixes it
+    assert g["verified"]["special_failures"] == 0
+    assert g["ops_added"] == {"select": 1}
+
+
+def test_cli_json_and_errors(capsys):
+    assert main(["suggest", "sigmoid", "--dtype", "fp8_e4m3", "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "actaudit.suggest/1"
+    assert doc["inputs"]["exhaustive"] is True
+    assert [r["rank"] for r in doc["ranking"]] == list(range(1, len(doc["ranking"]) + 1))
+    assert set(doc["pareto"]) <= {r["candidate"] for r in doc["ranking"]}
+    for args, needle in ((["suggest", "sigmoid", "--cost-weight", "foo=1"], "unknown operation kind"),
+                         (["suggest", "swiglu"], "takes two"),
+                         (["suggest", "nosuch"], "error")):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("actaudit: error:") and needle in err
+
+
+def test_html_section(tmp_path, capsys):
+    page = tmp_path / "s.html"
+    assert main(["suggest", "sigmoid", "--dtype", "fp8_e4m3", "--html", str(page)]) == 0
+    capsys.readouterr()
+    text = page.read_text()
+    assert text.startswith("<!doctype html>") and text.count("<tr") == 1 + 8  # header + 8 sigmoid candidates
+    assert "sigmoid.naive" in text and 'class="pareto"' in text
+    from reports.suggest import section
+
+    doc = {"reference": "x<y", "dtype": "bf16", "compute": "fp32", "inputs": {"count": 1, "exhaustive": True},
+           "ranking": [], "recommendations": []}
+    assert "x&lt;y" in section(doc) and "x<y" not in section(doc)
+
+
+def test_fitted_extra_ranks_first_and_its_c_version_is_timed(tmp_path, monkeypatch):
+    from audit import fit
+
+    rep = fit.fit("gelu", "fp8_e4m3", max_degree=4)
+    fit.write(rep.kernel, tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import sys
+
+    sys.modules.pop("fit_gelu_fp8_e4m3", None)
+    s = suggest.suggest("gelu", "fp8_e4m3", "fp32", extra=["fit_gelu_fp8_e4m3:CANDIDATE"],
+                        repairs=False, time_c=True)
+    first = s.entries[0]
+    # correctly rounded, no NaN, specials right: nothing can rank above it
+    assert first.cand.id == "fit.gelu_fp8_e4m3" and first.result.max_ulp <= 0.5
+    assert first.result.special_failures == 0 and first.pareto
+    assert first.ns_per_element is not None and first.ns_per_element > 0
+    assert all(e.ns_per_element is None for e in s.entries[1:])  # catalog formulas: no C
+    with pytest.raises(Exception, match="not a candidate"):
+        suggest.suggest("gelu", "fp8_e4m3", extra=["fit_gelu_fp8_e4m3:fn"])
