@@ -243,7 +243,7 @@ def golden(
 
 @app.command()
 def report(
-    targets: List[str] = typer.Argument(..., help="Candidates or families."),
+    targets: Optional[List[str]] = typer.Argument(None, help="Candidates, families, torch:NAME, jax:NAME or pkg.module:function."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
     compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s)."),
     range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
@@ -253,6 +253,10 @@ def report(
     grad: bool = typer.Option(False, "--grad", help="Report the derivative candidates."),
     grid: Optional[int] = typer.Option(256, "--grid", help="Values per axis of gated units' grid (default 256 in reports)."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Output directory."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of a callable or a dump (e.g. gelu)."),
+    device: str = typer.Option("cpu", "--device", help="Device of torch: ops (cpu, cuda)."),
+    dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
+    dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
 ):
     """Write an HTML report (self-contained) with one PNG per figure and the run's JSON."""
     from reports import html as html_report
@@ -260,7 +264,8 @@ def report(
     with _progress() as bar:
         results = run_sweep(targets, dtype, compute, range=parse_range(range_), samples=samples,
                             seed=seed, params=parse_params(param), grad=grad, grid=grid,
-                            keep_points=True, progress=bar)
+                            keep_points=True, progress=bar, reference=reference, device=device,
+                            dump=None if dump is None else str(dump), dump_dtype=dump_dtype)
     path = html_report.build(results, out_dir, _command_line())
     out.print(f"wrote {path}", highlight=False)
 
@@ -269,13 +274,25 @@ def report(
 def baseline(
     spec: Optional[Path] = typer.Option(None, "--spec", help="Audit spec (default: actaudit.toml or [tool.actaudit] in pyproject.toml)."),
     out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Baseline path (default: the spec's 'baseline')."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of callables and dumps in audits that give none."),
+    force: bool = typer.Option(False, "--force", help="Record results that break their own tolerances (each is listed)."),
 ):
-    """Sweep the audit spec and record a baseline (plain JSON, written atomically)."""
-    from .gate import baseline_command
+    """Sweep the audit spec and record a baseline (plain JSON, written atomically).
+    Results that already break their tolerances are refused (exit 1) unless --force."""
+    from .gate import BaselineRefused, baseline_command
 
-    with _progress() as bar:
-        path, n = baseline_command(spec, out_path, bar)
-    out.print(f"wrote {path} ({n} results)", highlight=False)
+    try:
+        with _progress() as bar:
+            path, n, broken = baseline_command(spec, out_path, bar, reference, force)
+    except BaselineRefused as e:
+        for line in e.broken:
+            out.print(f"FAIL     {line}", markup=False, highlight=False, soft_wrap=True)
+        raise
+    for line in broken:
+        out.print(f"WARNING  recorded although it breaks its tolerance: {line}", markup=False,
+                  highlight=False, soft_wrap=True)
+    out.print(f"wrote {path} ({n} results" + (f", {len(broken)} breaking their tolerances)" if broken else ")"),
+              highlight=False)
 
 
 @app.command()
@@ -284,6 +301,8 @@ def check(
     baseline_path: Optional[Path] = typer.Option(None, "--baseline", "-b", help="Baseline (default: the spec's 'baseline')."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML to FILE."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write a Markdown summary to FILE."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of callables and dumps in audits that give none."),
+    strict: bool = typer.Option(False, "--strict", help="Also fail on baseline results the spec no longer produces."),
 ):
     """Re-sweep the spec and compare with the baseline: exit 1 on any regression."""
     from reports import junit as junit_report
@@ -292,18 +311,21 @@ def check(
     from .gate import check_command
 
     with _progress() as bar:
-        _, changes = check_command(spec, baseline_path, bar)
+        _, changes = check_command(spec, baseline_path, bar, reference, strict)
     if junit:
         junit_report.write(junit, changes)
     if markdown:
         md_report.write(markdown, changes)
     fails = [c for c in changes if c.status == "fail"]
     better = [c for c in changes if c.status == "improved"]
-    for c in fails + better:  # plain lines: easy to read and to grep in CI logs
-        tag = "FAIL" if c.status == "fail" else "improved"
-        for m in c.messages:
-            out.print(f"{tag:8} {c.key}: {m}", markup=False, highlight=False, soft_wrap=True)
-    out.print(f"actaudit check: {len(changes)} results, {len(fails)} failed, {len(better)} improved"
+    removed = [c for c in changes if c.status == "removed"]
+    tags = {"fail": "FAIL", "improved": "improved", "removed": "removed"}
+    for c in fails + better + removed:  # plain lines: easy to read and to grep in CI logs
+        out.print(f"{tags[c.status]:8} {c.key}: {'; '.join(c.messages)}", markup=False,
+                  highlight=False, soft_wrap=True)
+    out.print(f"actaudit check: {len(changes) - len(removed)} results, {len(fails)} failed, "
+              f"{len(better)} improved"
+              + (f", {len(removed)} no longer in the spec" if removed else "")
               + ("" if not better or fails else " (refresh with 'actaudit baseline')"), highlight=False)
     return 1 if fails else 0
 
