@@ -251,6 +251,8 @@ def entry(r: SweepResult) -> dict:
             "clip": None if d["clip"] is None else {"lo": d["clip"]["lo"], "hi": d["clip"]["hi"],
                                                     "lo_action": d["clip"]["lo_action"],
                                                     "hi_action": d["clip"]["hi_action"],
+                                                    "lo_safe": d["clip"]["lo_safe"],
+                                                    "hi_safe": d["clip"]["hi_safe"],
                                                     "note": d["clip"]["note"]}}
 
 
@@ -341,8 +343,8 @@ def _check_entry(path, where: str, e) -> None:
     if c is not None:
         if not isinstance(c, dict) or not all(k in c for k in ("lo", "hi", "lo_action", "hi_action")):
             bad("clip", "must be null or an object with lo, hi, lo_action, hi_action")
-        for k in ("lo", "hi"):
-            if c[k] is not None and not _is_num(c[k]):
+        for k in ("lo", "hi", "lo_safe", "hi_safe"):
+            if c.get(k) is not None and not _is_num(c[k]):
                 bad(f"clip.{k}", "must be null or a finite number")
         for k in ("lo_action", "hi_action"):
             if c[k] not in ("none", "clamp", "identity", "constant"):
@@ -394,9 +396,12 @@ def _covered(iv, base_ivs) -> bool:
 
 
 def _clip_side(c: dict, side: str) -> float:
-    """How far from zero the clip recommendation vouches for the candidate on one side:
-    the bound; +-inf where the candidate is within the tolerance on the whole side (no
-    clip needed); 0 where no clip helps (it fails before f saturates): fail closed."""
+    """How far from zero the candidate is within the clip tolerance on one side, unclipped:
+    ``lo_safe`` / ``hi_safe`` (+-inf where that is the whole side).  (Baselines without
+    them: the clip bound; 0 where no clip helps: fail closed.)"""
+    if f"{side}_safe" in c:
+        v = c[f"{side}_safe"]
+        return (-math.inf if side == "lo" else math.inf) if v is None else _num(v)
     b, action = c[side], c[f"{side}_action"]
     if b is not None:
         return _num(b)
@@ -427,7 +432,7 @@ def tolerance_failures(a: Audit, r: SweepResult) -> list[str]:
         else:
             clo, chi = _clip_side(c, "lo"), _clip_side(c, "hi")
             if clo > lo or chi < hi:
-                show = lambda v: "no clip helps" if v == 0 else _show(v)  # noqa: E731
+                show = _show
                 fails.append(f"safe clip range [{show(clo)}, {show(chi)}] does not cover the "
                              f"required [{_show(lo)}, {_show(hi)}]"
                              + (f" ({c['note']})" if c.get("note") else ""))
@@ -467,7 +472,7 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
         blo, bhi = _clip_side(bc, "lo"), _clip_side(bc, "hi")
         nlo, nhi = _clip_side(nc, "lo"), _clip_side(nc, "hi")
         if nlo > blo or nhi < bhi:
-            fails.append(f"safe clip range shrank: [{bc['lo']}, {bc['hi']}] -> [{nc['lo']}, {nc['hi']}]"
+            fails.append(f"safe clip range shrank: [{_show(blo)}, {_show(bhi)}] -> [{_show(nlo)}, {_show(nhi)}]"
                          + (f" ({nc['note']})" if nc.get("note") else ""))
     return fails, better
 
