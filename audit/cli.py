@@ -224,7 +224,7 @@ def golden(
 ):
     """Write golden test vectors: inputs, correctly rounded outputs and exact values."""
     from .formats import get_format
-    from .golden import read_dump, write_golden
+    from .golden import read_inputs, write_golden
     from .references import get_reference
 
     fmt = get_format(dtype)
@@ -235,8 +235,7 @@ def golden(
             raise BadOptionError(f"{reference} has no parameter '{k}' (parameters: {', '.join(ref.params) or 'none'})")
     xs = None
     if inputs is not None:
-        d = read_dump(inputs, fmt)
-        xs = d.y  # an input list is read as values, in its own order
+        xs = read_inputs(inputs, fmt)  # values, in the file's own order
     n = write_golden(reference, fmt, out_path, params, xs)
     out.print(f"wrote {out_path} ({n} inputs, {fmt.name})", highlight=False)
 

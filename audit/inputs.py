@@ -98,6 +98,10 @@ class Domain:
             start = stop
         return out
 
+    def chunk_counts(self, ranges) -> list[int]:
+        """The number of inputs of each chunk range (-0 counted where it is in)."""
+        return [stop - start + (1 if neg_zero else 0) for start, stop, neg_zero in ranges]
+
     def chunk_values(self, r: tuple[int, int, bool]):
         """The inputs of one chunk: values, or for pairs the tuple (a, b) with pair index
         i = ia * n + ib in row-major order over the axis (a the slow axis)."""

@@ -157,7 +157,7 @@ def read_bytes(path, limit: int, what: str = "file") -> bytes:
     except OSError as e:
         raise BadFileError(f"{p}: cannot read ({e.strerror or e})") from None
     if len(data) > limit:
-        raise BadFileError(f"{p}: more than {limit} bytes is too large for a {what}")
+        raise BadFileError(f"{p}: over {limit} bytes, more than a {what} may hold (too large)")
     return data
 
 

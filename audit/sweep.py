@@ -264,7 +264,7 @@ def _run_chunks(job: _Job, progress, executor: str, workers: int, scheduler: str
         from .checkpoint import Checkpoint
 
         ck = Checkpoint(checkpoint, job, len(ranges))
-        doc = ck.load()
+        doc = ck.load(dom.chunk_counts(ranges))
         if doc is not None:
             merged = _Merged.from_state(doc)
             if progress:
