@@ -228,3 +228,27 @@ def test_a_dump_is_gated_from_the_spec(tmp_path, monkeypatch, capsys):
     spec(tmp_path, '[[audit]]\nname = "d"\ndump = "out.npz"\nreference = "relu"\n'
                    'dtype = "fp8_e4m3"\ntolerance = { max_ulp = 0.5 }\n')
     assert main(["baseline"]) == 0 and main(["check"]) == 0
+
+
+def test_assert_accuracy_gates_special_inputs_by_default():
+    from audit.testing import assert_accuracy
+
+    # tanh-GELU: 0.5 x (1 + tanh(...)) at x = -inf is -inf * 0 = NaN; GELU(-inf) = -0
+    with pytest.raises(AssertionError, match=r"f\(-inf\) gave nan"):
+        assert_accuracy("gelu.tanh", dtype="fp16", max_ulp=1e9)
+    assert assert_accuracy("gelu.tanh", dtype="fp16", max_ulp=1e9, specials=True).special_failures == 1
+
+
+def test_a_pytest_failure_of_assert_accuracy_is_concise(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "test_user.py").write_text(
+        "from audit.testing import assert_accuracy\n\n"
+        "def test_mine():\n"
+        "    assert_accuracy('sigmoid.naive', dtype='fp16', max_ulp=1)\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert r.returncode == 1 and "12916 NaN results" in r.stdout
+    assert "problems = []" not in r.stdout and "__tracebackhide__" not in r.stdout
