@@ -357,6 +357,9 @@ class _progress:
 
     def start(self, label: str, total: int) -> None:
         """A new result begins: its own line (the previous one is done)."""
+        from .signals import ready
+
+        ready("sweep")
         self.p.update(self.task, visible=False)
         self.label, self.total = label, total
         self.task = self.p.add_task(label, total=total)
@@ -367,6 +370,9 @@ class _progress:
         self.task = self.p.add_task(f"{self.label} (resumed)", total=self.total, completed=n)
 
     def __call__(self, n: int) -> None:
+        from .signals import ready
+
+        ready("chunk")
         self.p.advance(self.task, n)
 
     def __exit__(self, *exc):
@@ -478,44 +484,30 @@ def formats(json_: bool = typer.Option(False, "--json", help="Print as JSON.")):
     out.print(t)
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that every atomic write cleans up after itself."""
-
-
-_TERMINATED = []
-
-
-def _on_sigterm(signum, frame):
-    _TERMINATED.append(signum)
-    raise _Terminated()
-
-
 def main(argv=None) -> int:
     """Entry point: run the app, turning user errors into one line and exit code 2.
 
     Ctrl-C (SIGINT) and SIGTERM print one line and exit 130 and 143; files being written
     are temporary files until complete, so none is left half-written.
     """
-    import signal
+    from .signals import TERMINATED as terminated, Terminated, handlers
 
-    old = None
     try:
-        old = signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread
-        pass
-    _TERMINATED.clear()
-    try:
-        rv = app(args=argv, prog_name="actaudit", standalone_mode=False)
+        with handlers():
+            rv = app(args=argv, prog_name="actaudit", standalone_mode=False)
         if rv == 130:  # click turns Ctrl-C (and our SIGTERM) into a quiet exit code 130
-            raise _Terminated() if _TERMINATED else KeyboardInterrupt()
+            raise Terminated() if terminated else KeyboardInterrupt()
         return rv if isinstance(rv, int) else 0
     except ActauditError as e:
         _say(f"actaudit: error: {e}")
         return e.exit_code
-    except _Terminated:
+    except Terminated:
         _say("actaudit: terminated")
         return 143
     except (KeyboardInterrupt, typer.Abort):
+        if terminated:
+            _say("actaudit: terminated")
+            return 143
         _say("actaudit: interrupted")
         return 130
     except OSError as e:  # a path the user gave that cannot be written or read
@@ -525,15 +517,15 @@ def main(argv=None) -> int:
     except MemoryError:
         _say("actaudit: error: out of memory (narrow --range, or fewer --samples)")
         return 2
+    except RecursionError:
+        _say("actaudit: error: input nested too deeply")
+        return 2
     except Exception as e:
         # usage errors of typer's (vendored) click: they know how to show themselves
         if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
             e.show()
             return e.exit_code
         raise
-    finally:
-        if old is not None:
-            signal.signal(signal.SIGTERM, old)
 
 
 def console_main() -> None:

@@ -270,9 +270,10 @@ def _run_chunks(job: _Job, progress, executor: str, workers: int, scheduler: str
             if progress:
                 _note_resumed(progress, merged.summary.count)
     saved = merged.done
+    chunks = run_chunks(_range_chunk, job, ranges[merged.done:], executor=executor,
+                        workers=1 if job.keep else workers, scheduler=scheduler)
     try:
-        for res in run_chunks(_range_chunk, job, ranges[merged.done:], executor=executor,
-                              workers=1 if job.keep else workers, scheduler=scheduler):
+        for res in chunks:
             merged.add(res, job)
             if progress:
                 progress(res[0].count)
@@ -280,6 +281,7 @@ def _run_chunks(job: _Job, progress, executor: str, workers: int, scheduler: str
                 ck.save(*merged.state())
                 saved = merged.done
     finally:  # (interrupted too: the merged state is consistent after every chunk)
+        chunks.close()  # stop the workers first
         if ck is not None and (merged.done > saved or not ck.path.exists()):
             ck.save(*merged.state())
     return merged
