@@ -15,6 +15,7 @@ metric, finding, clip and report then applies to them as to a catalog candidate.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import numpy as np
@@ -57,21 +58,28 @@ def wrap_callable(func, reference: str, dtype, name: str | None = None,
                   source: str = "user callable") -> Candidate:
     """A candidate that calls ``func(array of the storage dtype)`` and checks its contract."""
     fmt = get_format(dtype)
-    get_reference(reference)
+    if get_reference(reference).arity != 1:
+        raise BadOptionError(f"a callable f(x) is audited against a univariate reference; "
+                             f"{reference} takes two inputs (gated units: catalog candidates only)")
     label = name or getattr(func, "__qualname__", None) or repr(func)
 
     def fn(x, m):
         arr = np.asarray(x.a).astype(fmt.dtype)
         before = arr.copy()
         try:
-            out = func(arr)
+            with _stdout_to_stderr():  # its prints must not corrupt `--json -`
+                out = func(arr)
+            out = np.asarray(out)
         except ActauditError:
             raise
-        except Exception as e:  # a user's function: any failure is theirs, reported in one line
+        except KeyboardInterrupt:  # Ctrl-C and SIGTERM stop the run
+            raise
+        except SystemExit as e:
+            raise UserFunctionError(f"{label} called sys.exit({e.code!r})") from None
+        except BaseException as e:  # a user's function: any failure is theirs, reported in one line
             raise UserFunctionError(f"{label} raised {type(e).__name__}: {e}") from None
         if not np.array_equal(arr.view(fmt.uint), before.view(fmt.uint)):
             raise UserFunctionError(f"{label} modified its input array")
-        out = np.asarray(out)
         if out.shape != arr.shape:
             raise UserFunctionError(f"{label} returned shape {out.shape}, expected {arr.shape}")
         if out.dtype != fmt.dtype:
@@ -81,6 +89,35 @@ def wrap_callable(func, reference: str, dtype, name: str | None = None,
             return out.astype(np.float64)
 
     return Candidate(f"{label}", reference, f"{label}(x)", source, fn, compute=fmt.name)
+
+
+class _stdout_to_stderr:
+    """Send what a user's function prints (Python's sys.stdout and file descriptor 1) to
+    stderr while it runs."""
+
+    def __enter__(self):
+        import contextlib
+
+        sys.stdout.flush()
+        self.saved = None
+        try:
+            self.saved = os.dup(1)
+            os.dup2(2, 1)
+        except OSError:
+            self.saved = None
+        self.redirect = contextlib.redirect_stdout(sys.stderr)
+        self.redirect.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.redirect.__exit__(*exc)
+        try:
+            sys.stderr.flush()
+        finally:
+            if self.saved is not None:
+                os.dup2(self.saved, 1)
+                os.close(self.saved)
+        return False
 
 
 def load_callable(target: str):

@@ -94,6 +94,10 @@ def sweep(
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
     params = parse_params(param)
+    for name, v in (("--json", json_out), ("--csv", csv_out), ("--report", report_dir), ("--dump", dump),
+                    ("--checkpoint", checkpoint)):
+        if v is not None and not str(v).strip():
+            raise BadOptionError(f"{name} needs a path, got an empty string")
     if samples is not None and samples < 1:
         raise BadOptionError(f"--samples must be positive, got {samples}")
     with _progress() as bar:

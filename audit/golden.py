@@ -126,16 +126,25 @@ def _parse_hex_or_float(col, fmt: Format, what: str, path) -> np.ndarray:
         raise BadFileError(f"{path}: {what} has values that are not numbers") from None
 
 
+def dump_limit(fmt: Format) -> int:
+    """Bytes a dump of ``fmt`` may hold (decoded): for a format of 16 bits or fewer, what
+    every finite value as x and y in float64 or in CSV text can take; else MAX_DUMP_BYTES."""
+    if fmt.enumerable:
+        return min(MAX_DUMP_BYTES, 96 * len(fmt.finite_values()) + (1 << 20))
+    return MAX_DUMP_BYTES
+
+
 def _read_columns(p: Path, fmt: Format, raw_dtype: str | None):
-    """(x or None, y) of a dump or input file, every read bounded by MAX_DUMP_BYTES of
-    decoded data (a device such as /dev/zero, a zip bomb, a huge .npy header: refused)."""
+    """(x or None, y) of a dump or input file, every read bounded by dump_limit(fmt) bytes
+    of decoded data (a device such as /dev/zero, a zip bomb, a huge .npy header: refused)."""
     import io as _io
 
+    limit = dump_limit(fmt)
     suffix = p.suffix.lower()
     x = None
     try:
         if suffix == ".npz":
-            z = load_npz(p, MAX_DUMP_BYTES, "dump")
+            z = load_npz(p, limit, "dump")
             keys = set(z)
             xk = next((k for k in ("x_bits", "x", "inputs") if k in keys), None)
             yk = next((k for k in ("y_bits", "y", "outputs") if k in keys), None)
@@ -146,7 +155,7 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None):
             if xk is not None:
                 x = _values(fmt, z[xk], f"'{xk}'", p)
         elif suffix == ".npy":
-            a = load_npy(p, MAX_DUMP_BYTES, "dump")
+            a = load_npy(p, limit, "dump")
             if a.ndim == 2 and a.shape[1] == 2:
                 x, y = _values(fmt, a[:, 0].copy(), "column x", p), _values(fmt, a[:, 1].copy(), "column y", p)
             else:
@@ -154,7 +163,7 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None):
         elif suffix == ".csv":
             import pandas as pd
 
-            data = read_bytes(p, MAX_DUMP_BYTES, "dump")
+            data = read_bytes(p, limit, "dump")
             try:
                 df = pd.read_csv(_io.BytesIO(data))
             except Exception as e:
@@ -168,7 +177,7 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None):
             dt = get_format(raw_dtype) if raw_dtype else fmt
             if dt != fmt:
                 raise BadOptionError(f"raw dump dtype {dt.name} differs from --dtype {fmt.name}")
-            raw = read_bytes(p, MAX_DUMP_BYTES, "dump")
+            raw = read_bytes(p, limit, "dump")
             if len(raw) % (fmt.bits // 8):
                 raise BadFileError(f"{p}: {len(raw)} bytes is not a whole number of {fmt.name} values")
             y = fmt.from_bits(np.frombuffer(raw, dtype=fmt.uint.newbyteorder("<")).astype(fmt.uint))

@@ -48,13 +48,31 @@ def umask() -> int:
 def is_special(path) -> bool:
     """Whether writing ``path`` must go straight to it: '-' (stdout) or an existing
     target (symlinks followed) that is not a regular file or a directory."""
-    if str(path) == "-":
+    if str(path) == "-" or _through_fd(path):
         return True
     try:
         st = os.stat(path)
     except OSError:
         return False
     return not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
+
+
+_FD_DIRS = ("/dev/fd/", "/dev/stdout", "/dev/stderr", "/proc/")
+
+
+def _through_fd(path) -> bool:
+    """Whether ``path`` or a symlink on its way names an open file descriptor (/dev/fd/1,
+    /proc/self/fd/1): whatever that is (even a regular file), it is written in place."""
+    p = os.path.abspath(str(path))
+    for _ in range(40):
+        if p.startswith(_FD_DIRS):
+            return True
+        try:
+            target = os.readlink(p)
+        except OSError:
+            return False
+        p = os.path.normpath(os.path.join(os.path.dirname(p), target))
+    return False
 
 
 def _pid_alive(pid: int) -> bool:

@@ -71,7 +71,13 @@ def exact_point(ref: Reference, x, fmt: Format, params: dict) -> tuple[float, fl
     prec = fmt.p + 40
     while True:
         with mp.workprec(prec):
-            v = ref.mp(*margs, **params)
+            try:
+                v = ref.mp(*margs, **params)
+            except ZeroDivisionError:
+                from .errors import BadParameterError
+
+                raise BadParameterError(f"{ref.name} is undefined at x = {args[0]!r} with "
+                                        f"parameters {params} (a division by zero)") from None
         with mp.workprec(prec + 64):
             d = abs(v) * mp.ldexp(1, GUARD_BITS - prec)
             a, b = fmt.round_mpf(v - d), fmt.round_mpf(v + d)

@@ -426,6 +426,10 @@ def grad_candidates(cands: list[Candidate]) -> list[Candidate]:
     return out
 
 
+MAX_WORKERS = 1024  # worker processes of one sweep
+MAX_RESULTS = 4096  # results of one sweep call
+
+
 def param_sets(cand: Candidate, params: dict | None) -> list[dict]:
     """Parameter combinations for a candidate: each value may be a list (a parameter sweep)."""
     mine = {k: v for k, v in (params or {}).items() if k in cand.params}
@@ -489,8 +493,19 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
         raise BadOptionError(f"{', '.join(st.name for st in storages)} are swept exhaustively; "
                              "--samples applies to fp32 and fp64")
     nworkers = (os.cpu_count() or 1) if workers is None else int(workers)
-    if nworkers < 1:
-        raise BadOptionError(f"--workers must be at least 1, got {nworkers}")
+    if not 1 <= nworkers <= MAX_WORKERS:
+        raise BadOptionError(f"--workers must be in [1, {MAX_WORKERS}], got {nworkers}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
+        raise BadOptionError(f"--seed must be an integer in [0, 2^63), got {seed!r}")
+    if device != "cpu" and not any(n.startswith("torch:") for n in external):
+        raise BadOptionError("--device applies to torch: candidates")
+    if checkpoint is not None and keep_points:
+        raise BadOptionError("--checkpoint keeps merged results, not per-input data: "
+                             "it cannot be combined with --csv or --report")
+    n_results = sum(len(param_sets(c, params)) for c in cands) * len(storages) * len(computes or [1])
+    if n_results > MAX_RESULTS:
+        raise BadOptionError(f"{n_results} results (candidates x parameter values x formats) "
+                             f"is more than {MAX_RESULTS}: sweep fewer at a time")
     if executor not in EXECUTORS:
         raise BadOptionError(f"unknown executor '{executor}' (known: {', '.join(EXECUTORS)})")
     if executor == "dask" and not scheduler:

@@ -27,6 +27,10 @@ WORDS = st.sampled_from([
     "a=1,2", "=3", "gelu_grad.tanh", "x" * 300, "<b>", "é", "0x3c00", "--dtype", "--range",
     "--samples", "--param", "--json", "--compute", "--grid", "--max-ulp", "--atol", "--grad",
     "--exhaustive", "--seed", "--reference", "--quiet", "--findings",
+    # issue 18: hostile values and the options they reach
+    "--workers", "100000", "-1", "celu", "alpha=0", "reglu.relu_mul", "fp64", "--checkpoint",
+    "--csv", "--device", "cuda", "--dump", "/dev/zero", "--inputs", "swiglu", "--strict",
+    "--force", "--spec", "--baseline", "--grid", "2", "limit=1,2,3", "--json", "--report",
 ])
 COMMANDS = st.sampled_from(["sweep", "clip", "list", "formats", "golden", "selftest",
                             "check", "baseline", "nonsense", "--version", "--help"])
