@@ -138,12 +138,15 @@ def atomic_path(path):
         fd = None
         yield Path(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename in (tmp, str(tmp)):
+            # name the user's path, not our temporary file
+            raise OSError(e.errno, e.strerror, str(path)) from None
         raise
 
 

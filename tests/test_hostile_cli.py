@@ -183,3 +183,37 @@ def test_a_shared_cache_directory_follows_the_umask(tmp_path, monkeypatch):
         oracle._MEMO.clear()
     (f,) = (tmp_path / "c").glob("*.npz")
     assert stat.S_IMODE(f.stat().st_mode) == 0o664
+
+
+def test_junit_and_markdown_hold_any_audit_name():
+    import xml.etree.ElementTree as ET
+
+    from audit.gate import Change
+    from reports import junit, markdown
+
+    name = "a\x01b\x1b[31m`x``/gelu.tanh/fp16/fp16"
+    changes = [Change(name, "gelu.tanh", "fail", ["p99_ulp got worse: 1 -> 2\x00"])]
+    root = ET.fromstring(junit.render(changes).split("\n", 1)[1])  # well-formed XML 1.0
+    tc = root.find("testsuite/testcase")
+    assert tc.get("name") == "a\\x01b\\x1b[31m`x``/gelu.tanh/fp16/fp16"
+    md = markdown.render(changes)
+    # CommonMark: a code span opened by 3 backticks closes at the next run of exactly 3
+    row = next(line for line in md.splitlines() if line.startswith("| fail"))
+    assert "| ```a\\x01b\\x1b[31m`x``/gelu.tanh/fp16/fp16``` |" in row
+
+
+def test_errors_name_the_users_path_not_a_temporary(tmp_path, capsys, monkeypatch):
+    import builtins
+
+    real_open = builtins.open
+
+    def full_disk(path, mode="r", *a, **k):
+        if "w" in mode and ".tmp" in str(path):
+            raise OSError(28, "No space left on device", str(path))
+        return real_open(path, mode, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", full_disk)
+    code = main(["sweep", "relu.max", "-d", "fp8_e4m3", "-q", "--json", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{tmp_path / 'r.json'}: No space left on device" in err and ".tmp" not in err
+    assert list(tmp_path.iterdir()) == []
