@@ -390,6 +390,9 @@ def _load(path: Path, x: np.ndarray, descriptor: str | None = None) -> OracleVal
     try:
         arrs = load_npz(path, limit, "oracle table", keys=set(_FIELDS) | {"digest", "descriptor"})
         missing = (set(_FIELDS) | {"digest", "descriptor"}) - set(arrs)
+        if "descriptor" in missing:  # a table of an older version: rebuilt without a word
+            log.info("oracle cache %s has an older format; rebuilding", path)
+            return None
         if missing:
             raise BadFileError(f"missing {sorted(missing)}")
         if descriptor is None:

@@ -252,3 +252,21 @@ def test_a_pytest_failure_of_assert_accuracy_is_concise(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert r.returncode == 1 and "12916 NaN results" in r.stdout
     assert "problems = []" not in r.stdout and "__tracebackhide__" not in r.stdout
+
+
+def test_the_readme_example_spec_works_as_written(tmp_path, monkeypatch, capsys):
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    gate_section = text[text.index("## CI gate"):]
+    toml = gate_section.split("```toml\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "actaudit.toml").write_text(toml)
+    code, out, err = run(capsys, "baseline")
+    assert code == 0, out + err
+    code, out, err = run(capsys, "check")
+    assert code == 0 and "0 failed" in out, out + err
+
+
+def test_the_readme_assert_accuracy_block_runs():
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    block = text[text.index("In test suites:"):].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "README.md", "exec"), {})
