@@ -465,10 +465,22 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     analyze: add findings, hidden overflows, saturation and the clip recommendation
     (tolerance max_ulp / atol; default: the candidate's error on its core).
     """
-    names = [targets] if isinstance(targets, str) else list(targets or [])
-    names = [n.strip() for t in names for n in t.split(",") if n.strip()]
+    raw = [targets] if isinstance(targets, (str, Candidate)) or callable(targets) else targets
+    try:
+        raw = list(raw or [])
+    except TypeError:
+        raise BadOptionError(f"targets must be names, candidates or callables, not {targets!r}") from None
+    bad = [t for t in raw if not isinstance(t, (str, Candidate)) and not callable(t)]
+    if bad:
+        raise BadOptionError(f"not a candidate name, a Candidate or a callable: {bad[0]!r}")
+    funcs = [t for t in raw if not isinstance(t, (str, Candidate))]  # f(array) -> array
+    given = [t for t in raw if isinstance(t, Candidate)]
+    names = [n.strip() for t in raw if isinstance(t, str) for n in t.split(",") if n.strip()]
+    if funcs and reference is None:
+        raise BadOptionError("a callable needs reference= (the function it approximates, e.g. 'gelu')")
     external = [n for n in names if adapters.is_external(n)]
     cands = resolve([n for n in names if not adapters.is_external(n)]) if len(external) < len(names) else []
+    cands = cands + given
     if grad:
         if external or dump is not None:
             raise BadOptionError("--grad applies to catalog candidates")
@@ -487,7 +499,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
             raise BadOptionError("a dump holds one format: give a single --dtype")
         if reference is None:
             raise BadOptionError("--dump needs --reference (the function the device computed)")
-    if not cands and not external and dump is None:
+    if not cands and not external and not funcs and dump is None:
         raise UnknownNameError("no candidate given")
     if samples is not None and all(st.enumerable for st in storages):
         raise BadOptionError(f"{', '.join(st.name for st in storages)} are swept exhaustively; "
@@ -528,6 +540,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     for st in storages:
         doms: dict[int, Domain] = {}
         ext = [adapters.external_candidate(t, reference, st, device) for t in external]
+        ext += [adapters.wrap_callable(f, reference, st) for f in funcs]
         for cf in computes or [st]:
             for c in cands + ext:
                 if c.arity not in doms:

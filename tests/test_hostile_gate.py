@@ -270,3 +270,23 @@ def test_the_readme_assert_accuracy_block_runs():
     text = (Path(__file__).parents[1] / "README.md").read_text()
     block = text[text.index("In test suites:"):].split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(block, "README.md", "exec"), {})
+
+
+def test_the_python_api_takes_callables_and_raises_only_its_own_errors():
+    import audit
+    from audit.errors import ActauditError
+
+    def my_gelu(x):  # erf-GELU in float64, rounded once to the storage dtype
+        from scipy.special import erf
+
+        t = x.astype(np.float64)
+        return (0.5 * t * (1 + erf(t / np.sqrt(2)))).astype(x.dtype)
+
+    (r,) = audit.sweep(my_gelu, reference="gelu", dtype="fp16")
+    (r2,) = audit.sweep([my_gelu], reference="gelu", dtype="fp16")
+    assert r.max_ulp == r2.max_ulp and r.domain.count == 63488
+    assert r.correctly_rounded_fraction > 0.99
+    for bad in (dict(targets=3), dict(targets=[my_gelu]), dict(targets=[None], reference="gelu")):
+        kw = {"reference": None, **bad}
+        with pytest.raises(ActauditError):
+            audit.sweep(kw.pop("targets"), dtype="fp16", **kw)
