@@ -29,13 +29,13 @@ def _default_signals():
 class Run:
     """actaudit in a subprocess, with a FIFO on which it reports its stages."""
 
-    def __init__(self, args, tmp_path):
+    def __init__(self, args, tmp_path, cwd=None, env=None):
         fifo = tmp_path / "ready"
         os.mkfifo(fifo)
         self.fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader (and a writer: no EOF)
-        env = {**os.environ, "ACTAUDIT_READY_FILE": str(fifo),
+        env = {**os.environ, **(env or {}), "ACTAUDIT_READY_FILE": str(fifo),
                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        self.p = subprocess.Popen(ACTAUDIT + args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+        self.p = subprocess.Popen(ACTAUDIT + args, cwd=cwd or tmp_path, env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals)
         self.seen = b""
 
