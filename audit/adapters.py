@@ -54,9 +54,44 @@ def is_external(target: str) -> bool:
     return ":" in target
 
 
+class _Timeout(BaseException):
+    """A user's function ran past its time (a BaseException: `except Exception` in the
+    function cannot swallow it)."""
+
+
+class _deadline:
+    """SIGALRM after ``seconds`` raises _Timeout in the call (main thread only; elsewhere,
+    and with seconds None, no limit)."""
+
+    def __init__(self, seconds):
+        import threading
+
+        self.seconds = seconds if threading.current_thread() is threading.main_thread() else None
+
+    def __enter__(self):
+        if self.seconds:
+            import signal
+
+            def ring(signum, frame):
+                raise _Timeout()
+
+            self.old = signal.signal(signal.SIGALRM, ring)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        if self.seconds:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.old)
+        return False
+
+
 def wrap_callable(func, reference: str, dtype, name: str | None = None,
-                  source: str = "user callable") -> Candidate:
-    """A candidate that calls ``func(array of the storage dtype)`` and checks its contract."""
+                  source: str = "user callable", timeout: float | None = None) -> Candidate:
+    """A candidate that calls ``func(array of the storage dtype)`` and checks its contract;
+    ``timeout``: seconds a call may take (then one line, exit 2)."""
     fmt = get_format(dtype)
     if get_reference(reference).arity != 1:
         raise BadOptionError(f"a callable f(x) is audited against a univariate reference; "
@@ -67,11 +102,14 @@ def wrap_callable(func, reference: str, dtype, name: str | None = None,
         arr = np.asarray(x.a).astype(fmt.dtype)
         before = arr.copy()
         try:
-            with _stdout_to_stderr():  # its prints must not corrupt `--json -`
+            with _stdout_to_stderr(), _deadline(timeout):  # its prints must not corrupt `--json -`
                 out = func(arr)
             out = np.asarray(out)
         except ActauditError:
             raise
+        except _Timeout:
+            raise UserFunctionError(f"{label} did not return within {timeout:g} s "
+                                    f"(called on {arr.size} inputs; --timeout)") from None
         except KeyboardInterrupt:  # Ctrl-C and SIGTERM stop the run
             raise
         except SystemExit as e:
@@ -141,7 +179,8 @@ def load_callable(target: str):
     return obj
 
 
-def external_candidate(target: str, reference: str | None, fmt: Format, device: str = "cpu") -> Candidate:
+def external_candidate(target: str, reference: str | None, fmt: Format, device: str = "cpu",
+                       timeout: float | None = None) -> Candidate:
     kind, _, name = target.partition(":")
     if kind == "torch":
         return torch_candidate(name, fmt, device, reference)
@@ -149,7 +188,7 @@ def external_candidate(target: str, reference: str | None, fmt: Format, device: 
         return jax_candidate(name, fmt, reference)
     if reference is None:
         raise BadOptionError(f"{target}: give the function's reference with --reference (e.g. gelu)")
-    return wrap_callable(load_callable(target), reference, fmt, target, "user callable")
+    return wrap_callable(load_callable(target), reference, fmt, target, "user callable", timeout)
 
 
 def _need(module: str, extra: str):

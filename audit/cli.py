@@ -90,6 +90,7 @@ def sweep(
     details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds one call of a pkg.module:function may take."),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
@@ -108,7 +109,8 @@ def sweep(
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             workers=workers, executor=executor, scheduler=scheduler,
                             checkpoint=checkpoint,
-                            max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
+                            max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"),
+                            timeout=timeout)
     if csv_out is not None:
         write_csv(results, csv_out)
     if report_dir is not None:

@@ -445,7 +445,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           atol: float | None = None, reference: str | None = None, device: str = "cpu",
           dump: str | None = None, dump_dtype: str | None = None, workers: int | None = None,
           executor: str = "local", scheduler: str | None = None, checkpoint=None,
-          progress: Callable[[int], None] | None = None) -> list[SweepResult]:
+          progress: Callable[[int], None] | None = None,
+          timeout: float | None = None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
     targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu'
@@ -454,6 +455,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     for chunked (exhaustive fp32 or pair) sweeps; default: every core.  executor:
     'local' or 'dask' (with scheduler, the address of a Dask scheduler).  checkpoint: a
     directory where chunked sweeps save their progress and from which they resume.
+    timeout: seconds one call of a user's function (pkg.module:function or a callable)
+    may take; beyond, an ActauditError.
     dtype: storage format(s), a name, 'fp16,bf16' or a list.
     compute: compute format(s); default: each storage format itself.
     range: (lo, hi) to restrict the inputs; samples/seed for fp32 and fp64;
@@ -511,6 +514,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
         raise BadOptionError(f"--seed must be an integer in [0, 2^63), got {seed!r}")
     if device != "cpu" and not any(n.startswith("torch:") for n in external):
         raise BadOptionError("--device applies to torch: candidates")
+    if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < 1e6):
+        raise BadOptionError(f"--timeout must be a number of seconds in (0, 1e6), got {timeout!r}")
     if checkpoint is not None and keep_points:
         raise BadOptionError("--checkpoint keeps merged results, not per-input data: "
                              "it cannot be combined with --csv or --report")
@@ -539,8 +544,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                          f"would not fit in memory (limit {KEEP_LIMIT}): narrow --range")
     for st in storages:
         doms: dict[int, Domain] = {}
-        ext = [adapters.external_candidate(t, reference, st, device) for t in external]
-        ext += [adapters.wrap_callable(f, reference, st) for f in funcs]
+        ext = [adapters.external_candidate(t, reference, st, device, timeout) for t in external]
+        ext += [adapters.wrap_callable(f, reference, st, timeout=timeout) for f in funcs]
         for cf in computes or [st]:
             for c in cands + ext:
                 if c.arity not in doms:

@@ -87,6 +87,13 @@ def base_exc(x):
 
 def one_arg(x):
     return x
+
+def hangs(x):
+    while True:
+        try:
+            pass
+        except Exception:  # cannot swallow the timeout
+            pass
 '''
 
 
@@ -111,6 +118,14 @@ def test_hostile_user_functions_are_one_line(user_module, capsys, fn, ref, needl
     code, _, err = run(capsys, "sweep", f"userfns:{fn}", "--reference", ref, "--dtype", "fp16")
     assert code == 2 and err.startswith("actaudit: error:") and err.count("\n") == 1
     assert "Traceback" not in err and (needle in err or (fn == "ragged" and "ValueError" in err))
+
+
+def test_a_hanging_user_function_times_out(user_module, capsys):
+    code, _, err = run(capsys, "sweep", "userfns:hangs", "--reference", "gelu", "--dtype", "fp16",
+                       "--timeout", "0.5")
+    assert code == 2 and "did not return within 0.5 s" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "sweep", "userfns:hangs", "--reference", "gelu", "--timeout", "nan")
+    assert code == 2 and "--timeout" in err
 
 
 def test_a_printing_user_function_does_not_corrupt_json_on_stdout(user_module, tmp_path):
