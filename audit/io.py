@@ -4,8 +4,8 @@ Output: :func:`atomic_path` writes a temporary file beside the target and rename
 place when complete, with the permissions the umask gives (an existing file keeps its
 mode).  A target that is not a regular file (``-``, a character device such as
 /dev/null, a FIFO, /dev/fd/1, a symlink to one of them) is written directly, never
-renamed over.  Temporaries left by a killed run (``.NAME.PID.XXXX.tmp`` whose process is
-gone) are removed by the next write into that directory.
+renamed over.  Temporaries left by a killed run (``.NAME.PID.XXXXXXXX.tmp`` whose process
+is gone) are removed by the next write into that directory.
 
 Input: every read is bounded by what it will decode to: :func:`read_bytes` reads at most
 ``limit`` bytes (``/dev/zero`` is refused, not read forever), :func:`load_npy` and
@@ -21,6 +21,7 @@ import io as _io
 import json
 import math
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -85,18 +86,20 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def clean_stale(directory, name: str) -> None:
-    """Remove ``.NAME.PID.*.tmp`` in ``directory`` left by a process that is gone (or
-    older than a day)."""
-    prefix = f".{name}."
+_TMP_NAME = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]{8}\.tmp$")  # .NAME.PID.XXXXXXXX.tmp
+
+
+def clean_stale(directory) -> None:
+    """Remove the temporaries that atomic_path left in ``directory`` (``.NAME.PID.XXXXXXXX.tmp``,
+    any NAME: a checkpoint's array file changes its name as it goes) whose process is gone,
+    or that are older than a day."""
     with contextlib.suppress(OSError):
         for entry in os.scandir(directory):
-            n = entry.name
-            if not (n.startswith(prefix) and n.endswith(".tmp")):
+            m = _TMP_NAME.match(entry.name)
+            if not m:
                 continue
-            pid = n[len(prefix):].split(".", 1)[0]
             try:
-                dead = not pid.isdigit() or not _pid_alive(int(pid))
+                dead = not _pid_alive(int(m.group(1)))
                 old = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_AGE
                 if (dead or old) and entry.is_file(follow_symlinks=False):
                     os.unlink(entry.path)
@@ -126,7 +129,7 @@ def atomic_path(path):
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     directory = path.parent if str(path.parent) else Path(".")
-    clean_stale(directory, path.name)
+    clean_stale(directory)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
     try:
         try:

@@ -176,12 +176,18 @@ def test_stale_temporaries_of_dead_runs_are_cleaned(tmp_path):
     # a pid that no longer exists: a child that has exited and been reaped
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
-    stale = tmp_path / f".r.json.{p.pid}.abcd.tmp"
+    stale = tmp_path / f".r.json.{p.pid}.abcd1234.tmp"
     stale.write_bytes(b"half")
-    live = tmp_path / f".r.json.{os.getpid()}.efgh.tmp"  # a run still going (this process)
+    # a checkpoint's arrays, killed while saving chunk 5: the next save writes another name
+    stale_ck = tmp_path / f".0123abcd.5.npz.{p.pid}.k2j_x9zq.tmp"
+    stale_ck.write_bytes(b"half")
+    live = tmp_path / f".r.json.{os.getpid()}.efgh5678.tmp"  # a run still going (this process)
     live.write_bytes(b"half")
+    mine = tmp_path / f".notes.{p.pid}.tmp"  # not a name atomic_path makes: left alone
+    mine.write_bytes(b"keep")
     write_text(tmp_path / "r.json", "{}")
-    assert not stale.exists() and live.exists() and (tmp_path / "r.json").read_text() == "{}"
+    assert not stale.exists() and not stale_ck.exists() and live.exists() and mine.exists()
+    assert (tmp_path / "r.json").read_text() == "{}"
 
 
 def test_a_shared_cache_directory_follows_the_umask(tmp_path, monkeypatch):
