@@ -29,14 +29,15 @@ def _default_signals():
 class Run:
     """actaudit in a subprocess, with a FIFO on which it reports its stages."""
 
-    def __init__(self, args, tmp_path, cwd=None, env=None):
+    def __init__(self, args, tmp_path, cwd=None, env=None, session=False):
         fifo = tmp_path / "ready"
         os.mkfifo(fifo)
         self.fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader (and a writer: no EOF)
         env = {**os.environ, **(env or {}), "ACTAUDIT_READY_FILE": str(fifo),
                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         self.p = subprocess.Popen(ACTAUDIT + args, cwd=cwd or tmp_path, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals)
+                                  stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals,
+                                  start_new_session=session)
         self.seen = b""
 
     def wait_for(self, stage: str) -> int:
@@ -139,3 +140,15 @@ def test_a_signal_during_the_imports_is_one_line(tmp_path, sig, code, line):
     os.kill(pid, sig)
     rc, _, err, _ = run.finish()
     assert rc == code and err.strip() == line, err
+
+
+@needs_proc
+def test_ctrl_c_to_the_group_while_a_report_renders_is_one_line(tmp_path):
+    run = Run(["report", "gelu", "--dtype", "fp16,bf16", "--out", "rep"], tmp_path, session=True)
+    pid = run.wait_for("render")  # figures are being drawn on every core
+    kids = _children(pid)
+    os.killpg(pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+    rc, _, err, _ = run.finish()
+    assert rc == 130 and "Traceback" not in err and err.strip().splitlines()[-1] == "actaudit: interrupted"
+    assert _gone(kids)
+    assert not (tmp_path / "rep" / "index.html").exists()
