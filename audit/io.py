@@ -133,7 +133,7 @@ def atomic_path(path):
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
     try:
         try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
+            mode = stat.S_IMODE(os.stat(path).st_mode) & 0o777  # (never a set-id bit)
         except OSError:
             mode = 0o666 & ~umask()
         os.fchmod(fd, mode)
