@@ -371,6 +371,12 @@ def _table(ref: Reference, fmt: Format, params: dict) -> OracleValues:
             got = None
     if got is None:
         got = _compute(ref, fmt, x, params)
+        bad = _spot_check(ref, fmt, params, x, got, key)
+        if bad is not None:  # the oracle itself disagrees with mpmath: decide nothing
+            from .errors import ActauditError
+
+            raise ActauditError(f"oracle self-check failed for {ref.name} in {fmt.name} with "
+                                f"parameters {params}: {bad} (please report this)")
         _store(path, x, got, desc)
     _MEMO[key] = got
     return got

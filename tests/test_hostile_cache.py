@@ -129,3 +129,21 @@ def test_a_zip_bomb_in_the_cache_is_refused_without_decoding_it(fresh_cache):
     assert oracle._load(path, fp16.finite_values()) is None
     r = audit.sweep("gelu.erf", dtype="fp16")[0]  # rebuilt
     assert r.max_ulp < 4096 and oracle._load(path, fp16.finite_values()) is not None
+
+
+def test_a_fresh_table_that_disagrees_with_mpmath_decides_nothing(fresh_cache, monkeypatch):
+    """A broken fast path (1e-3 relative off) would fill a table with wrong roundings: the
+    same spot-check refuses it before anything is measured or stored."""
+    import dataclasses
+
+    import pytest
+
+    from audit import references
+    from audit.errors import ActauditError
+
+    good = references.REFERENCES["sigmoid"]
+    broken = dataclasses.replace(good, fast=lambda x: good.fast(x) * (1 + 1e-3))
+    monkeypatch.setitem(references.REFERENCES, "sigmoid", broken)
+    with pytest.raises(ActauditError, match="oracle self-check failed for sigmoid"):
+        oracle.evaluate(broken, get_format("fp16"), get_format("fp16").finite_values())
+    assert not list(fresh_cache.glob("sigmoid-*.npz")) if fresh_cache.exists() else True
