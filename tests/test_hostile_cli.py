@@ -238,3 +238,15 @@ def test_errors_name_the_users_path_not_a_temporary(tmp_path, capsys, monkeypatc
     err = capsys.readouterr().err
     assert code == 2 and f"{tmp_path / 'r.json'}: No space left on device" in err and ".tmp" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_devices_and_descriptors_count_as_special_targets(tmp_path):
+    from audit.io import is_special
+
+    # (checked, not written: a regression here must not replace this machine's /dev/null)
+    assert is_special("/dev/null") and is_special("-") and is_special("/dev/fd/1")
+    assert is_special("/proc/self/fd/2")
+    link = tmp_path / "null-link"
+    link.symlink_to("/dev/null")
+    assert is_special(link)
+    assert not is_special(tmp_path / "new.json") and not is_special(tmp_path)
