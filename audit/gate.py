@@ -445,9 +445,12 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
         b, n = _num(base[m]), _num(now[m])
         if math.isnan(b) and math.isnan(n):
             continue
-        if math.isnan(n) or n > b * (1 + spec.slack) + 1e-300:
+        if math.isnan(b):  # no finite result then: nothing to compare with, so no pass
+            fails.append(f"{m} = {_show(n)} has no baseline value (NaN: no finite result when "
+                         "recorded); record the baseline again")
+        elif math.isnan(n) or n > b * (1 + spec.slack) + 1e-300:
             fails.append(f"{m} got worse: {_show(b, n)}")
-        elif n < b * (1 - spec.slack) or math.isnan(b):
+        elif n < b * (1 - spec.slack):
             better.append(f"{m} improved: {_show(b, n)}")
     for c in COUNTS:
         if now[c] > base[c]:

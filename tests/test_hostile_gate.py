@@ -4,6 +4,7 @@ are told, a user's kernel can be gated from the spec."""
 
 import json
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -290,3 +291,17 @@ def test_the_python_api_takes_callables_and_raises_only_its_own_errors():
         kw = {"reference": None, **bad}
         with pytest.raises(ActauditError):
             audit.sweep(kw.pop("targets"), dtype="fp16", **kw)
+
+
+def test_nan_metrics_in_a_baseline_do_not_pass_finite_ones(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    spec(tmp_path, '[[audit]]\nname = "t"\ntargets = ["gelu.tanh"]\ndtype = "fp16"\n')
+    assert main(["baseline"]) == 0
+    doc = json.loads((tmp_path / "b.json").read_text())
+    (entry,) = doc["entries"].values()
+    for m in ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel"):
+        entry[m] = "nan"  # valid as written (a result without finite outputs), but not here
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    code, out, _ = run(capsys, "check")
+    assert code == 1 and re.search(r"max_ulp = [0-9.e+]+ has no baseline value", out)
