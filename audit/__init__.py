@@ -9,6 +9,10 @@ The Python API, which the ``actaudit`` command line is a thin layer over::
 
 __version__ = "0.1.0"
 
+from . import signals as _signals  # noqa: E402
+
+_signals.early()  # an actaudit process answers SIGINT / SIGTERM with one line from here on
+
 from .candidates import Candidate, candidate, catalog, resolve  # noqa: E402
 from .errors import ActauditError  # noqa: E402
 from .formats import FORMATS, Format, get_format  # noqa: E402

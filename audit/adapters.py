@@ -17,6 +17,7 @@ metric, finding, clip and report then applies to them as to a catalog candidate.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import numpy as np
@@ -55,25 +56,70 @@ def is_external(target: str) -> bool:
     return ":" in target
 
 
+class _Timeout(BaseException):
+    """A user's function ran past its time (a BaseException: `except Exception` in the
+    function cannot swallow it)."""
+
+
+class _deadline:
+    """SIGALRM after ``seconds`` raises _Timeout in the call (main thread only; elsewhere,
+    and with seconds None, no limit)."""
+
+    def __init__(self, seconds):
+        import threading
+
+        self.seconds = seconds if threading.current_thread() is threading.main_thread() else None
+
+    def __enter__(self):
+        if self.seconds:
+            import signal
+
+            def ring(signum, frame):
+                raise _Timeout()
+
+            self.old = signal.signal(signal.SIGALRM, ring)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        if self.seconds:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.old)
+        return False
+
+
 def wrap_callable(func, reference: str, dtype, name: str | None = None,
-                  source: str = "user callable") -> Candidate:
-    """A candidate that calls ``func(array of the storage dtype)`` and checks its contract."""
+                  source: str = "user callable", timeout: float | None = None) -> Candidate:
+    """A candidate that calls ``func(array of the storage dtype)`` and checks its contract;
+    ``timeout``: seconds a call may take (then one line, exit 2)."""
     fmt = get_format(dtype)
-    get_reference(reference)
+    if get_reference(reference).arity != 1:
+        raise BadOptionError(f"a callable f(x) is audited against a univariate reference; "
+                             f"{reference} takes two inputs (gated units: catalog candidates only)")
     label = name or getattr(func, "__qualname__", None) or repr(func)
 
     def fn(x, m):
         arr = np.asarray(x.a).astype(fmt.dtype)
         before = arr.copy()
         try:
-            out = func(arr)
+            with _stdout_to_stderr(), _deadline(timeout):  # its prints must not corrupt `--json -`
+                out = func(arr)
+            out = np.asarray(out)
         except ActauditError:
             raise
-        except Exception as e:  # a user's function: any failure is theirs, reported in one line
+        except _Timeout:
+            raise UserFunctionError(f"{label} did not return within {timeout:g} s "
+                                    f"(called on {arr.size} inputs; --timeout)") from None
+        except KeyboardInterrupt:  # Ctrl-C and SIGTERM stop the run
+            raise
+        except SystemExit as e:
+            raise UserFunctionError(f"{label} called sys.exit({e.code!r})") from None
+        except BaseException as e:  # a user's function: any failure is theirs, reported in one line
             raise UserFunctionError(f"{label} raised {type(e).__name__}: {e}") from None
         if not np.array_equal(arr.view(fmt.uint), before.view(fmt.uint)):
             raise UserFunctionError(f"{label} modified its input array")
-        out = np.asarray(out)
         if out.shape != arr.shape:
             raise UserFunctionError(f"{label} returned shape {out.shape}, expected {arr.shape}")
         if out.dtype != fmt.dtype:
@@ -83,6 +129,35 @@ def wrap_callable(func, reference: str, dtype, name: str | None = None,
             return out.astype(np.float64)
 
     return Candidate(f"{label}", reference, f"{label}(x)", source, fn, compute=fmt.name)
+
+
+class _stdout_to_stderr:
+    """Send what a user's function prints (Python's sys.stdout and file descriptor 1) to
+    stderr while it runs."""
+
+    def __enter__(self):
+        import contextlib
+
+        sys.stdout.flush()
+        self.saved = None
+        try:
+            self.saved = os.dup(1)
+            os.dup2(2, 1)
+        except OSError:
+            self.saved = None
+        self.redirect = contextlib.redirect_stdout(sys.stderr)
+        self.redirect.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.redirect.__exit__(*exc)
+        try:
+            sys.stderr.flush()
+        finally:
+            if self.saved is not None:
+                os.dup2(self.saved, 1)
+                os.close(self.saved)
+        return False
 
 
 def load_callable(target: str):
@@ -106,7 +181,8 @@ def load_callable(target: str):
     return obj
 
 
-def external_candidate(target: str, reference: str | None, fmt: Format, device: str = "cpu") -> Candidate:
+def external_candidate(target: str, reference: str | None, fmt: Format, device: str = "cpu",
+                       timeout: float | None = None) -> Candidate:
     kind, _, name = target.partition(":")
     if kind == "torch":
         return torch_candidate(name, fmt, device, reference)
@@ -119,7 +195,7 @@ def external_candidate(target: str, reference: str | None, fmt: Format, device: 
         return obj
     if reference is None:
         raise BadOptionError(f"{target}: give the function's reference with --reference (e.g. gelu)")
-    return wrap_callable(obj, reference, fmt, target, "user callable")
+    return wrap_callable(obj, reference, fmt, target, "user callable", timeout)
 
 
 def _need(module: str, extra: str):

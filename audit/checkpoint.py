@@ -21,16 +21,79 @@ import contextlib
 import hashlib
 import inspect
 import json
+import math
 import time
 from pathlib import Path
 
 import numpy as np
 
 from .errors import BadFileError, ExecutorError
-from .io import atomic_path
+from .io import atomic_path, load_json, load_npz
 
 SCHEMA = "actaudit.checkpoint/1"
 SAVE_EVERY = 30.0  # seconds between saves during a run
+MAX_STATE = 1 << 26  # bytes of a state's JSON
+MAX_ARRAYS = (1 << 24) * 8 + (1 << 20)  # the error arrays of an exact p99: at most 2^24 float64
+
+
+def _int(v, lo=0, hi=2**63 - 1) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def _flt(v, allow_inf=False) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+            and (math.isfinite(v) or (allow_inf and v == math.inf)))
+
+
+def validate(doc: dict, n_chunks: int, chunk_counts: list[int] | None = None) -> None:
+    """Raise ValueError unless ``doc`` is a state this code could have written: every
+    field of the right type and range, and the counts consistent."""
+    def need(ok, what):
+        if not ok:
+            raise ValueError(what)
+
+    need(_int(doc.get("done"), 0, n_chunks), f"'done' must be an integer in [0, {n_chunks}]")
+    need(_int(doc.get("n_mpmath")), "'n_mpmath' must be an integer >= 0")
+    s = doc.get("summary")
+    need(isinstance(s, dict), "'summary' is missing")
+    for k in ("count", "finite", "correct", "nan_count", "inf_count", "overflow_ok", "max_ulp_distance"):
+        need(_int(s.get(k)), f"'summary.{k}' must be an integer >= 0")
+    need(s["finite"] + s["nan_count"] + s["inf_count"] + s["overflow_ok"] == s["count"]
+         and s["correct"] <= s["count"], "'summary' counts do not add up")
+    if chunk_counts is not None:
+        expect = sum(chunk_counts[:doc["done"]])
+        need(s["count"] == expect, f"'summary.count' is {s['count']}, but the first {doc['done']} "
+                                   f"chunks hold {expect} inputs")
+    need(doc["n_mpmath"] <= s["count"], "'n_mpmath' exceeds the inputs done")
+    for k in ("max_ulp", "max_abs"):
+        need(_flt(s.get(k), True), f"'summary.{k}' must be a number >= 0")
+    need(_flt(s.get("max_rel"), True), "'summary.max_rel' must be a number >= 0")
+    need(isinstance(s.get("exact_p99"), bool), "'summary.exact_p99' must be true or false")
+    need(s.get("worst") is None or isinstance(s["worst"], dict), "'summary.worst' must be an object")
+    sums = s.get("sums")
+    need(isinstance(sums, list) and all(_flt(v) for v in sums), "'summary.sums' must be numbers >= 0")
+    hist = s.get("hist")
+    need(isinstance(hist, list) and all(isinstance(h, list) and len(h) == 2 and _int(h[0], -(2**31), 2**31)
+                                        and _int(h[1]) for h in hist), "'summary.hist' is malformed")
+    kept = sum(len(a) for a in doc["arrays"])
+    need(kept + sum(h[1] for h in hist) <= s["finite"], "more kept errors than finite results")
+    for a in doc["arrays"]:
+        need(a.dtype == np.float64 and a.ndim == 1 and bool(np.all(a >= 0)), "malformed error arrays")
+    fs = doc.get("findings")
+    need(isinstance(fs, list), "'findings' must be a list")
+    for f in fs:
+        need(isinstance(f, dict) and isinstance(f.get("kind"), str) and _int(f.get("count"))
+             and f["count"] <= s["count"] + 2 and isinstance(f.get("intervals"), list)
+             and _int(f.get("intervals_total")) and isinstance(f.get("example"), dict)
+             and (f.get("cause") is None or isinstance(f["cause"], dict))
+             and isinstance(f.get("note", ""), str)
+             and (f.get("last") is None or isinstance(f["last"], list))
+             and set(f) <= {"kind", "count", "intervals", "example", "cause", "intervals_total",
+                            "note", "last"}, "a malformed finding")
+    need(isinstance(doc.get("hidden"), list) and all(isinstance(h, dict) for h in doc["hidden"]),
+         "'hidden' must be a list of objects")
+    ml = doc.get("mono_last")
+    need(ml is None or isinstance(ml, list), "'mono_last' must be null or a list")
 
 
 def fingerprint(job, n_chunks: int) -> dict:
@@ -72,22 +135,35 @@ class Checkpoint:
         except OSError as e:
             raise ExecutorError(f"cannot create checkpoint directory {root}: {e.strerror}") from None
 
-    def load(self) -> dict | None:
-        """The saved state, or None.  The state holds ``arrays`` (the error arrays)."""
+    def load(self, chunk_counts: list[int] | None = None) -> dict | None:
+        """The saved state, or None; validated like any untrusted file (types, ranges,
+        counts consistent with each other and with the first ``done`` chunks, whose input
+        counts are ``chunk_counts``).  The state holds ``arrays`` (the error arrays)."""
         if not self.path.exists():
             return None
         try:
-            doc = json.loads(self.path.read_text(encoding="utf-8"))
-            if doc.get("schema") != SCHEMA or doc.get("fingerprint") != self.fp:
-                raise BadFileError(f"checkpoint {self.path} belongs to another run")
-            arrays = []
-            if doc.get("arrays"):
-                with np.load(self.root / doc["arrays"], allow_pickle=False) as z:
-                    arrays = [z[f"e{i}"] for i in range(len(z.files))]
-            doc["arrays"] = arrays
-            return doc
-        except (OSError, ValueError, KeyError, TypeError) as e:
+            doc = load_json(self.path, MAX_STATE, "checkpoint")
+        except BadFileError as e:
             raise BadFileError(f"checkpoint {self.path} is unreadable ({e}); delete it to start over") from None
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or doc.get("fingerprint") != self.fp:
+            raise BadFileError(f"checkpoint {self.path} belongs to another run")
+        try:
+            if not _int(doc.get("done"), 0, self.fp["chunks"]):
+                raise ValueError(f"'done' must be an integer in [0, {self.fp['chunks']}]")
+            arrays = []
+            if doc.get("arrays") is not None:
+                name = doc["arrays"]
+                if not (isinstance(name, str) and name == f"{self.key}.{doc.get('done')}.npz"):
+                    raise ValueError(f"'arrays' names {name!r}")
+                z = load_npz(self.root / name, MAX_ARRAYS, "checkpoint")
+                arrays = [z[f"e{i}"] for i in range(len(z))]
+            doc["arrays"] = arrays
+            validate(doc, self.fp["chunks"], chunk_counts)
+            return doc
+        except BadFileError as e:
+            raise BadFileError(f"checkpoint {self.path} is invalid ({e}); delete it to start over") from None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise BadFileError(f"checkpoint {self.path} is invalid ({e}); delete it to start over") from None
 
     def due(self) -> bool:
         return time.monotonic() - self.last_save >= SAVE_EVERY

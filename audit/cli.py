@@ -90,10 +90,15 @@ def sweep(
     details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds one call of a pkg.module:function may take."),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
     params = parse_params(param)
+    for name, v in (("--json", json_out), ("--csv", csv_out), ("--report", report_dir), ("--dump", dump),
+                    ("--checkpoint", checkpoint)):
+        if v is not None and not str(v).strip():
+            raise BadOptionError(f"{name} needs a path, got an empty string")
     if samples is not None and samples < 1:
         raise BadOptionError(f"--samples must be positive, got {samples}")
     with _progress() as bar:
@@ -104,7 +109,8 @@ def sweep(
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             workers=workers, executor=executor, scheduler=scheduler,
                             checkpoint=checkpoint,
-                            max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
+                            max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"),
+                            timeout=timeout)
     if csv_out is not None:
         write_csv(results, csv_out)
     if report_dir is not None:
@@ -322,7 +328,7 @@ def golden(
 ):
     """Write golden test vectors: inputs, correctly rounded outputs and exact values."""
     from .formats import get_format
-    from .golden import read_dump, write_golden
+    from .golden import read_inputs, write_golden
     from .references import get_reference
 
     fmt = get_format(dtype)
@@ -333,15 +339,14 @@ def golden(
             raise BadOptionError(f"{reference} has no parameter '{k}' (parameters: {', '.join(ref.params) or 'none'})")
     xs = None
     if inputs is not None:
-        d = read_dump(inputs, fmt)
-        xs = d.y  # an input list is read as values, in its own order
+        xs = read_inputs(inputs, fmt)  # values, in the file's own order
     n = write_golden(reference, fmt, out_path, params, xs)
     out.print(f"wrote {out_path} ({n} inputs, {fmt.name})", highlight=False)
 
 
 @app.command()
 def report(
-    targets: List[str] = typer.Argument(..., help="Candidates or families."),
+    targets: Optional[List[str]] = typer.Argument(None, help="Candidates, families, torch:NAME, jax:NAME or pkg.module:function."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
     compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s)."),
     range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
@@ -351,6 +356,10 @@ def report(
     grad: bool = typer.Option(False, "--grad", help="Report the derivative candidates."),
     grid: Optional[int] = typer.Option(256, "--grid", help="Values per axis of gated units' grid (default 256 in reports)."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Output directory."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of a callable or a dump (e.g. gelu)."),
+    device: str = typer.Option("cpu", "--device", help="Device of torch: ops (cpu, cuda)."),
+    dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
+    dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
 ):
     """Write an HTML report (self-contained) with one PNG per figure and the run's JSON."""
     from reports import html as html_report
@@ -358,7 +367,8 @@ def report(
     with _progress() as bar:
         results = run_sweep(targets, dtype, compute, range=parse_range(range_), samples=samples,
                             seed=seed, params=parse_params(param), grad=grad, grid=grid,
-                            keep_points=True, progress=bar)
+                            keep_points=True, progress=bar, reference=reference, device=device,
+                            dump=None if dump is None else str(dump), dump_dtype=dump_dtype)
     path = html_report.build(results, out_dir, _command_line())
     out.print(f"wrote {path}", highlight=False)
 
@@ -367,13 +377,25 @@ def report(
 def baseline(
     spec: Optional[Path] = typer.Option(None, "--spec", help="Audit spec (default: actaudit.toml or [tool.actaudit] in pyproject.toml)."),
     out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Baseline path (default: the spec's 'baseline')."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of callables and dumps in audits that give none."),
+    force: bool = typer.Option(False, "--force", help="Record results that break their own tolerances (each is listed)."),
 ):
-    """Sweep the audit spec and record a baseline (plain JSON, written atomically)."""
-    from .gate import baseline_command
+    """Sweep the audit spec and record a baseline (plain JSON, written atomically).
+    Results that already break their tolerances are refused (exit 1) unless --force."""
+    from .gate import BaselineRefused, baseline_command
 
-    with _progress() as bar:
-        path, n = baseline_command(spec, out_path, bar)
-    out.print(f"wrote {path} ({n} results)", highlight=False)
+    try:
+        with _progress() as bar:
+            path, n, broken = baseline_command(spec, out_path, bar, reference, force)
+    except BaselineRefused as e:
+        for line in e.broken:
+            out.print(f"FAIL     {line}", markup=False, highlight=False, soft_wrap=True)
+        raise
+    for line in broken:
+        out.print(f"WARNING  recorded although it breaks its tolerance: {line}", markup=False,
+                  highlight=False, soft_wrap=True)
+    out.print(f"wrote {path} ({n} results" + (f", {len(broken)} breaking their tolerances)" if broken else ")"),
+              highlight=False)
 
 
 @app.command()
@@ -382,6 +404,8 @@ def check(
     baseline_path: Optional[Path] = typer.Option(None, "--baseline", "-b", help="Baseline (default: the spec's 'baseline')."),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML to FILE."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write a Markdown summary to FILE."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of callables and dumps in audits that give none."),
+    strict: bool = typer.Option(False, "--strict", help="Also fail on baseline results the spec no longer produces."),
 ):
     """Re-sweep the spec and compare with the baseline: exit 1 on any regression."""
     from reports import junit as junit_report
@@ -390,18 +414,21 @@ def check(
     from .gate import check_command
 
     with _progress() as bar:
-        _, changes = check_command(spec, baseline_path, bar)
+        _, changes = check_command(spec, baseline_path, bar, reference, strict)
     if junit:
         junit_report.write(junit, changes)
     if markdown:
         md_report.write(markdown, changes)
     fails = [c for c in changes if c.status == "fail"]
     better = [c for c in changes if c.status == "improved"]
-    for c in fails + better:  # plain lines: easy to read and to grep in CI logs
-        tag = "FAIL" if c.status == "fail" else "improved"
-        for m in c.messages:
-            out.print(f"{tag:8} {c.key}: {m}", markup=False, highlight=False, soft_wrap=True)
-    out.print(f"actaudit check: {len(changes)} results, {len(fails)} failed, {len(better)} improved"
+    removed = [c for c in changes if c.status == "removed"]
+    tags = {"fail": "FAIL", "improved": "improved", "removed": "removed"}
+    for c in fails + better + removed:  # plain lines: easy to read and to grep in CI logs
+        out.print(f"{tags[c.status]:8} {c.key}: {'; '.join(c.messages)}", markup=False,
+                  highlight=False, soft_wrap=True)
+    out.print(f"actaudit check: {len(changes) - len(removed)} results, {len(fails)} failed, "
+              f"{len(better)} improved"
+              + (f", {len(removed)} no longer in the spec" if removed else "")
               + ("" if not better or fails else " (refresh with 'actaudit baseline')"), highlight=False)
     return 1 if fails else 0
 
@@ -434,6 +461,9 @@ class _progress:
 
     def start(self, label: str, total: int) -> None:
         """A new result begins: its own line (the previous one is done)."""
+        from .signals import ready
+
+        ready("sweep")
         self.p.update(self.task, visible=False)
         self.label, self.total = label, total
         self.task = self.p.add_task(label, total=total)
@@ -444,6 +474,9 @@ class _progress:
         self.task = self.p.add_task(f"{self.label} (resumed)", total=self.total, completed=n)
 
     def __call__(self, n: int) -> None:
+        from .signals import ready
+
+        ready("chunk")
         self.p.advance(self.task, n)
 
     def __exit__(self, *exc):
@@ -555,44 +588,30 @@ def formats(json_: bool = typer.Option(False, "--json", help="Print as JSON.")):
     out.print(t)
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that every atomic write cleans up after itself."""
-
-
-_TERMINATED = []
-
-
-def _on_sigterm(signum, frame):
-    _TERMINATED.append(signum)
-    raise _Terminated()
-
-
 def main(argv=None) -> int:
     """Entry point: run the app, turning user errors into one line and exit code 2.
 
     Ctrl-C (SIGINT) and SIGTERM print one line and exit 130 and 143; files being written
     are temporary files until complete, so none is left half-written.
     """
-    import signal
+    from .signals import TERMINATED as terminated, Terminated, handlers
 
-    old = None
     try:
-        old = signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread
-        pass
-    _TERMINATED.clear()
-    try:
-        rv = app(args=argv, prog_name="actaudit", standalone_mode=False)
+        with handlers():
+            rv = app(args=argv, prog_name="actaudit", standalone_mode=False)
         if rv == 130:  # click turns Ctrl-C (and our SIGTERM) into a quiet exit code 130
-            raise _Terminated() if _TERMINATED else KeyboardInterrupt()
+            raise Terminated() if terminated else KeyboardInterrupt()
         return rv if isinstance(rv, int) else 0
     except ActauditError as e:
         _say(f"actaudit: error: {e}")
         return e.exit_code
-    except _Terminated:
+    except Terminated:
         _say("actaudit: terminated")
         return 143
     except (KeyboardInterrupt, typer.Abort):
+        if terminated:
+            _say("actaudit: terminated")
+            return 143
         _say("actaudit: interrupted")
         return 130
     except OSError as e:  # a path the user gave that cannot be written or read
@@ -602,15 +621,15 @@ def main(argv=None) -> int:
     except MemoryError:
         _say("actaudit: error: out of memory (narrow --range, or fewer --samples)")
         return 2
+    except RecursionError:
+        _say("actaudit: error: input nested too deeply")
+        return 2
     except Exception as e:
         # usage errors of typer's (vendored) click: they know how to show themselves
         if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
             e.show()
             return e.exit_code
         raise
-    finally:
-        if old is not None:
-            signal.signal(signal.SIGTERM, old)
 
 
 def console_main() -> None:

@@ -94,6 +94,7 @@ def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
     fixed = e.ulp_err.copy()
     fixed[e.cls != FINITE] = np.inf
     sides = {}
+    safe = {}
     notes = []
     for side, sel, key in (("hi", x > 0, "high"), ("lo", x < 0, "low")):
         idx = np.flatnonzero(sel)
@@ -101,7 +102,10 @@ def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
             idx = idx[::-1]  # from the centre outwards
         s = sat.get(key)
         action, bound, note = "none", None, ""
+        safe[side] = None  # the whole side is within the tolerance
         if len(idx) and not okc[idx].all():
+            k = int(np.flatnonzero(~okc[idx])[0])
+            safe[side] = float(x[idx][k - 1]) if k else 0.0
             if s is None:
                 note = f"{side} side: f does not saturate in {fmt.name}: no clip helps"
             else:
@@ -131,7 +135,10 @@ def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
     (hi, hi_action), (lo, lo_action) = sides["hi"], sides["lo"]
     with np.errstate(invalid="ignore"):
         inside = float(np.max(fixed)) if len(fixed) else math.nan
+    # lo_safe / hi_safe: the farthest input from zero up to which every input of that side is
+    # within the tolerance, unclipped (None: the whole side is; 0.0: not even the first)
     return {"lo": lo, "hi": hi, "lo_action": lo_action, "hi_action": hi_action,
+            "lo_safe": safe["lo"], "hi_safe": safe["hi"],
             "max_ulp_inside": inside, "tolerance": {"max_ulp": max_ulp, "atol": atol},
             "note": "; ".join(notes)}
 
@@ -140,7 +147,7 @@ def to_json(c: dict | None) -> dict | None:
     if c is None:
         return None
     out = dict(c)
-    for k in ("lo", "hi", "max_ulp_inside"):
+    for k in ("lo", "hi", "max_ulp_inside", "lo_safe", "hi_safe"):
         out[k] = json_number(out[k])
     return out
 

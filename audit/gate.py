@@ -13,36 +13,46 @@ Spec (``actaudit.toml``, or ``[tool.actaudit]`` of pyproject.toml)::
     range = [-10.0, 10.0]                    # optional
     params = { limit = 8.0 }                 # optional
     samples = 65536                          # fp32 / fp64 only; seed = 0
+    reference = "gelu"                       # for pkg.module:function targets and dumps
+    dump = "outputs.npz"                     # optional: a device dump (with reference)
     tolerance = { max_ulp = 4096, p99_ulp = 64, max_abs = 1e-2, max_rel = 1.0,
                   nan = false, inf = false, safe_range = [-3.0, 3.0] }
 
-The baseline (plain JSON) records, per audit x candidate x path, the metrics, the finding
-intervals and the clip range.  ``check`` fails when a tolerance is exceeded, a metric is
-worse than the baseline by more than the slack, a finding interval appears that the
-baseline did not have, or the clip range shrinks; it reports improvements apart.
+Every way of naming a candidate on the command line works here: catalog ids and
+families, ``torch:NAME``, ``jax:NAME``, ``pkg.module:function`` (with ``reference``), a
+``dump`` (with ``reference``), ``grad = true``.
+
+The baseline (plain JSON) records, per audit x candidate x path, the metrics, the counts,
+the finding intervals and per-kind counts and the clip range.  ``baseline`` refuses
+results that break their own tolerances.  ``check`` fails when a tolerance is exceeded or
+cannot be decided, a metric is worse than the baseline by more than the slack, a count
+rises, a finding interval appears that the baseline did not have, or the clip range
+shrinks; it reports improvements and results no longer in the spec apart (``strict``:
+those fail too).  Everything read from the spec and the baseline is validated (types,
+finiteness, ranges) and refused with one line naming the file and the key.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
 from .errors import ActauditError, BadFileError
-from .io import dumps, write_text
+from .io import dumps, format_number, load_json, read_text, write_text
 from .sweep import SweepResult, sweep
 
 import tomllib
 
-BASELINE_SCHEMA = "actaudit.baseline/1"
-MAX_FILE = 1 << 24
+BASELINE_SCHEMA = "actaudit.baseline/2"
+MAX_FILE = 1 << 24  # bytes of a spec or a baseline
 METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
-COUNTS = ("nan_count", "inf_count")
+COUNTS = ("nan_count", "inf_count", "special_failures")
+FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity", "special")
 TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range"}
 AUDIT_KEYS = {"name", "targets", "dtype", "compute", "range", "params", "samples", "seed",
-              "tolerance", "grid"}
+              "tolerance", "grid", "reference", "grad", "device", "dump", "dump_dtype"}
 
 
 @dataclass
@@ -57,6 +67,11 @@ class Audit:
     seed: int = 0
     grid: int | None = None
     tolerance: dict = field(default_factory=dict)
+    reference: str | None = None
+    grad: bool = False
+    device: str = "cpu"
+    dump: str | None = None
+    dump_dtype: str | None = None
 
 
 @dataclass
@@ -82,25 +97,29 @@ def find_spec(path: str | Path | None = None) -> Path:
 
 def _has_tool_section(p: Path) -> bool:
     try:
-        return "actaudit" in tomllib.loads(p.read_text(encoding="utf-8")).get("tool", {})
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return "actaudit" in tomllib.loads(read_text(p, MAX_FILE, "spec")).get("tool", {})
+    except (BadFileError, tomllib.TOMLDecodeError, RecursionError):
         return False
 
 
-def load_spec(path: str | Path | None = None) -> Spec:
-    p = find_spec(path)
-    if p.stat().st_size > MAX_FILE:
-        raise BadFileError(f"{p}: {p.stat().st_size} bytes is too large for an audit spec")
+def _toml(p: Path) -> dict:
+    text = read_text(p, MAX_FILE, "audit spec")
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadFileError(f"{p}: cannot read ({e})") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise BadFileError(f"{p}: malformed TOML ({e})") from None
+    except RecursionError:
+        raise BadFileError(f"{p}: malformed TOML (nested too deeply)") from None
+
+
+def load_spec(path: str | Path | None = None, reference: str | None = None) -> Spec:
+    """The validated spec; ``reference`` (--reference) applies to audits without one."""
+    p = find_spec(path)
+    doc = _toml(p)
     where = "tool.actaudit" if p.name == "pyproject.toml" else ""
     if where:
         doc = doc.get("tool", {}).get("actaudit")
-        if doc is None:
+        if not isinstance(doc, dict):
             raise BadFileError(f"{p}: no [tool.actaudit] section")
     key = (lambda k: f"{where}.{k}" if where else k)
     raws = doc.get("audit")
@@ -113,13 +132,20 @@ def load_spec(path: str | Path | None = None) -> Spec:
         if audits[-1].name in names:
             raise BadFileError(f"{p}: key '{key('audit')}[{i}].name': duplicate name '{audits[-1].name}'")
         names.add(audits[-1].name)
+        if audits[-1].reference is None:
+            audits[-1].reference = reference
     base = doc.get("baseline", "data/baseline.json")
-    if not isinstance(base, str):
+    if not isinstance(base, str) or not base:
         raise BadFileError(f"{p}: key '{key('baseline')}' must be a path string")
     slack = doc.get("slack", 1e-9)
-    if not isinstance(slack, (int, float)) or isinstance(slack, bool) or not slack >= 0:
-        raise BadFileError(f"{p}: key '{key('slack')}' must be a number >= 0")
+    if not _is_num(slack) or not 0 <= slack < 1:
+        raise BadFileError(f"{p}: key '{key('slack')}' must be a number in [0, 1) (a relative slack)")
     return Spec(p, audits, (p.parent / base), float(slack))
+
+
+def _is_num(v) -> bool:
+    """A finite int or float (TOML has no other numbers; bools are not numbers)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _audit(p: Path, raw, where: str) -> Audit:
@@ -132,7 +158,7 @@ def _audit(p: Path, raw, where: str) -> Audit:
     if unknown:
         bad(sorted(unknown)[0], f"is unknown (known: {', '.join(sorted(AUDIT_KEYS))})")
     for k in ("name", "targets", "dtype"):
-        if k not in raw:
+        if k not in raw and not (k == "targets" and "dump" in raw):
             bad(k, "is missing")
     if not isinstance(raw["name"], str) or not raw["name"]:
         bad("name", "must be a non-empty string")
@@ -141,22 +167,31 @@ def _audit(p: Path, raw, where: str) -> Audit:
         v = raw.get(k)
         if isinstance(v, str):
             v = [v]
-        if not isinstance(v, list) or not v or not all(isinstance(s, str) for s in v):
+        if not isinstance(v, list) or not v or not all(isinstance(s, str) and s for s in v):
             bad(k, "must be a string or a non-empty list of strings")
         return v
 
+    def string(k):
+        v = raw.get(k)
+        if v is not None and not (isinstance(v, str) and v):
+            bad(k, "must be a non-empty string")
+        return v
+
     rng = raw.get("range")
-    if rng is not None and not (isinstance(rng, list) and len(rng) == 2
-                                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rng)):
-        bad("range", "must be [lo, hi]")
+    if rng is not None and not (isinstance(rng, list) and len(rng) == 2 and all(_is_num(v) for v in rng)
+                                and rng[0] < rng[1]):
+        bad("range", "must be [lo, hi] with finite lo < hi")
     params = raw.get("params", {})
     if not isinstance(params, dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) or
-            (isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)) for v in params.values()):
-        bad("params", "must be a table of numbers")
-    for k in ("samples", "seed", "grid"):
-        if k in raw and (not isinstance(raw[k], int) or isinstance(raw[k], bool)):
-            bad(k, "must be an integer")
+            _is_num(v) or (isinstance(v, list) and v and all(_is_num(x) for x in v))
+            for v in params.values()):
+        bad("params", "must be a table of finite numbers or non-empty lists of them")
+    for k, lo in (("samples", 1), ("seed", 0), ("grid", 2)):
+        if k in raw and (not isinstance(raw[k], int) or isinstance(raw[k], bool)
+                         or not lo <= raw[k] < 2**63):
+            bad(k, f"must be an integer >= {lo}")
+    if "grad" in raw and not isinstance(raw["grad"], bool):
+        bad("grad", "must be true or false")
     tol = raw.get("tolerance", {})
     if not isinstance(tol, dict):
         bad("tolerance", "must be a table")
@@ -165,18 +200,23 @@ def _audit(p: Path, raw, where: str) -> Audit:
             bad(f"tolerance.{k}", f"is unknown (known: {', '.join(sorted(TOLERANCE_KEYS))})")
         if k in ("nan", "inf") and not isinstance(v, bool):
             bad(f"tolerance.{k}", "must be true or false")
-        if k in ("max_ulp", "p99_ulp", "max_abs", "max_rel") and (
-                not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= 0):
-            bad(f"tolerance.{k}", "must be a number >= 0")
-        if k == "safe_range" and not (isinstance(v, list) and len(v) == 2 and
-                                      all(isinstance(x, (int, float)) for x in v)):
-            bad(f"tolerance.{k}", "must be [lo, hi]")
+        if k in ("max_ulp", "p99_ulp", "max_abs", "max_rel") and not (_is_num(v) and v >= 0):
+            bad(f"tolerance.{k}", "must be a finite number >= 0")
+        if k == "safe_range" and not (isinstance(v, list) and len(v) == 2 and all(_is_num(x) for x in v)
+                                      and v[0] <= 0 <= v[1]):
+            bad(f"tolerance.{k}", "must be [lo, hi], finite, with lo <= 0 <= hi")
     compute = raw.get("compute")
-    return Audit(raw["name"], strings("targets"), strings("dtype"),
+    dump = string("dump")
+    reference = string("reference")
+    if dump is not None and reference is None:
+        bad("dump", "needs 'reference' (the function the device computed)")
+    return Audit(raw["name"], strings("targets") if "targets" in raw else [], strings("dtype"),
                  None if compute is None else strings("compute"),
                  None if rng is None else (float(rng[0]), float(rng[1])),
                  {k: v for k, v in params.items()}, raw.get("samples"), raw.get("seed", 0),
-                 raw.get("grid"), dict(tol))
+                 raw.get("grid"), dict(tol), reference, raw.get("grad", False),
+                 string("device") or "cpu",
+                 None if dump is None else str(p.parent / dump), string("dump_dtype"))
 
 
 def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]:
@@ -184,7 +224,9 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
     for a in spec.audits:
         try:
             res = sweep(a.targets, a.dtype, a.compute, range=a.range, samples=a.samples,
-                        seed=a.seed, params=a.params or None, grid=a.grid, progress=progress)
+                        seed=a.seed, params=a.params or None, grid=a.grid, progress=progress,
+                        reference=a.reference, grad=a.grad, device=a.device, dump=a.dump,
+                        dump_dtype=a.dump_dtype)
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
         out.append((a, res))
@@ -193,7 +235,9 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
 
 # --------------------------------------------------------------- baseline
 def entry_key(audit: str, r: SweepResult) -> str:
-    p = ",".join(f"{k}={v:g}" for k, v in sorted(r.params.items()))
+    """The result's id: audit/candidate/dtype/compute[/params], parameters written
+    exactly (repr), so that nearby values never share an entry."""
+    p = ",".join(f"{k}={float(v)!r}" for k, v in sorted(r.params.items()))
     return f"{audit}/{r.candidate}/{r.dtype}/{r.compute}" + (f"/{p}" if p else "")
 
 
@@ -203,7 +247,13 @@ def entry(r: SweepResult) -> dict:
             "inputs": d["inputs"], "seed": None,
             **{m: d[m] for m in METRICS}, **{c: d[c] for c in COUNTS},
             "findings": {f["kind"]: f["intervals"] for f in d["findings"]},
-            "clip": None if d["clip"] is None else {"lo": d["clip"]["lo"], "hi": d["clip"]["hi"]}}
+            "finding_counts": {f["kind"]: f["count"] for f in d["findings"]},
+            "clip": None if d["clip"] is None else {"lo": d["clip"]["lo"], "hi": d["clip"]["hi"],
+                                                    "lo_action": d["clip"]["lo_action"],
+                                                    "hi_action": d["clip"]["hi_action"],
+                                                    "lo_safe": d["clip"]["lo_safe"],
+                                                    "hi_safe": d["clip"]["hi_safe"],
+                                                    "note": d["clip"]["note"]}}
 
 
 def make_baseline(spec: Spec, runs) -> dict:
@@ -222,35 +272,85 @@ def write_baseline(path: Path, doc: dict) -> None:
 
 
 def load_baseline(path: Path) -> dict:
-    try:
-        if Path(path).stat().st_size > MAX_FILE * 64:
-            raise BadFileError(f"{path}: too large for a baseline")
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadFileError(f"{path}: baseline not found (run 'actaudit baseline')") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadFileError(f"{path}: cannot read ({e})") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BadFileError(f"{path}: corrupted JSON ({e.msg} at line {e.lineno})") from None
+    """The baseline, every field validated (type, finiteness, range): anything else is
+    refused with one line naming the file and the key."""
+    if not Path(path).exists():
+        raise BadFileError(f"{path}: baseline not found (run 'actaudit baseline')")
+    doc = load_json(path, MAX_FILE, "baseline")
     if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA:
-        raise BadFileError(f"{path}: key 'schema' must be '{BASELINE_SCHEMA}'")
+        raise BadFileError(f"{path}: key 'schema' must be '{BASELINE_SCHEMA}' "
+                           "(record it again with 'actaudit baseline')")
     ents = doc.get("entries")
     if not isinstance(ents, dict):
         raise BadFileError(f"{path}: key 'entries' must be an object")
     for k, e in ents.items():
-        if not isinstance(e, dict):
-            raise BadFileError(f"{path}: key 'entries.{k}' must be an object")
-        for m in METRICS + COUNTS + ("findings",):
-            if m not in e:
-                raise BadFileError(f"{path}: key 'entries.{k}.{m}' is missing")
-        for m in METRICS:
-            if not isinstance(e[m], (int, float, str)) or (isinstance(e[m], str) and e[m] not in ("nan", "inf", "-inf")):
-                raise BadFileError(f"{path}: key 'entries.{k}.{m}' must be a number")
-        if not isinstance(e["findings"], dict):
-            raise BadFileError(f"{path}: key 'entries.{k}.findings' must be an object")
+        _check_entry(path, f"entries.{k}", e)
     return doc
+
+
+def _number(v, allow_nan=True) -> bool:
+    """A metric as written by the tool: a number >= 0, or 'inf' (or 'nan')."""
+    if isinstance(v, str):
+        return v == "inf" or (allow_nan and v == "nan")
+    return _is_num(v) and v >= 0
+
+
+def _bound(v) -> bool:
+    """An interval or clip bound: a finite number, '-inf', 'inf' or 'nan' (NaN inputs)."""
+    return (isinstance(v, str) and v in ("nan", "inf", "-inf")) or _is_num(v)
+
+
+def _check_entry(path, where: str, e) -> None:
+    def bad(k, msg):
+        raise BadFileError(f"{path}: key '{where}{'.' + k if k else ''}' {msg}")
+
+    if not isinstance(e, dict):
+        bad("", "must be an object")
+    for m in METRICS + COUNTS + ("findings", "finding_counts", "clip", "candidate", "dtype",
+                                 "compute", "params"):
+        if m not in e:
+            bad(m, "is missing")
+    for m in METRICS:
+        if not _number(e[m]):
+            bad(m, "must be a number >= 0, 'inf' or 'nan'")
+    for c in COUNTS:
+        if not (isinstance(e[c], int) and not isinstance(e[c], bool) and 0 <= e[c] < 2**63):
+            bad(c, "must be an integer >= 0")
+    for k in ("candidate", "dtype", "compute"):
+        if not isinstance(e[k], str):
+            bad(k, "must be a string")
+    if not isinstance(e["params"], dict) or not all(_is_num(v) for v in e["params"].values()):
+        bad("params", "must be an object of finite numbers")
+    f, fc = e["findings"], e["finding_counts"]
+    if not isinstance(f, dict) or not isinstance(fc, dict):
+        bad("findings", "and 'finding_counts' must be objects")
+    for kind, ivs in f.items():
+        if kind not in FINDING_KINDS:
+            bad(f"findings.{kind}", f"is not a finding kind ({', '.join(FINDING_KINDS)})")
+        if not isinstance(ivs, list) or not all(
+                isinstance(iv, list) and len(iv) == 2 and all(_bound(b) for b in iv) for iv in ivs):
+            bad(f"findings.{kind}", "must be a list of [lo, hi] intervals")
+        for iv in ivs:
+            lo, hi = float(iv[0]), float(iv[1])
+            if not (lo <= hi or (math.isnan(lo) and math.isnan(hi))):
+                bad(f"findings.{kind}", f"holds a malformed interval {iv}")
+    for kind, n in fc.items():
+        if kind not in FINDING_KINDS or not (isinstance(n, int) and not isinstance(n, bool) and n >= 0):
+            bad(f"finding_counts.{kind}", "must be a finding kind with an integer count >= 0")
+    if set(f) != set(fc):
+        bad("finding_counts", "must have the same kinds as 'findings'")
+    c = e["clip"]
+    if c is not None:
+        if not isinstance(c, dict) or not all(k in c for k in ("lo", "hi", "lo_action", "hi_action")):
+            bad("clip", "must be null or an object with lo, hi, lo_action, hi_action")
+        for k in ("lo", "hi", "lo_safe", "hi_safe"):
+            if c.get(k) is not None and not _is_num(c[k]):
+                bad(f"clip.{k}", "must be null or a finite number")
+        for k in ("lo_action", "hi_action"):
+            if c[k] not in ("none", "clamp", "identity", "constant"):
+                bad(f"clip.{k}", "must be one of none, clamp, identity, constant")
+        if not isinstance(c.get("note", ""), str):
+            bad("clip.note", "must be a string")
 
 
 # ---------------------------------------------------------------- compare
@@ -258,7 +358,7 @@ def load_baseline(path: Path) -> dict:
 class Change:
     key: str
     candidate: str
-    status: str  # "fail", "improved", "ok"
+    status: str  # "fail", "improved", "ok", "removed"
     messages: list = field(default_factory=list)
 
 
@@ -266,6 +366,19 @@ def _num(v) -> float:
     if isinstance(v, str):
         return float(v)
     return math.nan if v is None else float(v)
+
+
+def _show(a, b=None) -> str:
+    """Numbers for people, rounded, with as many digits as it takes to tell a from b."""
+    a = _num(a)
+    if b is None:
+        return format_number(a, 5)
+    b = _num(b)
+    for d in range(5, 18):
+        sa, sb = format_number(a, d), format_number(b, d)
+        if sa != sb or a == b or (math.isnan(a) and math.isnan(b)):
+            return f"{sa} -> {sb}"
+    return f"{a!r} -> {b!r}"
 
 
 def _covered(iv, base_ivs) -> bool:
@@ -282,80 +395,154 @@ def _covered(iv, base_ivs) -> bool:
     return False
 
 
-def compare(spec: Spec, runs, baseline: dict) -> list[Change]:
+def _clip_side(c: dict, side: str) -> float:
+    """How far from zero the candidate is within the clip tolerance on one side, unclipped:
+    ``lo_safe`` / ``hi_safe`` (+-inf where that is the whole side).  (Baselines without
+    them: the clip bound; 0 where no clip helps: fail closed.)"""
+    if f"{side}_safe" in c:
+        v = c[f"{side}_safe"]
+        return (-math.inf if side == "lo" else math.inf) if v is None else _num(v)
+    b, action = c[side], c[f"{side}_action"]
+    if b is not None:
+        return _num(b)
+    helps_not = action == "none" and f"{side} side:" in (c.get("note") or "")
+    if helps_not:
+        return 0.0
+    return -math.inf if side == "lo" else math.inf
+
+
+def tolerance_failures(a: Audit, r: SweepResult) -> list[str]:
+    """What breaks the audit's tolerances; a tolerance that cannot be decided fails."""
+    tol = a.tolerance
+    now = entry(r)
+    fails = []
+    for m in ("max_ulp", "p99_ulp", "max_abs", "max_rel"):
+        if m in tol and not _num(now[m]) <= tol[m]:
+            fails.append(f"{m} = {_show(now[m])} exceeds the tolerance {_show(tol[m])}")
+    for k, c in (("nan", "nan_count"), ("inf", "inf_count")):
+        if tol.get(k) is False and now[c]:
+            fails.append(f"{now[c]} {k.upper()} results where the tolerance allows none")
+    if "safe_range" in tol:
+        lo, hi = tol["safe_range"]
+        c = now["clip"]
+        if c is None:
+            fails.append(f"safe_range [{_show(lo)}, {_show(hi)}] cannot be checked: no clip "
+                         f"recommendation for {r.dtype} (it needs a univariate candidate and "
+                         "every value of a format of 16 bits or fewer)")
+        else:
+            clo, chi = _clip_side(c, "lo"), _clip_side(c, "hi")
+            if clo > lo or chi < hi:
+                show = _show
+                fails.append(f"safe clip range [{show(clo)}, {show(chi)}] does not cover the "
+                             f"required [{_show(lo)}, {_show(hi)}]"
+                             + (f" ({c['note']})" if c.get("note") else ""))
+    return fails
+
+
+def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], list[str]]:
+    fails, better = [], []
+    for m in METRICS:
+        b, n = _num(base[m]), _num(now[m])
+        if math.isnan(b) and math.isnan(n):
+            continue
+        if math.isnan(b):  # no finite result then: nothing to compare with, so no pass
+            fails.append(f"{m} = {_show(n)} has no baseline value (NaN: no finite result when "
+                         "recorded); record the baseline again")
+        elif math.isnan(n) or n > b * (1 + spec.slack) + 1e-300:
+            fails.append(f"{m} got worse: {_show(b, n)}")
+        elif n < b * (1 - spec.slack):
+            better.append(f"{m} improved: {_show(b, n)}")
+    for c in COUNTS:
+        if now[c] > base[c]:
+            fails.append(f"{c} rose: {base[c]} -> {now[c]}")
+        elif now[c] < base[c]:
+            better.append(f"{c} fell: {base[c]} -> {now[c]}")
+    for kind, ivs in now["findings"].items():
+        bcount = base["finding_counts"].get(kind, 0)
+        if now["finding_counts"][kind] > bcount:
+            fails.append(f"{kind} findings rose: {bcount} -> {now['finding_counts'][kind]} inputs")
+        new = [iv for iv in ivs if not _covered(iv, base["findings"].get(kind, []))]
+        if new:
+            fails.append(f"new {kind} interval [{new[0][0]}, {new[0][1]}]"
+                         + (f" and {len(new) - 1} more" if len(new) > 1 else ""))
+    for kind, bcount in base["finding_counts"].items():
+        if now["finding_counts"].get(kind, 0) < bcount:
+            better.append(f"{kind} findings fell: {bcount} -> {now['finding_counts'].get(kind, 0)} inputs")
+    bc, nc = base.get("clip"), now["clip"]
+    if bc is not None and nc is None:
+        fails.append("no clip recommendation any more (the baseline had one)")
+    elif bc and nc:
+        blo, bhi = _clip_side(bc, "lo"), _clip_side(bc, "hi")
+        nlo, nhi = _clip_side(nc, "lo"), _clip_side(nc, "hi")
+        if nlo > blo or nhi < bhi:
+            fails.append(f"safe clip range shrank: [{_show(blo)}, {_show(bhi)}] -> [{_show(nlo)}, {_show(nhi)}]"
+                         + (f" ({nc['note']})" if nc.get("note") else ""))
+    return fails, better
+
+
+def compare(spec: Spec, runs, baseline: dict, strict: bool = False) -> list[Change]:
+    """One Change per result of the run, then one per baseline entry that the spec no
+    longer produces ('removed'; a failure with ``strict``)."""
     out = []
     ents = baseline["entries"]
+    seen = set()
     for a, results in runs:
-        tol = a.tolerance
         for r in results:
             key = entry_key(a.name, r)
-            now = entry(r)
+            seen.add(key)
             ch = Change(key, r.candidate, "ok")
-            fails, better = ch.messages, []
-            # tolerances
-            for m in ("max_ulp", "p99_ulp", "max_abs", "max_rel"):
-                if m in tol and not _num(now[m]) <= tol[m]:
-                    fails.append(f"{r.candidate} [{r.dtype}/{r.compute}]: {m} = {now[m]} exceeds "
-                                 f"the tolerance {tol[m]}")
-            for k, c in (("nan", "nan_count"), ("inf", "inf_count")):
-                if tol.get(k) is False and now[c]:
-                    fails.append(f"{r.candidate} [{r.dtype}/{r.compute}]: {now[c]} {k.upper()} results "
-                                 f"where the tolerance allows none")
-            if "safe_range" in tol and now["clip"] is not None:
-                lo, hi = tol["safe_range"]
-                c = now["clip"]
-                if (c["lo"] is not None and _num(c["lo"]) > lo) or (c["hi"] is not None and _num(c["hi"]) < hi):
-                    fails.append(f"{r.candidate} [{r.dtype}/{r.compute}]: safe clip range "
-                                 f"[{c['lo']}, {c['hi']}] does not cover the required [{lo}, {hi}]")
+            fails = tolerance_failures(a, r)
+            better: list[str] = []
             base = ents.get(key)
             if base is None:
-                fails.append(f"{key}: not in the baseline (run 'actaudit baseline')")
+                fails.append("not in the baseline (run 'actaudit baseline')")
             else:
-                for m in METRICS:
-                    b, n = _num(base[m]), _num(now[m])
-                    if math.isnan(b) and math.isnan(n):
-                        continue
-                    if n > b * (1 + spec.slack) + 1e-300 or (math.isnan(n) and not math.isnan(b)):
-                        fails.append(f"{r.candidate} [{r.dtype}/{r.compute}]: {m} got worse: "
-                                     f"{base[m]} -> {now[m]}")
-                    elif n < b * (1 - spec.slack) or (math.isnan(b) and not math.isnan(n)):
-                        better.append(f"{m} improved: {base[m]} -> {now[m]}")
-                for c in COUNTS:
-                    if now[c] > base[c]:
-                        fails.append(f"{r.candidate} [{r.dtype}/{r.compute}]: {c} rose: {base[c]} -> {now[c]}")
-                    elif now[c] < base[c]:
-                        better.append(f"{c} fell: {base[c]} -> {now[c]}")
-                for kind, ivs in now["findings"].items():
-                    new = [iv for iv in ivs if not _covered(iv, base["findings"].get(kind, []))]
-                    if new:
-                        fails.append(f"{r.candidate} [{r.dtype}/{r.compute}]: new {kind} interval "
-                                     f"[{new[0][0]}, {new[0][1]}]" + (f" and {len(new) - 1} more" if len(new) > 1 else ""))
-                bc, nc = base.get("clip"), now["clip"]
-                if bc and nc:
-                    if (bc["lo"] is not None and (nc["lo"] is None or _num(nc["lo"]) > _num(bc["lo"])) and nc["lo"] != bc["lo"]) \
-                            or (bc["hi"] is not None and (nc["hi"] is None or _num(nc["hi"]) < _num(bc["hi"])) and nc["hi"] != bc["hi"]):
-                        fails.append(f"{r.candidate} [{r.dtype}/{r.compute}]: safe clip range shrank: "
-                                     f"[{bc['lo']}, {bc['hi']}] -> [{nc['lo']}, {nc['hi']}]")
+                f2, better = _against_baseline(spec, entry(r), base)
+                fails += f2
             if fails:
-                ch.status = "fail"
+                ch.status, ch.messages = "fail", fails
             elif better:
-                ch.status = "improved"
-                ch.messages = better
+                ch.status, ch.messages = "improved", better
             out.append(ch)
+    for key in ents:
+        if key not in seen:
+            out.append(Change(key, str(ents[key]["candidate"]), "fail" if strict else "removed",
+                              ["in the baseline but no longer in the spec"
+                               + ("" if strict else " (--strict fails on this)")]))
     return out
 
 
-def baseline_command(spec_path=None, out=None, progress=None) -> tuple[Path, int]:
-    spec = load_spec(spec_path)
+def baseline_command(spec_path=None, out=None, progress=None, reference=None,
+                     force: bool = False) -> tuple[Path, int, list[str]]:
+    """Sweep the spec and write its baseline.  Results that break their own tolerances
+    are refused (BaselineRefused, listing them), unless ``force``: then written, and the
+    list returned for the caller to show."""
+    spec = load_spec(spec_path, reference)
     runs = run_spec(spec, progress)
+    broken = [f"{entry_key(a.name, r)}: {m}" for a, results in runs for r in results
+              for m in tolerance_failures(a, r)]
+    if broken and not force:
+        raise BaselineRefused(broken)
     doc = make_baseline(spec, runs)
     path = Path(out) if out else spec.baseline
     write_baseline(path, doc)
-    return path, len(doc["entries"])
+    return path, len(doc["entries"]), broken
 
 
-def check_command(spec_path=None, baseline_path=None, progress=None) -> tuple[Spec, list[Change]]:
-    spec = load_spec(spec_path)
+class BaselineRefused(ActauditError):
+    """Results that already break the tolerances they are recorded under."""
+
+    exit_code = 1
+
+    def __init__(self, broken: list[str]):
+        self.broken = broken
+        super().__init__(f"{len(broken)} tolerance failures in the results to record; nothing "
+                         "written (fix the tolerances, or record anyway with --force)")
+
+
+def check_command(spec_path=None, baseline_path=None, progress=None, reference=None,
+                  strict: bool = False) -> tuple[Spec, list[Change]]:
+    spec = load_spec(spec_path, reference)
     base = load_baseline(Path(baseline_path) if baseline_path else spec.baseline)
     runs = run_spec(spec, progress)
-    return spec, compare(spec, runs, base)
+    return spec, compare(spec, runs, base, strict)

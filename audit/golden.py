@@ -27,10 +27,10 @@ from .candidates import Candidate
 from .errors import BadFileError, BadOptionError
 from .formats import Format, get_format
 from .inputs import Domain
-from .io import atomic_path
+from .io import atomic_path, load_npy, load_npz, read_bytes
 from .references import get_reference
 
-MAX_DUMP_BYTES = 1 << 32
+MAX_DUMP_BYTES = 1 << 30  # decoded bytes of a dump or an input list
 
 
 def write_golden(reference: str, fmt: Format, path, params: dict | None = None,
@@ -126,28 +126,36 @@ def _parse_hex_or_float(col, fmt: Format, what: str, path) -> np.ndarray:
         raise BadFileError(f"{path}: {what} has values that are not numbers") from None
 
 
-def read_dump(path, fmt: Format, raw_dtype: str | None = None) -> Dump:
-    p = Path(path)
-    if not p.exists():
-        raise BadFileError(f"{p}: dump not found")
-    if p.stat().st_size > MAX_DUMP_BYTES:
-        raise BadFileError(f"{p}: {p.stat().st_size} bytes is more than a dump of any format needs")
+def dump_limit(fmt: Format) -> int:
+    """Bytes a dump of ``fmt`` may hold (decoded): for a format of 16 bits or fewer, what
+    every finite value as x and y in float64 or in CSV text can take; else MAX_DUMP_BYTES."""
+    if fmt.enumerable:
+        return min(MAX_DUMP_BYTES, 96 * len(fmt.finite_values()) + (1 << 20))
+    return MAX_DUMP_BYTES
+
+
+def _read_columns(p: Path, fmt: Format, raw_dtype: str | None):
+    """(x or None, y) of a dump or input file, every read bounded by dump_limit(fmt) bytes
+    of decoded data (a device such as /dev/zero, a zip bomb, a huge .npy header: refused)."""
+    import io as _io
+
+    limit = dump_limit(fmt)
     suffix = p.suffix.lower()
     x = None
     try:
         if suffix == ".npz":
-            with np.load(p, allow_pickle=False) as z:
-                keys = set(z.files)
-                xk = next((k for k in ("x_bits", "x", "inputs") if k in keys), None)
-                yk = next((k for k in ("y_bits", "y", "outputs") if k in keys), None)
-                if yk is None:
-                    raise BadFileError(f"{p}: no outputs: expected key 'y' (or 'y_bits', 'outputs'); "
-                                       f"found {sorted(keys)}")
-                y = _values(fmt, z[yk], f"'{yk}'", p)
-                if xk is not None:
-                    x = _values(fmt, z[xk], f"'{xk}'", p)
+            z = load_npz(p, limit, "dump")
+            keys = set(z)
+            xk = next((k for k in ("x_bits", "x", "inputs") if k in keys), None)
+            yk = next((k for k in ("y_bits", "y", "outputs") if k in keys), None)
+            if yk is None:
+                raise BadFileError(f"{p}: no outputs: expected key 'y' (or 'y_bits', 'outputs'); "
+                                   f"found {sorted(keys)}")
+            y = _values(fmt, z[yk], f"'{yk}'", p)
+            if xk is not None:
+                x = _values(fmt, z[xk], f"'{xk}'", p)
         elif suffix == ".npy":
-            a = np.load(p, allow_pickle=False)
+            a = load_npy(p, limit, "dump")
             if a.ndim == 2 and a.shape[1] == 2:
                 x, y = _values(fmt, a[:, 0].copy(), "column x", p), _values(fmt, a[:, 1].copy(), "column y", p)
             else:
@@ -155,8 +163,9 @@ def read_dump(path, fmt: Format, raw_dtype: str | None = None) -> Dump:
         elif suffix == ".csv":
             import pandas as pd
 
+            data = read_bytes(p, limit, "dump")
             try:
-                df = pd.read_csv(p)
+                df = pd.read_csv(_io.BytesIO(data))
             except Exception as e:
                 raise BadFileError(f"{p}: unreadable CSV ({type(e).__name__}: {e})") from None
             if "y" not in df.columns:
@@ -168,14 +177,38 @@ def read_dump(path, fmt: Format, raw_dtype: str | None = None) -> Dump:
             dt = get_format(raw_dtype) if raw_dtype else fmt
             if dt != fmt:
                 raise BadOptionError(f"raw dump dtype {dt.name} differs from --dtype {fmt.name}")
-            raw = p.read_bytes()
+            raw = read_bytes(p, limit, "dump")
             if len(raw) % (fmt.bits // 8):
                 raise BadFileError(f"{p}: {len(raw)} bytes is not a whole number of {fmt.name} values")
             y = fmt.from_bits(np.frombuffer(raw, dtype=fmt.uint.newbyteorder("<")).astype(fmt.uint))
     except (BadFileError, BadOptionError):
         raise
-    except Exception as e:  # zip, npy header, pickle refusal, ...: an unreadable file, said so
+    except MemoryError:
+        raise BadFileError(f"{p}: too large to read into memory") from None
+    except Exception as e:  # zip, npy header, ...: an unreadable file, said so
         raise BadFileError(f"{p}: unreadable ({type(e).__name__}: {e})") from None
+    return x, y
+
+
+def read_inputs(path, fmt: Format) -> np.ndarray:
+    """An input list for ``golden --inputs``: the inputs of a dump-like file (its x column
+    or key where it has one, else its only array), in its own order; finite values of
+    ``fmt``; any length, any format."""
+    p = Path(path)
+    x, y = _read_columns(p, fmt, None)
+    xs = y if x is None else x
+    bad = ~np.isfinite(xs)
+    if bad.any():
+        raise BadFileError(f"{p}: golden inputs must be finite; {int(bad.sum())} are not "
+                           f"(first: {float(xs[np.flatnonzero(bad)[0]])!r})")
+    if not len(xs):
+        raise BadFileError(f"{p}: no inputs")
+    return xs
+
+
+def read_dump(path, fmt: Format, raw_dtype: str | None = None) -> Dump:
+    p = Path(path)
+    x, y = _read_columns(p, fmt, raw_dtype)
     if x is None:
         if not fmt.enumerable:
             raise BadFileError(f"{p}: outputs alone need golden order, which {fmt.name} has not: "
@@ -189,6 +222,12 @@ def read_dump(path, fmt: Format, raw_dtype: str | None = None) -> Dump:
         raise BadFileError(f"{p}: {len(x)} inputs but {len(y)} outputs")
     fin = np.isfinite(x)
     specials = [(float(a), float(b)) for a, b in zip(x[~fin], y[~fin])]
+    seen = set()
+    for a, _ in specials:  # each special input once: +inf, -inf, NaN (any payload)
+        k = "nan" if np.isnan(a) else a
+        if k in seen:
+            raise BadFileError(f"{p}: special input {a!r} appears more than once")
+        seen.add(k)
     x, y = x[fin], y[fin]
     bits = fmt.to_bits(x)
     order = np.argsort(fmt.ordinal(x) * 2 + (~np.signbit(x)).astype(np.int64), kind="stable")

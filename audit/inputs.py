@@ -98,6 +98,10 @@ class Domain:
             start = stop
         return out
 
+    def chunk_counts(self, ranges) -> list[int]:
+        """The number of inputs of each chunk range (-0 counted where it is in)."""
+        return [stop - start + (1 if neg_zero else 0) for start, stop, neg_zero in ranges]
+
     def chunk_values(self, r: tuple[int, int, bool]):
         """The inputs of one chunk: values, or for pairs the tuple (a, b) with pair index
         i = ia * n + ib in row-major order over the axis (a the slow axis)."""
@@ -211,7 +215,12 @@ def axis_values(fmt: Format, rng, side: int, seed: int) -> tuple[np.ndarray, boo
     gen = np.random.default_rng(seed)
     base = np.linspace(lo_o, hi_o, side)
     step = (hi_o - lo_o) / max(side - 1, 1)
-    ords = np.clip(np.round(base + gen.uniform(-step / 3, step / 3, side)), lo_o, hi_o).astype(np.int64)
+    r = np.round(base + gen.uniform(-step / 3, step / 3, side))
+    # clipped in integers: float64 cannot hold fp64's largest ordinals (0x7fefffffffffffff
+    # rounds up to 2^63 - 2^52 + ..., the ordinal of +inf), so a float clip let +inf in
+    top, bot = r >= float(hi_o), r <= float(lo_o)
+    ords = np.where(top | bot, 0.0, r).astype(np.int64)
+    ords[top], ords[bot] = hi_o, lo_o
     edge_vals = [0.0, 1.0, -1.0, fmt.smallest_subnormal, -fmt.smallest_subnormal]
     edges = [lo_o, hi_o] + [int(fmt.ordinal([v])[0]) for v in edge_vals]
     ords = np.unique(np.concatenate([ords, [e for e in edges if lo_o <= e <= hi_o]]))

@@ -1,41 +1,272 @@
-"""File output: atomic writes and JSON that keeps NaN and infinities legal."""
+"""File input and output, failing closed.
+
+Output: :func:`atomic_path` writes a temporary file beside the target and renames it into
+place when complete, with the permissions the umask gives (an existing file keeps its
+mode).  A target that is not a regular file (``-``, a character device such as
+/dev/null, a FIFO, /dev/fd/1, a symlink to one of them) is written directly, never
+renamed over.  Temporaries left by a killed run (``.NAME.PID.XXXXXXXX.tmp`` whose process
+is gone) are removed by the next write into that directory.
+
+Input: every read is bounded by what it will decode to: :func:`read_bytes` reads at most
+``limit`` bytes (``/dev/zero`` is refused, not read forever), :func:`load_npy` and
+:func:`load_npz` check the declared uncompressed size of every member of an archive and
+the shape and dtype in every ``.npy`` header before allocating anything, and never
+unpickle.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import io as _io
 import json
 import math
 import os
+import re
+import stat
+import sys
 import tempfile
+import threading
+import time
+import zipfile
 from pathlib import Path
+
+from .errors import BadFileError
+
+STALE_AGE = 24 * 3600.0  # seconds after which a temporary of a live pid counts as stale too
+
+
+# ------------------------------------------------------------------ output
+_UMASK_LOCK = threading.Lock()
+
+
+def umask() -> int:
+    with _UMASK_LOCK:
+        m = os.umask(0o022)
+        os.umask(m)
+    return m
+
+
+def is_special(path) -> bool:
+    """Whether writing ``path`` must go straight to it: '-' (stdout) or an existing
+    target (symlinks followed) that is not a regular file or a directory."""
+    if str(path) == "-" or _through_fd(path):
+        return True
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
+
+
+_FD_DIRS = ("/dev/fd/", "/dev/stdout", "/dev/stderr", "/proc/")
+
+
+def _through_fd(path) -> bool:
+    """Whether ``path`` or a symlink on its way names an open file descriptor (/dev/fd/1,
+    /proc/self/fd/1): whatever that is (even a regular file), it is written in place."""
+    p = os.path.abspath(str(path))
+    for _ in range(40):
+        if p.startswith(_FD_DIRS):
+            return True
+        try:
+            target = os.readlink(p)
+        except OSError:
+            return False
+        p = os.path.normpath(os.path.join(os.path.dirname(p), target))
+    return False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, not ours
+        return True
+    return True
+
+
+_TMP_NAME = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]{8}\.tmp$")  # .NAME.PID.XXXXXXXX.tmp
+
+
+def clean_stale(directory) -> None:
+    """Remove the temporaries that atomic_path left in ``directory`` (``.NAME.PID.XXXXXXXX.tmp``,
+    any NAME: a checkpoint's array file changes its name as it goes) whose process is gone,
+    or that are older than a day."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            m = _TMP_NAME.match(entry.name)
+            if not m:
+                continue
+            try:
+                dead = not _pid_alive(int(m.group(1)))
+                old = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_AGE
+                if (dead or old) and entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
+            except OSError:
+                continue
 
 
 @contextlib.contextmanager
 def atomic_path(path):
-    """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
+    """Yield a path to write; the result appears at ``path`` only when complete.
 
-    On any exception (KeyboardInterrupt included) the temporary file is removed
-    and ``path`` is left as it was.
+    A regular (or new) target: a temporary file beside it, renamed onto it on success
+    (a symlink to a regular file is followed: the file it names is replaced, the link
+    kept), with mode 0666 & ~umask, or the existing file's mode.  On any exception
+    (KeyboardInterrupt included) the temporary file is removed and ``path`` is left as
+    it was.  A special target ('-', a device, a FIFO, /dev/fd/N) is yielded itself:
+    written directly, never replaced.
     """
+    if str(path) == "-":
+        sys.stdout.flush()
+        yield Path("/dev/stdout")
+        return
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    os.close(fd)
+    if is_special(path):
+        yield path
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    directory = path.parent if str(path.parent) else Path(".")
+    clean_stale(directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
     try:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode) & 0o777  # (never a set-id bit)
+        except OSError:
+            mode = 0o666 & ~umask()
+        os.fchmod(fd, mode)
+        os.close(fd)
+        fd = None
         yield Path(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename in (tmp, str(tmp)):
+            # name the user's path, not our temporary file
+            raise OSError(e.errno, e.strerror, str(path)) from None
         raise
 
 
 def write_text(path, text: str) -> None:
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not is_special(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
 
 
+# ------------------------------------------------------------------- input
+def read_bytes(path, limit: int, what: str = "file") -> bytes:
+    """The bytes of ``path``, refusing more than ``limit`` (checked while reading, so a
+    device or FIFO that never ends is refused too)."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read(limit + 1)
+    except FileNotFoundError:
+        raise BadFileError(f"{p}: {what} not found") from None
+    except IsADirectoryError:
+        raise BadFileError(f"{p}: is a directory, not a {what}") from None
+    except OSError as e:
+        raise BadFileError(f"{p}: cannot read ({e.strerror or e})") from None
+    if len(data) > limit:
+        raise BadFileError(f"{p}: over {limit} bytes, more than a {what} may hold (too large)")
+    return data
+
+
+def read_text(path, limit: int, what: str = "file") -> str:
+    data = read_bytes(path, limit, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadFileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def _npy(fh, limit: int, where: str):
+    """One .npy array from a file object, its header checked first: no object dtype, at
+    most ``limit`` bytes of data."""
+    import numpy as np
+    from numpy.lib import format as npf
+
+    try:
+        version = npf.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = npf.read_array_header_1_0(fh)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = npf.read_array_header_2_0(fh)
+        else:
+            raise ValueError(f"unsupported .npy version {version}")
+    except ValueError as e:
+        raise BadFileError(f"{where}: not a valid .npy array ({e})") from None
+    if dtype.hasobject:
+        raise BadFileError(f"{where}: an object array (not read: files are never unpickled)")
+    n = math.prod(shape)
+    if n * dtype.itemsize > limit:
+        raise BadFileError(f"{where}: declares {n * dtype.itemsize} bytes of data, more than "
+                           f"the limit of {limit}")
+    data = fh.read(n * dtype.itemsize)
+    if len(data) != n * dtype.itemsize:
+        raise BadFileError(f"{where}: truncated ({len(data)} of {n * dtype.itemsize} bytes of data)")
+    a = np.frombuffer(data, dtype=dtype).copy()
+    return a.reshape(shape, order="F" if fortran else "C")
+
+
+def load_npy(path, limit: int, what: str = "file"):
+    data = read_bytes(path, limit + 4096, what)
+    return _npy(_io.BytesIO(data), limit, str(path))
+
+
+def load_npz(path, limit: int, what: str = "file", keys=None) -> dict:
+    """The arrays of an ``.npz`` (``keys``: only those), never decoding more than
+    ``limit`` bytes in all: each member's declared uncompressed size is checked before
+    it is read, and reading stops at that size."""
+    data = read_bytes(path, limit, what)
+    try:
+        z = zipfile.ZipFile(_io.BytesIO(data))
+        infos = z.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+        raise BadFileError(f"{path}: not a valid .npz archive ({e})") from None
+    out = {}
+    total = 0
+    for info in infos:
+        name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+        if keys is not None and name not in keys:
+            continue
+        total += info.file_size
+        if info.file_size > limit or total > limit:
+            raise BadFileError(f"{path}: member '{name}' decompresses to {info.file_size} bytes, "
+                               f"more than the limit of {limit}")
+        try:
+            with z.open(info) as fh:
+                out[name] = _npy(fh, info.file_size, f"{path}: member '{name}'")
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError) as e:
+            raise BadFileError(f"{path}: member '{name}' unreadable ({e})") from None
+    return out
+
+
+def load_json(path, limit: int, what: str = "file"):
+    """A JSON document of at most ``limit`` bytes (nesting bounded by the recursion limit)."""
+    text = read_text(path, limit, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BadFileError(f"{path}: corrupted JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise BadFileError(f"{path}: nested too deeply") from None
+
+
+# -------------------------------------------------------------------- JSON
 def json_number(v):
     """A float for JSON: NaN and infinities become the strings 'nan', 'inf', '-inf'."""
     if v is None:

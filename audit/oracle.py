@@ -71,7 +71,13 @@ def exact_point(ref: Reference, x, fmt: Format, params: dict) -> tuple[float, fl
     prec = fmt.p + 40
     while True:
         with mp.workprec(prec):
-            v = ref.mp(*margs, **params)
+            try:
+                v = ref.mp(*margs, **params)
+            except ZeroDivisionError:
+                from .errors import BadParameterError
+
+                raise BadParameterError(f"{ref.name} is undefined at x = {args[0]!r} with "
+                                        f"parameters {params} (a division by zero)") from None
         with mp.workprec(prec + 64):
             d = abs(v) * mp.ldexp(1, GUARD_BITS - prec)
             a, b = fmt.round_mpf(v - d), fmt.round_mpf(v + d)
@@ -279,11 +285,54 @@ def cache_key(ref: Reference, fmt: Format, params: dict) -> str:
     return f"{ref.name}-{fmt.name}-{h}-o{ORACLE_VERSION}"
 
 
-def _digest(*arrays) -> str:
-    h = hashlib.sha256()
-    for a in arrays:
-        h.update(np.ascontiguousarray(a).tobytes())
+CACHE_SCHEMA = "actaudit.oracle-table/2"
+SPOT_CHECKS = 24  # seeded entries of every loaded table re-derived by mpmath
+
+
+def cache_descriptor(ref: Reference, fmt: Format, params: dict) -> str:
+    """What a table claims to be, bound into its digest: a file copied from another
+    reference, parameter set, format or oracle version does not verify."""
+    return json.dumps({"schema": CACHE_SCHEMA, "reference": ref.name, "params": params,
+                       "format": fmt.name, "oracle": ORACLE_VERSION}, sort_keys=True)
+
+
+_FIELDS = ("x", "rounded", "hi", "lo", "unsure", "n_mpmath")
+
+
+def _digest(descriptor: str, arrs: dict) -> str:
+    """SHA-256 of the descriptor and of every stored field (name, dtype, shape, bytes)."""
+    h = hashlib.sha256(descriptor.encode())
+    for k in _FIELDS:
+        a = np.ascontiguousarray(arrs[k])
+        h.update(f"|{k}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
     return h.hexdigest()
+
+
+def _spot_check(ref: Reference, fmt: Format, params: dict, x: np.ndarray, v: OracleValues,
+                key: str) -> str | None:
+    """Re-derive a few seeded entries by mpmath alone; the first disagreement, or None.
+
+    A digest proves only that a file was not damaged, not that its numbers are right:
+    anyone who can write the cache can recompute it.  These entries (the same for a
+    given key, chosen by a seed derived from it, plus both ends and the zeros) catch a
+    table computed for another function or filled with a candidate's outputs."""
+    seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little")
+    rng = np.random.default_rng(seed)
+    n = len(x)
+    idx = np.unique(np.concatenate([[0, n - 1, n // 2 - 1, n // 2],
+                                    rng.integers(0, n, SPOT_CHECKS)]).clip(0, n - 1))
+    ex = exact_points(ref, x[idx], fmt, params)
+    for j, i in enumerate(idx):
+        a, b = float(v.rounded[i]), float(ex.rounded[j])
+        same = a == b or (math.isnan(a) and math.isnan(b))  # (mpmath has no -0: zeros are one point)
+        h, hm = float(v.hi[i]) + float(v.lo[i]), float(ex.hi[j]) + float(ex.lo[j])
+        near = (h == hm or (math.isnan(h) and math.isnan(hm))
+                or abs(h - hm) <= abs(hm) * 2.0**-30 + 2.0**-1000)
+        if not (same and near):
+            return (f"x = {float(x[i])!r}: table says {a!r} (exact {h!r}), mpmath {b!r} "
+                    f"(exact {hm!r})")
+    return None
 
 
 def _positions(fmt: Format, x: np.ndarray) -> np.ndarray:
@@ -313,43 +362,76 @@ def _table(ref: Reference, fmt: Format, params: dict) -> OracleValues:
         return _MEMO[key]
     x = fmt.finite_values()
     path = cache_dir() / f"{key}.npz"
-    got = _load(path, x)
+    desc = cache_descriptor(ref, fmt, params)
+    got = _load(path, x, desc)
+    if got is not None:
+        bad = _spot_check(ref, fmt, params, x, got, key)
+        if bad is not None:
+            log.warning("oracle cache %s disagrees with mpmath (%s); rebuilding", path, bad)
+            got = None
     if got is None:
         got = _compute(ref, fmt, x, params)
-        _store(path, x, got)
+        bad = _spot_check(ref, fmt, params, x, got, key)
+        if bad is not None:  # the oracle itself disagrees with mpmath: decide nothing
+            from .errors import ActauditError
+
+            raise ActauditError(f"oracle self-check failed for {ref.name} in {fmt.name} with "
+                                f"parameters {params}: {bad} (please report this)")
+        _store(path, x, got, desc)
     _MEMO[key] = got
     return got
 
 
-def _load(path: Path, x: np.ndarray) -> OracleValues | None:
+def _load(path: Path, x: np.ndarray, descriptor: str | None = None) -> OracleValues | None:
+    """The table in ``path`` if it is whole and is the table it must be (``descriptor``
+    and every field under its digest, shapes and dtypes right, x the format's values),
+    else None.  Reads are bounded by the size a genuine table has.  (descriptor None:
+    whatever the file claims to be, for inspection only.)"""
+    from .errors import BadFileError
+    from .io import load_npz
+
     if not path.exists():
         return None
+    limit = 40 * len(x) + (1 << 16)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrs = {k: z[k] for k in ("x", "rounded", "hi", "lo", "unsure", "n_mpmath", "digest")}
-        ok = (arrs["x"].shape == x.shape and np.array_equal(arrs["x"].view(np.uint64), x.view(np.uint64))
+        arrs = load_npz(path, limit, "oracle table", keys=set(_FIELDS) | {"digest", "descriptor"})
+        missing = (set(_FIELDS) | {"digest", "descriptor"}) - set(arrs)
+        if "descriptor" in missing:  # a table of an older version: rebuilt without a word
+            log.info("oracle cache %s has an older format; rebuilding", path)
+            return None
+        if missing:
+            raise BadFileError(f"missing {sorted(missing)}")
+        if descriptor is None:
+            descriptor = str(arrs["descriptor"])
+        ok = (arrs["descriptor"].shape == () and arrs["descriptor"].dtype.kind == "U"
+              and str(arrs["descriptor"]) == descriptor
+              and arrs["digest"].shape == () and arrs["digest"].dtype.kind == "U"
+              and arrs["x"].shape == x.shape and arrs["x"].dtype == np.float64
+              and np.array_equal(arrs["x"].view(np.uint64), x.view(np.uint64))
               and all(arrs[k].shape == x.shape and arrs[k].dtype == np.float64 for k in ("rounded", "hi", "lo"))
               and arrs["unsure"].shape == x.shape and arrs["unsure"].dtype == np.bool_
-              and str(arrs["digest"]) == _digest(arrs["x"], arrs["rounded"], arrs["hi"], arrs["lo"],
-                                                 arrs["unsure"]))
+              and arrs["n_mpmath"].shape == () and arrs["n_mpmath"].dtype == np.int64
+              and 0 <= int(arrs["n_mpmath"]) <= len(x)
+              and str(arrs["digest"]) == _digest(descriptor, arrs))
     except Exception as exc:  # any unreadable file is a cache miss
         log.warning("oracle cache %s unreadable (%s); rebuilding", path, exc)
         return None
     if not ok:
-        log.warning("oracle cache %s is corrupted; rebuilding", path)
+        log.warning("oracle cache %s is corrupted or belongs to another table; rebuilding", path)
         return None
     return OracleValues(arrs["rounded"], arrs["hi"], arrs["lo"], int(arrs["n_mpmath"]),
                         arrs["unsure"])
 
 
-def _store(path: Path, x: np.ndarray, v: OracleValues) -> None:
+def _store(path: Path, x: np.ndarray, v: OracleValues, descriptor: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        unsure = np.zeros(len(x), bool) if v.unsure is None else v.unsure
+        arrs = dict(x=x, rounded=v.rounded, hi=v.hi, lo=v.lo, unsure=unsure,
+                    n_mpmath=np.int64(v.n_mpmath))
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
-                unsure = np.zeros(len(x), bool) if v.unsure is None else v.unsure
-                np.savez(fh, x=x, rounded=v.rounded, hi=v.hi, lo=v.lo, unsure=unsure,
-                         n_mpmath=np.int64(v.n_mpmath),
-                         digest=np.str_(_digest(x, v.rounded, v.hi, v.lo, unsure)))
+                np.savez(fh, **arrs, descriptor=np.str_(descriptor),
+                         digest=np.str_(_digest(descriptor, arrs)))
     except OSError as exc:  # a read-only cache directory must not stop a sweep
         log.warning("cannot write oracle cache %s (%s)", path, exc)

@@ -88,6 +88,10 @@ def check(ref: Reference, fmt: Format, n: int = 150, seed: int = 0) -> Check:
 
 
 def run(references=None, formats=FORMATS_CHECKED, n: int = 150, seed: int = 0, progress=None):
+    from .errors import BadOptionError
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise BadOptionError(f"--seed must be an integer in [0, 2^63), got {seed!r}")
     out = []
     for name in references or sorted(REFERENCES):
         ref = REFERENCES[name]

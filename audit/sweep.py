@@ -264,15 +264,16 @@ def _run_chunks(job: _Job, progress, executor: str, workers: int, scheduler: str
         from .checkpoint import Checkpoint
 
         ck = Checkpoint(checkpoint, job, len(ranges))
-        doc = ck.load()
+        doc = ck.load(dom.chunk_counts(ranges))
         if doc is not None:
             merged = _Merged.from_state(doc)
             if progress:
                 _note_resumed(progress, merged.summary.count)
     saved = merged.done
+    chunks = run_chunks(_range_chunk, job, ranges[merged.done:], executor=executor,
+                        workers=1 if job.keep else workers, scheduler=scheduler)
     try:
-        for res in run_chunks(_range_chunk, job, ranges[merged.done:], executor=executor,
-                              workers=1 if job.keep else workers, scheduler=scheduler):
+        for res in chunks:
             merged.add(res, job)
             if progress:
                 progress(res[0].count)
@@ -280,6 +281,7 @@ def _run_chunks(job: _Job, progress, executor: str, workers: int, scheduler: str
                 ck.save(*merged.state())
                 saved = merged.done
     finally:  # (interrupted too: the merged state is consistent after every chunk)
+        chunks.close()  # stop the workers first
         if ck is not None and (merged.done > saved or not ck.path.exists()):
             ck.save(*merged.state())
     return merged
@@ -424,6 +426,10 @@ def grad_candidates(cands: list[Candidate]) -> list[Candidate]:
     return out
 
 
+MAX_WORKERS = 1024  # worker processes of one sweep
+MAX_RESULTS = 4096  # results of one sweep call
+
+
 def param_sets(cand: Candidate, params: dict | None) -> list[dict]:
     """Parameter combinations for a candidate: each value may be a list (a parameter sweep)."""
     mine = {k: v for k, v in (params or {}).items() if k in cand.params}
@@ -439,7 +445,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           atol: float | None = None, reference: str | None = None, device: str = "cpu",
           dump: str | None = None, dump_dtype: str | None = None, workers: int | None = None,
           executor: str = "local", scheduler: str | None = None, checkpoint=None,
-          progress: Callable[[int], None] | None = None) -> list[SweepResult]:
+          progress: Callable[[int], None] | None = None,
+          timeout: float | None = None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
     targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu'
@@ -448,6 +455,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     for chunked (exhaustive fp32 or pair) sweeps; default: every core.  executor:
     'local' or 'dask' (with scheduler, the address of a Dask scheduler).  checkpoint: a
     directory where chunked sweeps save their progress and from which they resume.
+    timeout: seconds one call of a user's function (pkg.module:function or a callable)
+    may take; beyond, an ActauditError.
     dtype: storage format(s), a name, 'fp16,bf16' or a list.
     compute: compute format(s); default: each storage format itself.
     range: (lo, hi) to restrict the inputs; samples/seed for fp32 and fp64;
@@ -459,10 +468,22 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     analyze: add findings, hidden overflows, saturation and the clip recommendation
     (tolerance max_ulp / atol; default: the candidate's error on its core).
     """
-    names = [targets] if isinstance(targets, str) else list(targets or [])
-    names = [n.strip() for t in names for n in t.split(",") if n.strip()]
+    raw = [targets] if isinstance(targets, (str, Candidate)) or callable(targets) else targets
+    try:
+        raw = list(raw or [])
+    except TypeError:
+        raise BadOptionError(f"targets must be names, candidates or callables, not {targets!r}") from None
+    bad = [t for t in raw if not isinstance(t, (str, Candidate)) and not callable(t)]
+    if bad:
+        raise BadOptionError(f"not a candidate name, a Candidate or a callable: {bad[0]!r}")
+    funcs = [t for t in raw if not isinstance(t, (str, Candidate))]  # f(array) -> array
+    given = [t for t in raw if isinstance(t, Candidate)]
+    names = [n.strip() for t in raw if isinstance(t, str) for n in t.split(",") if n.strip()]
+    if funcs and reference is None:
+        raise BadOptionError("a callable needs reference= (the function it approximates, e.g. 'gelu')")
     external = [n for n in names if adapters.is_external(n)]
     cands = resolve([n for n in names if not adapters.is_external(n)]) if len(external) < len(names) else []
+    cands = cands + given
     if grad:
         if external or dump is not None:
             raise BadOptionError("--grad applies to catalog candidates")
@@ -481,14 +502,27 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
             raise BadOptionError("a dump holds one format: give a single --dtype")
         if reference is None:
             raise BadOptionError("--dump needs --reference (the function the device computed)")
-    if not cands and not external and dump is None:
+    if not cands and not external and not funcs and dump is None:
         raise UnknownNameError("no candidate given")
     if samples is not None and all(st.enumerable for st in storages):
         raise BadOptionError(f"{', '.join(st.name for st in storages)} are swept exhaustively; "
                              "--samples applies to fp32 and fp64")
     nworkers = (os.cpu_count() or 1) if workers is None else int(workers)
-    if nworkers < 1:
-        raise BadOptionError(f"--workers must be at least 1, got {nworkers}")
+    if not 1 <= nworkers <= MAX_WORKERS:
+        raise BadOptionError(f"--workers must be in [1, {MAX_WORKERS}], got {nworkers}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
+        raise BadOptionError(f"--seed must be an integer in [0, 2^63), got {seed!r}")
+    if device != "cpu" and not any(n.startswith("torch:") for n in external):
+        raise BadOptionError("--device applies to torch: candidates")
+    if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < 1e6):
+        raise BadOptionError(f"--timeout must be a number of seconds in (0, 1e6), got {timeout!r}")
+    if checkpoint is not None and keep_points:
+        raise BadOptionError("--checkpoint keeps merged results, not per-input data: "
+                             "it cannot be combined with --csv or --report")
+    n_results = sum(len(param_sets(c, params)) for c in cands) * len(storages) * len(computes or [1])
+    if n_results > MAX_RESULTS:
+        raise BadOptionError(f"{n_results} results (candidates x parameter values x formats) "
+                             f"is more than {MAX_RESULTS}: sweep fewer at a time")
     if executor not in EXECUTORS:
         raise BadOptionError(f"unknown executor '{executor}' (known: {', '.join(EXECUTORS)})")
     if executor == "dask" and not scheduler:
@@ -510,7 +544,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                          f"would not fit in memory (limit {KEEP_LIMIT}): narrow --range")
     for st in storages:
         doms: dict[int, Domain] = {}
-        ext = [adapters.external_candidate(t, reference, st, device) for t in external]
+        ext = [adapters.external_candidate(t, reference, st, device, timeout) for t in external]
+        ext += [adapters.wrap_callable(f, reference, st, timeout=timeout) for f in funcs]
         for cf in computes or [st]:
             for c in cands + ext:
                 if c.arity not in doms:

@@ -109,16 +109,20 @@ class Report:
         return f'<img alt="{e(alt)}" title="{e(fname)}" src="@@{fname}@@">'
 
     def render(self) -> list[tuple[str, bytes]]:
+        from audit.signals import ready
+
+        ready("render")
         if len(self.jobs) < 8 or (os.cpu_count() or 1) < 2:
             pngs = [_render(j) for j in self.jobs]
-        else:
-            import multiprocessing as mproc
-            from concurrent.futures import ProcessPoolExecutor
+        else:  # audit's worker pool: interruptible at any moment, workers die with it
+            from audit.executors import run_chunks
 
-            ctx = mproc.get_context("fork") if "fork" in mproc.get_all_start_methods() else None
-            with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=ctx) as ex:
-                pngs = list(ex.map(_render, self.jobs, chunksize=2))
+            pngs = list(run_chunks(_render_in_pool, None, self.jobs, workers=os.cpu_count()))
         return [(j[0], p) for j, p in zip(self.jobs, pngs)]
+
+
+def _render_in_pool(_, job) -> bytes:
+    return _render(job)
 
 
 def _render(job) -> bytes:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from audit.io import write_text
+
+
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _x(s: str) -> str:
+    """Text XML 1.0 can hold: characters it forbids (control characters, lone
+    surrogates) written as \\xNN escapes."""
+    return _XML_BAD.sub(lambda m: f"\\x{ord(m.group()):02x}", str(s))
 
 
 def render(changes, suite: str = "actaudit") -> str:
@@ -13,12 +23,12 @@ def render(changes, suite: str = "actaudit") -> str:
     ts = ET.Element("testsuite", name=suite, tests=str(len(changes)), failures=str(fails),
                     errors="0", skipped="0")
     for c in changes:
-        tc = ET.SubElement(ts, "testcase", classname=f"actaudit.{c.candidate}", name=c.key)
+        tc = ET.SubElement(ts, "testcase", classname=_x(f"actaudit.{c.candidate}"), name=_x(c.key))
         if c.status == "fail":
-            f = ET.SubElement(tc, "failure", message=c.messages[0], type="AccuracyRegression")
-            f.text = "\n".join(c.messages)
+            f = ET.SubElement(tc, "failure", message=_x(c.messages[0]), type="AccuracyRegression")
+            f.text = _x("\n".join(c.messages))
         elif c.messages:
-            ET.SubElement(tc, "system-out").text = "\n".join(c.messages)
+            ET.SubElement(tc, "system-out").text = _x("\n".join(c.messages))
     root = ET.Element("testsuites", name=suite, tests=str(len(changes)), failures=str(fails))
     root.append(ts)
     ET.indent(root)

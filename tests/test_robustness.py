@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,10 @@ WORDS = st.sampled_from([
     "a=1,2", "=3", "gelu_grad.tanh", "x" * 300, "<b>", "é", "0x3c00", "--dtype", "--range",
     "--samples", "--param", "--json", "--compute", "--grid", "--max-ulp", "--atol", "--grad",
     "--exhaustive", "--seed", "--reference", "--quiet", "--findings",
+    # issue 18: hostile values and the options they reach
+    "--workers", "100000", "-1", "celu", "alpha=0", "reglu.relu_mul", "fp64", "--checkpoint",
+    "--csv", "--device", "cuda", "--dump", "/dev/zero", "--inputs", "swiglu", "--strict",
+    "--force", "--spec", "--baseline", "--grid", "2", "limit=1,2,3", "--json", "--report",
 ])
 COMMANDS = st.sampled_from(["sweep", "clip", "list", "formats", "golden", "selftest",
                             "check", "baseline", "nonsense", "--version", "--help"])
@@ -80,14 +83,18 @@ def test_untrusted_input_lists_and_huge_dumps(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "g.npz").exists()
 
 
-def _run_and_signal(args, sig, after, cwd, env=None):
-    p = subprocess.Popen(ACTAUDIT + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env={**os.environ, **(env or {})})
-    time.sleep(after)
-    assert p.poll() is None, "finished before the signal: make the work longer"
-    p.send_signal(sig)
-    out, err = p.communicate(timeout=60)
-    return p.returncode, out, err
+def _run_and_signal(args, sig, stage, cwd, env=None):
+    """Run actaudit, wait until it reports ``stage`` on its readiness FIFO (no fixed sleep),
+    then send ``sig`` to it; its SIGINT disposition is set explicitly (it may be inherited
+    as ignored)."""
+    from tests.test_signals import Run
+
+    run = Run(args, Path(tempfile.mkdtemp(prefix="ready-")), cwd=cwd, env=env)
+    pid = run.wait_for(stage)
+    assert run.p.poll() is None, "finished before the signal: make the work longer"
+    os.kill(pid, sig)
+    code, out, err, _ = run.finish()
+    return code, out, err
 
 
 def _leftovers(d: Path):
@@ -97,7 +104,7 @@ def _leftovers(d: Path):
 def test_sigint_during_report_leaves_no_partial_output(tmp_path):
     out = tmp_path / "rep"
     code, _, err = _run_and_signal(["report", "gelu", "--dtype", "fp16,bf16", "--out", str(out)],
-                                   signal.SIGINT, 4.0, tmp_path)
+                                   signal.SIGINT, "sweep", tmp_path)
     assert code == 130 and err.strip().splitlines()[-1] == "actaudit: interrupted"
     assert "Traceback" not in err
     assert _leftovers(out) == [] if out.exists() else True
@@ -116,7 +123,7 @@ def test_sigterm_during_sweep_leaves_no_partial_json(tmp_path):
     assert r.returncode == 2 and "narrow --range" in r.stderr and _leftovers(tmp_path) == []
     code, _, err = _run_and_signal(
         ["sweep", "gelu.tanh", "--dtype", "fp32", "--exhaustive", "--range", "1:1e30", "--json",
-         str(tmp_path / "r.json")], signal.SIGTERM, 3.0, tmp_path)
+         str(tmp_path / "r.json")], signal.SIGTERM, "chunk", tmp_path)
     assert code == 143 and err.strip().splitlines()[-1] == "actaudit: terminated"
     assert _leftovers(tmp_path) == []
 
@@ -124,7 +131,7 @@ def test_sigterm_during_sweep_leaves_no_partial_json(tmp_path):
 def test_sigint_during_baseline_leaves_no_baseline(tmp_path):
     (tmp_path / "actaudit.toml").write_text(
         '[[audit]]\nname = "slow"\ntargets = ["gelu"]\ndtype = "fp32"\nsamples = 4000000\n')
-    code, _, err = _run_and_signal(["baseline"], signal.SIGINT, 3.0, tmp_path)
+    code, _, err = _run_and_signal(["baseline"], signal.SIGINT, "sweep", tmp_path)
     assert code == 130
     assert _leftovers(tmp_path) == ["actaudit.toml"]
 

@@ -1,0 +1,95 @@
+"""Signals of the command line: one line and a clean exit on SIGINT and SIGTERM, from the
+first moment of the process to its last.
+
+* :func:`early` (called first thing by ``audit/__init__``, before the heavy imports) gives
+  an ``actaudit`` process handlers that print ``actaudit: interrupted`` / ``terminated``
+  and exit 130 / 143 at once: nothing has been written yet.  Only in the CLI process
+  (``actaudit`` or ``python -m audit.cli``): importing the library changes no handler.
+* :func:`handlers` (used by ``cli.main``) then raises KeyboardInterrupt on SIGINT and
+  :class:`Terminated` (a KeyboardInterrupt) on SIGTERM, so that every atomic write and
+  every worker pool cleans up on the way out.
+* A SIGINT that the process inherited as ignored (a background job of a
+  non-interactive shell) stays ignored, as job control means it to; SIGTERM always stops.
+* :func:`ready` appends a line to the file (or FIFO) named by ``$ACTAUDIT_READY_FILE`` at
+  each stage: ``imports`` (the early handlers are in place), ``sweep`` (a result's work
+  starts), ``chunk`` (its first chunk is merged): tests wait for it instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+
+_INT_IGNORED = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every atomic write cleans up after itself."""
+
+
+def _is_cli() -> bool:
+    if os.path.basename(sys.argv[0] if sys.argv else "") == "actaudit":
+        return True
+    orig = list(getattr(sys, "orig_argv", []))
+    return any(a == "-m" and b == "audit.cli" for a, b in zip(orig, orig[1:]))
+
+
+def _exit_now(signum, frame):
+    os.write(2, b"actaudit: interrupted\n" if signum == signal.SIGINT else b"actaudit: terminated\n")
+    os._exit(130 if signum == signal.SIGINT else 143)
+
+
+def early() -> None:
+    if not _is_cli():
+        return
+    with contextlib.suppress(ValueError):  # (not the main thread)
+        if not _INT_IGNORED:
+            signal.signal(signal.SIGINT, _exit_now)
+        signal.signal(signal.SIGTERM, _exit_now)
+    ready("imports")
+
+
+TERMINATED: list = []  # set when SIGTERM arrived (click may wrap the exception)
+
+
+def _on_sigterm(signum, frame):
+    TERMINATED.append(signum)
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def handlers():
+    """SIGINT -> KeyboardInterrupt (unless inherited ignored), SIGTERM -> Terminated, for
+    the duration; the previous handlers restored after (in-process callers, tests)."""
+    old = {}
+    TERMINATED.clear()
+    try:
+        if not _INT_IGNORED:
+            old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+        old[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: leave signals alone
+        old = {}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+_READY_DONE: set = set()
+
+
+def ready(stage: str) -> None:
+    """Tell a waiting test that ``stage`` is reached (once per stage and process)."""
+    path = os.environ.get("ACTAUDIT_READY_FILE")
+    if not path or stage in _READY_DONE:
+        return
+    _READY_DONE.add(stage)
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+        try:
+            os.write(fd, f"{stage} {os.getpid()}\n".encode())
+        finally:
+            os.close(fd)

@@ -1,0 +1,252 @@
+"""Bad command lines and hostile user functions: one line, exit 2 (issue 18 B1, B2, B5, C,
+D); outputs never replace special files; stale temporaries are cleaned."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audit.cli import main
+from audit.io import atomic_path, write_text
+
+ROOT = Path(__file__).parents[1]
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["sweep", "gelu", "--dtype", "fp32", "--samples", "100", "--seed", "-1"], "--seed"),
+    (["selftest", "--points", "1", "--seed", "-1"], "--seed"),
+    (["sweep", "celu", "--param", "alpha=0"], "division by zero"),
+    (["sweep", "gelu", "--workers", "100000"], "--workers"),
+    (["sweep", "sigmoid.clamped", "-d", "fp8_e4m3", "--param",
+      "limit=" + ",".join(str(i) for i in range(1, 5000))], "more than 4096"),
+    (["sweep", "gelu", "--json", ""], "--json needs a path"),
+    (["sweep", "relu.max", "-d", "fp8_e4m3", "--device", "cuda"], "--device applies"),
+    (["sweep", "gelu", "-d", "fp32", "--exhaustive", "--range", "1:1.001", "--checkpoint", "ck",
+      "--csv", "x.csv"], "--checkpoint"),
+])
+def test_bad_command_lines_are_one_line(tmp_path, monkeypatch, capsys, args, needle):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, *args)
+    assert code == 2 and needle in err and err.count("\n") == 1 and err.startswith("actaudit: error:")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_fp64_grid_holds_no_infinity():
+    from audit.formats import get_format
+    from audit.inputs import axis_values
+
+    fp64 = get_format("fp64")
+    for side in (64, 1024):
+        ax, _ = axis_values(fp64, None, side, 0)
+        assert np.isfinite(ax).all() and ax.max() == np.finfo(np.float64).max
+        assert ax.min() == -np.finfo(np.float64).max
+
+
+def test_the_fp64_gated_sweep_runs(capsys):
+    code, out, err = run(capsys, "sweep", "reglu.relu_mul", "--dtype", "fp64", "--grid", "64", "-q")
+    assert code == 0, err
+
+
+USER = '''
+import sys
+import numpy as np
+
+def ragged(x):
+    return [[1.0], [1.0, 2.0]]
+
+def chatty(x):
+    print("hello from the kernel")
+    sys.stdout.flush()
+    import os
+    os.write(1, b"raw bytes on fd 1\\n")
+    return np.maximum(x, np.zeros_like(x))  # relu, exactly
+
+def exits(x):
+    sys.exit(3)
+
+def gen_exit(x):
+    raise GeneratorExit("odd")
+
+class Odd(BaseException):
+    pass
+
+def base_exc(x):
+    raise Odd("not an Exception")
+
+def one_arg(x):
+    return x
+
+def hangs(x):
+    while True:
+        try:
+            pass
+        except Exception:  # cannot swallow the timeout
+            pass
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "userfns.py").write_text(USER)
+    sys.modules.pop("userfns", None)
+    yield
+    sys.modules.pop("userfns", None)
+
+
+@pytest.mark.parametrize("fn,ref,needle", [
+    ("ragged", "gelu", "ragged"),
+    ("exits", "gelu", "sys.exit(3)"),
+    ("gen_exit", "gelu", "GeneratorExit"),
+    ("base_exc", "gelu", "Odd"),
+    ("one_arg", "swiglu", "univariate"),
+])
+def test_hostile_user_functions_are_one_line(user_module, capsys, fn, ref, needle):
+    code, _, err = run(capsys, "sweep", f"userfns:{fn}", "--reference", ref, "--dtype", "fp16")
+    assert code == 2 and err.startswith("actaudit: error:") and err.count("\n") == 1
+    assert "Traceback" not in err and (needle in err or (fn == "ragged" and "ValueError" in err))
+
+
+def test_a_hanging_user_function_times_out(user_module, capsys):
+    code, _, err = run(capsys, "sweep", "userfns:hangs", "--reference", "gelu", "--dtype", "fp16",
+                       "--timeout", "0.5")
+    assert code == 2 and "did not return within 0.5 s" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "sweep", "userfns:hangs", "--reference", "gelu", "--timeout", "nan")
+    assert code == 2 and "--timeout" in err
+
+
+def test_a_printing_user_function_does_not_corrupt_json_on_stdout(user_module, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+    r = subprocess.run([sys.executable, "-m", "audit.cli", "sweep", "userfns:chatty", "--reference",
+                        "relu", "--dtype", "fp8_e4m3", "--json", "-"], capture_output=True, text=True,
+                       cwd=tmp_path, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)  # the whole of stdout is the document
+    assert doc["results"][0]["max_ulp"] == 0.0  # max(x, 0) is relu exactly
+    assert "hello from the kernel" in r.stderr and "raw bytes on fd 1" in r.stderr
+
+
+# ------------------------------------------------------------ special files
+def test_outputs_to_a_fifo_and_stdout_are_written_not_replaced(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    assert main(["sweep", "relu.max", "-d", "fp8_e4m3", "-q", "--json", str(fifo)]) == 0
+    reader.join(60)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still a FIFO
+    assert json.loads(got[0])["schema"].startswith("actaudit.sweep/")
+    link = tmp_path / "out-link"
+    link.symlink_to("/dev/fd/1")  # a symlink to stdout: written through, kept a symlink
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "audit.cli", "sweep", "relu.max", "-d", "fp8_e4m3", "-q",
+                        "--csv", str(link)], capture_output=True, text=True, cwd=tmp_path, env=env,
+                       timeout=300)
+    assert r.returncode == 0 and link.is_symlink() and r.stdout.startswith("candidate,dtype")
+    assert len(r.stdout.splitlines()) == 1 + 254  # a header and the finite fp8_e4m3 values
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out-link", "pipe"]
+
+
+def test_a_symlink_to_a_regular_file_replaces_the_file_not_the_link(tmp_path):
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    os.chmod(target, 0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_stale_temporaries_of_dead_runs_are_cleaned(tmp_path):
+    # a pid that no longer exists: a child that has exited and been reaped
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    stale = tmp_path / f".r.json.{p.pid}.abcd1234.tmp"
+    stale.write_bytes(b"half")
+    # a checkpoint's arrays, killed while saving chunk 5: the next save writes another name
+    stale_ck = tmp_path / f".0123abcd.5.npz.{p.pid}.k2j_x9zq.tmp"
+    stale_ck.write_bytes(b"half")
+    live = tmp_path / f".r.json.{os.getpid()}.efgh5678.tmp"  # a run still going (this process)
+    live.write_bytes(b"half")
+    mine = tmp_path / f".notes.{p.pid}.tmp"  # not a name atomic_path makes: left alone
+    mine.write_bytes(b"keep")
+    write_text(tmp_path / "r.json", "{}")
+    assert not stale.exists() and not stale_ck.exists() and live.exists() and mine.exists()
+    assert (tmp_path / "r.json").read_text() == "{}"
+
+
+def test_a_shared_cache_directory_follows_the_umask(tmp_path, monkeypatch):
+    import audit
+    from audit import oracle
+
+    monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "c"))
+    oracle._MEMO.clear()
+    old = os.umask(0o002)  # group-writable: a cache shared by a team
+    try:
+        audit.sweep("relu.max", dtype="fp8_e5m2")
+    finally:
+        os.umask(old)
+        oracle._MEMO.clear()
+    (f,) = (tmp_path / "c").glob("*.npz")
+    assert stat.S_IMODE(f.stat().st_mode) == 0o664
+
+
+def test_junit_and_markdown_hold_any_audit_name():
+    import xml.etree.ElementTree as ET
+
+    from audit.gate import Change
+    from reports import junit, markdown
+
+    name = "a\x01b\x1b[31m`x``/gelu.tanh/fp16/fp16"
+    changes = [Change(name, "gelu.tanh", "fail", ["p99_ulp got worse: 1 -> 2\x00"])]
+    root = ET.fromstring(junit.render(changes).split("\n", 1)[1])  # well-formed XML 1.0
+    tc = root.find("testsuite/testcase")
+    assert tc.get("name") == "a\\x01b\\x1b[31m`x``/gelu.tanh/fp16/fp16"
+    md = markdown.render(changes)
+    # CommonMark: a code span opened by 3 backticks closes at the next run of exactly 3
+    row = next(line for line in md.splitlines() if line.startswith("| fail"))
+    assert "| ```a\\x01b\\x1b[31m`x``/gelu.tanh/fp16/fp16``` |" in row
+
+
+def test_errors_name_the_users_path_not_a_temporary(tmp_path, capsys, monkeypatch):
+    import builtins
+
+    real_open = builtins.open
+
+    def full_disk(path, mode="r", *a, **k):
+        if "w" in mode and ".tmp" in str(path):
+            raise OSError(28, "No space left on device", str(path))
+        return real_open(path, mode, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", full_disk)
+    code = main(["sweep", "relu.max", "-d", "fp8_e4m3", "-q", "--json", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{tmp_path / 'r.json'}: No space left on device" in err and ".tmp" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_devices_and_descriptors_count_as_special_targets(tmp_path):
+    from audit.io import is_special
+
+    # (checked, not written: a regression here must not replace this machine's /dev/null)
+    assert is_special("/dev/null") and is_special("-") and is_special("/dev/fd/1")
+    assert is_special("/proc/self/fd/2")
+    link = tmp_path / "null-link"
+    link.symlink_to("/dev/null")
+    assert is_special(link)
+    assert not is_special(tmp_path / "new.json") and not is_special(tmp_path)

@@ -1,0 +1,105 @@
+"""Untrusted files: input lists, dumps, devices, bombs, checkpoints (issue 18 A5-A7, B2)."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from audit.cli import main
+
+HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _gelu(x: float) -> mp.mpf:
+    with mp.workprec(200):
+        return mp.mpf(x) / 2 * mp.erfc(-mp.mpf(x) / mp.sqrt(2))
+
+
+def test_golden_inputs_read_the_x_column(tmp_path, capsys):
+    out = tmp_path / "g.npz"
+    code, _, err = run(capsys, "golden", "gelu", "--dtype", "fp16", "--inputs",
+                       str(HOSTILE / "inputs_two_columns.npy"), "-o", str(out))
+    assert code == 0, err
+    with np.load(out) as z:
+        assert z["x"].tolist() == [1.0, 2.0, -3.5]  # not the zeros of column y
+        # GELU(1) = 0.8413447..., in fp16 0.84130859375 (nearest of the 2^-11 grid)
+        assert z["y"][0] == float(np.float16(float(_gelu(1.0))))
+
+
+def test_golden_takes_a_plain_fp32_list(tmp_path, capsys):
+    xs = np.array([0.5, -1.25, 3.0, 1e-30], np.float32)
+    np.save(tmp_path / "in.npy", xs)
+    code, _, err = run(capsys, "golden", "gelu", "--dtype", "fp32", "--inputs",
+                       str(tmp_path / "in.npy"), "-o", str(tmp_path / "g.npz"))
+    assert code == 0, err
+    with np.load(tmp_path / "g.npz") as z:
+        assert z["x"].tolist() == xs.astype(np.float64).tolist()
+        for x, y in zip(z["x"], z["y"]):
+            assert y == float(np.float32(float(_gelu(float(x)))))  # 200-bit GELU, rounded once
+
+
+def test_a_dump_with_duplicate_special_inputs_is_refused(capsys):
+    code, _, err = run(capsys, "sweep", "--dump", str(HOSTILE / "dump_duplicate_specials.npz"),
+                       "--reference", "gelu", "--dtype", "fp16")
+    assert code == 2 and "appears more than once" in err and err.count("\n") == 1
+
+
+def test_a_device_that_never_ends_is_refused(capsys):
+    # every fp16 value as x and y in float64 is 1 MB: the read stops a little beyond that
+    code, _, err = run(capsys, "sweep", "--dump", "/dev/zero", "--dump-dtype", "fp16",
+                       "--reference", "gelu", "--dtype", "fp16")
+    assert code == 2 and "/dev/zero" in err and "too large" in err
+
+
+def test_a_zip_bomb_dump_is_refused(tmp_path, capsys):
+    from tests.test_hostile_cache import _bomb
+
+    _bomb(tmp_path / "d.npz", member="y.npy")
+    code, _, err = run(capsys, "sweep", "--dump", str(tmp_path / "d.npz"), "--reference", "gelu")
+    assert code == 2 and "d.npz" in err and "limit" in err
+
+
+def _checkpointed(tmp_path, monkeypatch):
+    import audit
+    from audit import inputs
+
+    monkeypatch.setattr(inputs, "CHUNK", 1 << 17)
+    rng = (1.0, 1.01)  # 83,887 fp32 inputs (ordinals of 1.0 to 1.01: 0.01 * 2^23 + 1)
+    r = audit.sweep("gelu.tanh", dtype="fp32", range=rng, exhaustive=True, checkpoint=tmp_path)[0]
+    assert r.domain.count == 83887
+    (state,) = tmp_path.glob("*.json")
+    return rng, state
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda d: d.update(done=-1), "'done'"),
+    (lambda d: d.update(done=7), "'done'"),
+    (lambda d: d.pop("summary"), "'summary'"),
+    (lambda d: d["summary"].update(count=d["summary"]["count"] + 1), "counts do not add up"),
+    (lambda d: d["summary"].update(count=d["summary"]["count"] + 1,
+                                   finite=d["summary"]["finite"] + 1), "chunks hold 83887"),
+    (lambda d: d["summary"].update(max_ulp="big"), "max_ulp"),
+    (lambda d: d["summary"].update(sums=[float("nan")]), "sums"),
+    (lambda d: d.update(findings=[{"kind": "nan", "count": -5}]), "finding"),
+    (lambda d: d.update(arrays="../../etc/passwd"), "arrays"),
+])
+def test_a_tampered_checkpoint_is_refused(tmp_path, monkeypatch, edit, needle):
+    import audit
+    from audit.errors import BadFileError
+
+    rng, state = _checkpointed(tmp_path, monkeypatch)
+    doc = json.loads(state.read_text())
+    edit(doc)
+    state.write_text(json.dumps(doc))
+    with pytest.raises(BadFileError, match=needle):
+        audit.sweep("gelu.tanh", dtype="fp32", range=rng, exhaustive=True, checkpoint=tmp_path)
