@@ -8,6 +8,11 @@ every constant is rounded to C, as a kernel working in C would do:
   Since float64 has at least 2p+2 bits for every C of p <= 24 bits, this equals
   the correctly rounded operation in C (no double-rounding error).  fp32 and fp64
   compute natively in numpy's float32 / float64, whose arithmetic is IEEE.
+* ``fma(a, b, c)`` is one rounding of the exact a*b + c (see :func:`fused_multiply_add`):
+  the product is exact in float64 for every format of p <= 26 bits, the sum is carried
+  exactly as a double-double (TwoSum), rounded to odd at 53 bits (53 >= p + 2, so a later
+  round-to-nearest into C is the correct rounding of the exact value), then rounded once
+  into C.  In fp64 it is gmpy2's (MPFR) correctly rounded fma in the IEEE binary64 context.
 * Transcendental primitives (exp, tanh, erf, ...) are evaluated in float64
   (numpy / scipy, never numpy's float16 loops, whose results depend on the
   CPU) and rounded to C: the model of a well-implemented library function in C.
@@ -151,7 +156,10 @@ class Ops:
     def maximum(self, a, b): return self._f("max", np.maximum, a, b)
     def minimum(self, a, b): return self._f("min", np.minimum, a, b)
     def clip(self, x, lo, hi): return self.minimum(self.maximum(x, lo), hi)
-    def fma(self, a, b, c): return self._f("fma", lambda p, q, r: p * q + r, a, b, c)
+    def fma(self, a, b, c) -> Val:
+        """a*b + c with one rounding into the compute format (a fused multiply-add)."""
+        ins = tuple(self.lift(v).a for v in (a, b, c))
+        return self.op("fma", fused_multiply_add(self.fmt, *ins), ins)
 
     def where(self, cond, a, b) -> Val:
         out = np.where(cond, self.lift(a).a, self.lift(b).a)
@@ -174,6 +182,56 @@ class Ops:
         i = np.where(ok, np.trunc(np.where(ok, a, 0.0)), -(2.0**31)).astype(np.int64)
         bits = (i & 0xFFFFFFFF).astype(np.uint32)
         return self.op("bits", bits.view(np.float32).astype(np.float64), (a,))
+
+
+def _round_to_odd(s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """The float64 value of s + e (s = RN64(s + e)) rounded to odd: s itself where e = 0 or
+    s's last significand bit is odd, else its float64 neighbour on e's side (which is odd)."""
+    bump = (e != 0) & ((s.view(np.int64) & 1) == 0)
+    if bump.any():
+        s = s.copy()
+        s[bump] = np.nextafter(s[bump], np.copysign(np.inf, e[bump]))
+    return s
+
+
+def fused_multiply_add(fmt: Format, a, b, c) -> np.ndarray:
+    """RN_fmt(a*b + c) of the exact value, for values a, b, c of ``fmt``: one rounding.
+
+    For p <= 26 the product of two values of the format is exact in float64 (2p <= 53 bits
+    and no float64 over/underflow for exponents within fp32's), so a*b + c = s + e exactly
+    with (s, e) = TwoSum(a*b, c).  s + e rounded to odd at 53 bits keeps the sticky
+    information; since 53 >= p + 2, rounding that to nearest at p bits is RN_p(s + e)
+    (Boldo & Melquiond, IEEE TC 57(4), 2008: round-to-odd then round-to-nearest).  Non-finite
+    operands give IEEE results (inf*0 + c = NaN, inf - inf = NaN).  fp64: MPFR's fma
+    (gmpy2, IEEE binary64 context with subnormals), element by element.
+    Returns float64 arrays (float32 for fp32) of values of the format.
+    """
+    with np.errstate(all="ignore"):
+        if fmt.p > 26:
+            return _fma_fp64(a, b, c)
+        a64, b64, c64 = (np.asarray(v, dtype=np.float64) for v in (a, b, c))
+        p = a64 * b64  # exact: at most 2p <= 52 significant bits, exponents far inside float64's
+        s = p + c64
+        bb = s - p
+        e = (p - (s - bb)) + (c64 - bb)  # TwoSum: s + e = p + c exactly
+        e = np.where(np.isfinite(s), e, 0.0)  # non-finite operands: s is the IEEE answer
+        odd = _round_to_odd(np.asarray(s, dtype=np.float64), np.asarray(e, dtype=np.float64))
+        if fmt.name == "fp32":
+            return odd.astype(np.float32)  # the hardware double -> single conversion is RN
+        return fmt.round(odd)
+
+
+def _fma_fp64(a, b, c) -> np.ndarray:
+    import gmpy2
+
+    a, b, c = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (a, b, c)))
+    out = np.empty(a.shape, dtype=np.float64)
+    with gmpy2.context(gmpy2.ieee(64)):
+        mpfr, fma = gmpy2.mpfr, gmpy2.fma
+        for i, (p, q, r) in enumerate(zip(a.ravel().tolist(), b.ravel().tolist(),
+                                          c.ravel().tolist())):
+            out.flat[i] = float(fma(mpfr(p), mpfr(q), mpfr(r)))
+    return out
 
 
 def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
