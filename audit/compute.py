@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.special as sc
@@ -42,6 +42,7 @@ class TraceEntry:
     ins: tuple  # input arrays (float64 values of the compute format)
     out: np.ndarray  # the rounded result
     exact: np.ndarray  # the result before rounding (the constant as written, for "const")
+    note: str = ""  # what a semantics flag did to the result ("flushed to zero (ftz)", ...)
 
 
 def _formula_line() -> tuple[str, int]:
@@ -69,9 +70,7 @@ class Val:
 
     # arithmetic ----------------------------------------------------------
     def _bin(self, other, fn, name, swap=False):
-        o = self.ops.lift(other)
-        l, r = (o, self) if swap else (self, o)
-        return self.ops.op(name, fn(l.a, r.a), (l.a, r.a))
+        return self.ops.binary(name, fn, self, other, swap)
 
     def __add__(self, o): return self._bin(o, np.add, "+")
     def __radd__(self, o): return self._bin(o, np.add, "+", True)
@@ -94,10 +93,10 @@ class Val:
         return out
 
     # comparisons give plain boolean masks ---------------------------------
-    def __lt__(self, o): return self.a < self.ops.lift(o).a
-    def __le__(self, o): return self.a <= self.ops.lift(o).a
-    def __gt__(self, o): return self.a > self.ops.lift(o).a
-    def __ge__(self, o): return self.a >= self.ops.lift(o).a
+    def __lt__(self, o): return self.ops.compare(np.less, self, o)
+    def __le__(self, o): return self.ops.compare(np.less_equal, self, o)
+    def __gt__(self, o): return self.ops.compare(np.greater, self, o)
+    def __ge__(self, o): return self.ops.compare(np.greater_equal, self, o)
 
 
 class Ops:
@@ -128,6 +127,14 @@ class Ops:
         if self.trace is not None and not (self.watch and name != "const" and np.isfinite(out).all()):
             self.trace.append(TraceEntry(name, *_formula_line(), tuple(ins), out, np.asarray(a)))
         return Val(out, self)
+
+    def binary(self, name: str, fn, v: Val, other, swap: bool = False) -> Val:
+        o = self.lift(other)
+        l, r = (o, v) if swap else (v, o)
+        return self.op(name, fn(l.a, r.a), (l.a, r.a))
+
+    def compare(self, fn, l: Val, r) -> np.ndarray:
+        return fn(l.a, self.lift(r).a)
 
     def const(self, c: float) -> Val:
         """A constant, rounded to the compute format as a kernel would store it."""
@@ -236,10 +243,14 @@ def _fma_fp64(a, b, c) -> np.ndarray:
 
 def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
              x2: np.ndarray | None = None, trace: list | None = None,
-             watch: bool = False) -> np.ndarray:
+             watch: bool = False, semantics=None) -> np.ndarray:
     """Run formula ``fn(x, ops, **params)`` (or ``fn(x, x2, ops, **params)``) on storage
     values; return storage values.  ``trace``: a list to record every operation in
-    (``watch``: only constants and operations with non-finite outputs)."""
+    (``watch``: only constants and operations with non-finite outputs).  ``semantics``:
+    an :class:`audit.semantics.Semantics` other than ieee (None: ieee, today's path)."""
+    if semantics is not None and not semantics.is_default:
+        return _evaluate_semantics(fn, np.asarray(x, dtype=np.float64), storage, compute, params,
+                                   x2, trace, watch, semantics)
     ops = Ops(compute, trace, watch)
     with np.errstate(all="ignore"):
         cast = (lambda v: compute.round(v).astype(ops.native)) if ops.native else compute.round
@@ -252,3 +263,201 @@ def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
         if trace is not None and storage != compute and not (watch and np.isfinite(out).all()):
             trace.append(TraceEntry(f"rounding to {storage.name}", "(storage)", 0, (y,), out, y))
         return out
+
+
+# ------------------------------------------------------------------ semantics
+# The machine of a Semantics (audit/semantics.py) other than ieee.  The default path above
+# is untouched: Ops and evaluate() take it only when a semantics is given.
+
+class PVal(Val):
+    """A product under ``contract``: its number in evaluation order and, when it is to be
+    fused into the addition that uses it, its (unrounded) operands."""
+
+    __slots__ = ("pid", "fused")
+
+    def __init__(self, a, ops, pid, fused):
+        super().__init__(a, ops)
+        self.pid = pid
+        self.fused = fused
+
+    def __neg__(self):
+        self.ops.use(self, "other")
+        return Val(-self.a, self.ops)
+
+    def __abs__(self):
+        self.ops.use(self, "other")
+        return Val(np.abs(self.a), self.ops)
+
+
+class SemOps(Ops):
+    """Ops under a semantics: flushes, saturation, contraction, primitive implementations.
+
+    plan: the products to fuse (numbers in evaluation order), None while recording their
+    uses; shift: -1, 0 or +1, the direction of bound:K primitives in this evaluation."""
+
+    def __init__(self, fmt: Format, trace, watch, sem, plan=None, shift: int = 0):
+        super().__init__(fmt, trace, watch)
+        self.sem = sem
+        self.plan = plan
+        self.shift = shift
+        self.uses: dict = {}
+        self.n_mul = 0
+
+    # contraction bookkeeping ------------------------------------------------
+    def use(self, v, kind: str) -> None:
+        if isinstance(v, PVal):
+            self.uses.setdefault(v.pid, []).append(kind)
+
+    def lift(self, v) -> Val:
+        self.use(v, "other")
+        return super().lift(v)
+
+    def _daz(self, a):
+        return flush_subnormals(self.fmt, a) if self.sem.daz else a
+
+    # rounding ----------------------------------------------------------------
+    def op(self, name: str, a, ins=(), bound: int = 0, note: str = "") -> Val:
+        sem = self.sem
+        if self.native is not None:
+            out = a if getattr(a, "dtype", None) == self.native else np.asarray(a).astype(self.native)
+        else:
+            out = self.fmt.round(a)
+        if name not in ("const", "bits"):
+            if bound and self.shift:
+                out = _sem().step(self.fmt, out, self.shift * bound)
+                note = note or f"bound: moved {self.shift * bound:+d} ulp (envelope)"
+            if sem.saturate_ops:
+                sat = _sem().saturate(self.fmt, out, a, sem.sat_nan)
+                if sat is not out:
+                    note = note or "saturated (saturate)"
+                out = sat
+            if sem.ftz:
+                fl = flush_subnormals(self.fmt, out)
+                if fl is not out:
+                    note = note or "flushed to zero (ftz)"
+                out = fl
+        if self.trace is not None and not (self.watch and name != "const" and np.isfinite(out).all()):
+            self.trace.append(TraceEntry(name, *_formula_line(), tuple(ins), out, np.asarray(a), note))
+        return Val(out, self)
+
+    # operations --------------------------------------------------------------
+    def binary(self, name: str, fn, v: Val, other, swap: bool = False) -> Val:
+        o = super().lift(other)
+        l, r = (o, v) if swap else (v, o)
+        kind = name if name in ("+", "-") else "other"
+        self.use(l, kind)
+        self.use(r, kind)
+        la, ra = self._daz(l.a), self._daz(r.a)
+        if self.plan is not None and name in ("+", "-"):
+            for first, prod, rest in ((True, l, ra), (False, r, la)):
+                if isinstance(prod, PVal) and prod.fused is not None:
+                    p, q = prod.fused
+                    if name == "-":
+                        if first:
+                            rest = -rest  # a*b - c = fma(a, b, -c)
+                        else:
+                            p = -p  # c - a*b = fma(-a, b, c)
+                    return self.op("fma", fused_multiply_add(self.fmt, p, q, rest), (p, q, rest),
+                                   note=f"contracted: * and {name} fused (contract)")
+        if name == "/" and self.sem.prim("div") == "rcp":
+            rc = self.rcp(Val(ra, self))
+            return self.op("*", la * rc.a, (la, rc.a), note="division by reciprocal (div=rcp)")
+        out = self.op(name, fn(la, ra), (la, ra))
+        if name == "*" and self.sem.contract:
+            pid = self.n_mul
+            self.n_mul += 1
+            fuse = self.plan is not None and pid in self.plan
+            return PVal(out.a, self, pid, (la, ra) if fuse else None)
+        return out
+
+    def compare(self, fn, l: Val, r) -> np.ndarray:
+        self.use(l, "other")
+        return fn(self._daz(l.a), self._daz(self.lift(r).a))
+
+    def fma(self, a, b, c) -> Val:
+        ins = tuple(self._daz(self.lift(v).a) for v in (a, b, c))
+        return self.op("fma", fused_multiply_add(self.fmt, *ins), ins)
+
+    def _f(self, name, fn, *args):
+        ins = tuple(self._daz(self.lift(a).a) for a in args)
+        impl = self.sem.prim(name)
+        if impl == "cr" or impl.startswith("bound:"):
+            return self.op(name, fn(*(np.asarray(i, dtype=np.float64) for i in ins)), ins,
+                           bound=self.sem.bound(name))
+        # a catalog candidate as the primitive, in its own compute format if it pins one
+        from .candidates import catalog
+        from .formats import get_format
+
+        cand = catalog()[impl]
+        sub_fmt = get_format(cand.compute) if cand.compute else self.fmt
+        sub = SemOps(sub_fmt, self.trace, self.watch, replace(self.sem, prims=(), contract=False))
+        xin = sub_fmt.round(np.asarray(ins[0], dtype=np.float64))
+        y = cand.fn(Val(xin.astype(sub.native) if sub.native else xin, sub), sub, **cand.params)
+        y = y.a if isinstance(y, Val) else np.asarray(y)
+        return self.op(name, np.asarray(y, dtype=np.float64), ins, note=f"{name} = {impl}")
+
+    def rcp(self, x) -> Val:
+        return self._f("rcp", lambda v: 1.0 / v, x)
+
+
+def flush_subnormals(fmt: Format, a):
+    return _sem().flush(fmt, a)
+
+
+def _sem():
+    from . import semantics
+
+    return semantics
+
+
+def _evaluate_semantics(fn, x, storage: Format, compute: Format, params: dict, x2, trace,
+                        watch, sem) -> np.ndarray:
+    S = _sem()
+    plan = None
+    if sem.contract:  # which products have one use, an addition: from a one-input run
+        rec = SemOps(compute, None, False, sem)
+        with np.errstate(all="ignore"):
+            _run(fn, rec, x[:1], None if x2 is None else x2[:1], storage, compute, params, sem)
+        plan = {pid for pid, u in rec.uses.items() if len(u) == 1 and u[0] in ("+", "-")}
+    shifts = (0, -1, 1) if sem.envelope else (0,)
+    outs = []
+    for shift in shifts:
+        ops = SemOps(compute, trace if shift == 0 else None, watch, sem, plan, shift)
+        with np.errstate(all="ignore"):
+            y = _run(fn, ops, x, x2, storage, compute, params, sem)
+            out = S.convert_out(np.broadcast_to(y, x.shape), x, storage, compute, sem)
+        if shift == 0 and trace is not None and not (watch and np.isfinite(out).all()) and \
+                (storage != compute or not sem.is_default):
+            trace.append(TraceEntry(f"rounding to {storage.name}", "(storage)", 0, (y,), out, y,
+                                    _conversion_note(sem)))
+        outs.append(out)
+    if len(outs) == 1:
+        return outs[0]
+    # the envelope: per input, the result farthest from the one with correctly rounded
+    # primitives (NaN and inf count as farthest)
+    base = outs[0]
+    with np.errstate(all="ignore"):
+        dist = np.stack([np.abs(o - base) for o in outs])
+        both_nan = np.stack([np.isnan(o) & np.isnan(base) for o in outs])
+        dist = np.where(both_nan, 0.0, np.where(np.isnan(dist), np.inf, dist))
+    pick = np.argmax(dist, axis=0)
+    return np.choose(pick, outs)
+
+
+def _conversion_note(sem) -> str:
+    parts = [f for f in ("daz_out", "ftz_out", "saturate_out") if getattr(sem, f)]
+    if sem.rounding != "rne":
+        parts.append(f"round={sem.rounding}")
+    return ",".join(parts)
+
+
+def _run(fn, ops: SemOps, x, x2, storage: Format, compute: Format, params: dict, sem):
+    S = _sem()
+    cast = (lambda v: v.astype(ops.native)) if ops.native else (lambda v: v)
+    args = [Val(cast(S.convert_in(x, storage, compute, sem)), ops)]
+    if x2 is not None:
+        args.append(Val(cast(S.convert_in(x2, storage, compute, sem)), ops))
+    y = fn(*args, ops, **params)
+    ops.use(y, "other")
+    y = y.a if isinstance(y, Val) else np.asarray(y)
+    return np.asarray(y).astype(np.float64)

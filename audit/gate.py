@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
+from . import semantics as semantics_mod
 from .errors import ActauditError, BadFileError
 from .io import dumps, write_text
 from .sweep import SweepResult, sweep
@@ -42,7 +43,7 @@ METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count")
 TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range"}
 AUDIT_KEYS = {"name", "targets", "dtype", "compute", "range", "params", "samples", "seed",
-              "tolerance", "grid"}
+              "tolerance", "grid", "semantics"}
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Audit:
     seed: int = 0
     grid: int | None = None
     tolerance: dict = field(default_factory=dict)
+    semantics: list | None = None  # semantics to audit (audit/semantics.py); None: ieee
 
 
 @dataclass
@@ -172,11 +174,18 @@ def _audit(p: Path, raw, where: str) -> Audit:
                                       all(isinstance(x, (int, float)) for x in v)):
             bad(f"tolerance.{k}", "must be [lo, hi]")
     compute = raw.get("compute")
+    sems = None
+    if "semantics" in raw:
+        sems = strings("semantics")
+        try:
+            semantics_mod.parse_list(sems)
+        except ActauditError as e:
+            bad("semantics", str(e))
     return Audit(raw["name"], strings("targets"), strings("dtype"),
                  None if compute is None else strings("compute"),
                  None if rng is None else (float(rng[0]), float(rng[1])),
                  {k: v for k, v in params.items()}, raw.get("samples"), raw.get("seed", 0),
-                 raw.get("grid"), dict(tol))
+                 raw.get("grid"), dict(tol), sems)
 
 
 def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]:
@@ -184,7 +193,8 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
     for a in spec.audits:
         try:
             res = sweep(a.targets, a.dtype, a.compute, range=a.range, samples=a.samples,
-                        seed=a.seed, params=a.params or None, grid=a.grid, progress=progress)
+                        seed=a.seed, params=a.params or None, grid=a.grid, progress=progress,
+                        semantics=a.semantics)
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
         out.append((a, res))
@@ -194,12 +204,14 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
 # --------------------------------------------------------------- baseline
 def entry_key(audit: str, r: SweepResult) -> str:
     p = ",".join(f"{k}={v:g}" for k, v in sorted(r.params.items()))
-    return f"{audit}/{r.candidate}/{r.dtype}/{r.compute}" + (f"/{p}" if p else "")
+    sem = "" if r.semantics is None else f"@{r.semantics.canonical()}"  # ieee: today's keys
+    return f"{audit}/{r.candidate}/{r.dtype}/{r.compute}" + (f"/{p}" if p else "") + sem
 
 
 def entry(r: SweepResult) -> dict:
     d = r.to_dict()
     return {"candidate": r.candidate, "dtype": r.dtype, "compute": r.compute, "params": r.params,
+            **({} if r.semantics is None else {"semantics": r.semantics.canonical()}),
             "inputs": d["inputs"], "seed": None,
             **{m: d[m] for m in METRICS}, **{c: d[c] for c in COUNTS},
             "findings": {f["kind"]: f["intervals"] for f in d["findings"]},

@@ -19,6 +19,7 @@ import numpy as np
 from . import clip as clip_mod
 from . import findings as findings_mod
 from . import adapters, golden, oracle
+from . import semantics as semantics_mod
 from .candidates import Candidate, catalog, families, resolve
 from .errors import BadOptionError, UnknownNameError
 from .formats import Format, get_format, parse_formats
@@ -48,6 +49,8 @@ class SweepResult:
     saturation: dict | None = None
     clip: dict | None = None
     hidden: list = field(default_factory=list)
+    semantics: object = None  # audit.semantics.Semantics (None: ieee)
+    stochastic: dict | None = None  # worst case and mean over the draws of round=stochastic
 
     # fields of the JSON document --------------------------------------------
     @property
@@ -128,6 +131,7 @@ class SweepResult:
             "saturation": _sat_json(self.saturation),
             "clip": clip_mod.to_json(self.clip),
             "hidden": self.hidden,
+            "semantics": semantics_mod.result_json(self.semantics, self.stochastic),
         }
 
 
@@ -439,8 +443,11 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           atol: float | None = None, reference: str | None = None, device: str = "cpu",
           dump: str | None = None, dump_dtype: str | None = None, workers: int | None = None,
           executor: str = "local", scheduler: str | None = None, checkpoint=None,
-          progress: Callable[[int], None] | None = None) -> list[SweepResult]:
+          progress: Callable[[int], None] | None = None, semantics=None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
+
+    semantics: the machine (audit.semantics): None (ieee), flags ('ftz,daz'), a profile
+    name, or a list of them to compare side by side (one result each).
 
     targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu'
     or 'pkg.module:function' (with reference=).  dump: a file of device outputs to audit
@@ -473,6 +480,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                 raise BadOptionError(f"{c.id} approximates {c.reference}, not --reference {reference}")
     storages = _formats(dtype)
     computes = _formats(compute) if compute is not None else None
+    sems = semantics_mod.parse_list(semantics)
     for k in params or {}:
         if not any(k in c.params for c in cands):
             raise BadOptionError(f"no selected candidate has a parameter '{k}'")
@@ -523,9 +531,11 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                          f"{st.name} inputs would not fit in memory (limit {KEEP_LIMIT}): "
                                          "narrow --range")
                 for p in param_sets(c, params):
-                    results.append(run_candidate(c, st, cf, doms[c.arity], p, keep_points, progress,
-                                                 analyze, max_ulp, atol, nworkers, executor,
-                                                 scheduler, checkpoint))
+                    for sem in sems:
+                        results.append(semantics_mod.run_with(
+                            sem, c, lambda cs: run_candidate(
+                                cs, st, cf, doms[c.arity], p, keep_points, progress, analyze,
+                                max_ulp, atol, nworkers, executor, scheduler, checkpoint)))
         if dump is not None:
             d = golden.read_dump(dump, st, dump_dtype)
             dc, ddom = golden.dump_candidate(d, reference)
