@@ -57,10 +57,12 @@ PROFILES = {
     "ascend_sat": ("saturate", "Ascend saturation mode (aclrtFloatOverflowMode "
                                "ACL_RT_OVERFLOW_MODE_SATURATION: an inf result becomes the largest "
                                "value, a NaN result 0; the only mode of Atlas training products)"),
-    "cuda_fast": ("ftz,daz,contract,div=rcp,rcp=bound:1,exp=bound:2,tanh=bound:2",
-                  "nvcc --use_fast_math: FTZ, FMA contraction, division by approximate reciprocal, "
-                  "exp through ex2.approx and tanh.approx as bound: envelopes (CUDA Programming "
-                  "Guide, intrinsic functions table; PTX ISA ex2.approx, tanh.approx)"),
+    "cuda_fast": ("ftz,daz,contract,div=rcp,rcp=bound:1,exp=bound:106,tanh=bound:8192",
+                  "nvcc --use_fast_math in fp32 compute: FTZ/DAZ (-ftz=true), FMA contraction "
+                  "(-fmad=true), division through an approximate reciprocal (-prec-div=false), "
+                  "__expf as an envelope of 106 ulp (the documented 2 + floor(|1.173 x|) ulp at its "
+                  "largest, |x| = 88.7) and tanh.approx.f32 as one of 8192 ulp (relative error "
+                  "2^-10.987); sqrt is not modelled (bounds are in fp32 ulp)"),
     "bf16_trunc": ("round=rtz", "conversion to the storage format by truncation (round toward "
                                 "zero), as hardware that converts fp32 to bf16 by dropping bits"),
 }
