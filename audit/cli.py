@@ -96,6 +96,7 @@ def sweep(
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
     semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
+    cflags: Optional[str] = typer.Option(None, "--cflags", help="Compiler flags of c:FILE.c:FUNCTION kernels (default -O2), e.g. '-O2 -mfma -ffp-contract=fast'."),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
@@ -109,7 +110,7 @@ def sweep(
                             reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             workers=workers, executor=executor, scheduler=scheduler,
-                            checkpoint=checkpoint, semantics=semantics or None,
+                            checkpoint=checkpoint, semantics=semantics or None, cflags=cflags,
                             max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
     if csv_out is not None:
         write_csv(results, csv_out)

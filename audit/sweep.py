@@ -443,9 +443,11 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           atol: float | None = None, reference: str | None = None, device: str = "cpu",
           dump: str | None = None, dump_dtype: str | None = None, workers: int | None = None,
           executor: str = "local", scheduler: str | None = None, checkpoint=None,
-          progress: Callable[[int], None] | None = None, semantics=None) -> list[SweepResult]:
+          progress: Callable[[int], None] | None = None, semantics=None,
+          cflags: str | None = None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
+    cflags: compiler flags of c:FILE.c:FUNCTION kernels (default -O2).
     semantics: the machine (audit.semantics): None (ieee), flags ('ftz,daz'), a profile
     name, or a list of them to compare side by side (one result each).
 
@@ -481,6 +483,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     storages = _formats(dtype)
     computes = _formats(compute) if compute is not None else None
     sems = semantics_mod.parse_list(semantics)
+    if cflags is not None and not any(t.startswith("c:") for t in external):
+        raise BadOptionError("--cflags applies to C kernels (c:FILE.c:FUNCTION)")
     for k in params or {}:
         if not any(k in c.params for c in cands):
             raise BadOptionError(f"no selected candidate has a parameter '{k}'")
@@ -518,7 +522,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                          f"would not fit in memory (limit {KEEP_LIMIT}): narrow --range")
     for st in storages:
         doms: dict[int, Domain] = {}
-        ext = [adapters.external_candidate(t, reference, st, device) for t in external]
+        ext = [adapters.external_candidate(t, reference, st, device, cflags) for t in external]
         for cf in computes or [st]:
             for c in cands + ext:
                 if c.arity not in doms:
