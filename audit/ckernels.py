@@ -126,6 +126,9 @@ def run_kernel(so: Path, func: str, x: np.ndarray, ctype: str) -> np.ndarray:
     if pid == 0:  # child: load, call, write, exit without running the parent's cleanup
         code = 0
         try:
+            import faulthandler
+
+            faulthandler.disable()  # a crash is reported by the parent, in one line
             lib = ctypes.CDLL(str(so))
             try:
                 f = getattr(lib, func)
