@@ -150,6 +150,22 @@ def test_emulation_matches_this_cpu_2_20_fp32_inputs(tmp_path, cid, sem, fused, 
     compare(tmp_path, cid, F32, fp32_inputs(), sem, fused, mxcsr, flags)
 
 
+def _has_fma() -> bool:
+    try:
+        return " fma " in open("/proc/cpuinfo").read().replace("\n", " ")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not (X86 and _has_fma()), reason="needs an x86 CPU with FMA")
+@pytest.mark.parametrize("cid", list(FORMULAS))
+def test_gcc_fp_contract_fast_fuses_where_contract_does(tmp_path, cid):
+    # the plain C (no fmaf), compiled with -ffp-contract=fast: GCC's own contraction of these
+    # formulas agrees with `contract` bit for bit (and not with ieee for tanh and exp)
+    compare(tmp_path, cid, F32, fp32_inputs(), "contract", False, False,
+            "-O2 -mfma -ffp-contract=fast")
+
+
 def test_the_checks_can_fail(tmp_path):
     # the same kernels disagree with the emulation under the other semantics: contraction
     # and flushing change results that these inputs reach

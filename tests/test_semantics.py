@@ -295,3 +295,37 @@ def test_gate_spec_semantics_and_baseline_keys(tmp_path):
                     'semantics = ["ftz,bogus"]\n')
     with pytest.raises(BadFileError, match="semantics"):
         gate.load_spec(spec)
+
+
+# ----------------------------------------------------------------- profiles
+def test_profiles_are_their_flags():
+    assert S.parse("ascend_sat").canonical() == "saturate"
+    assert S.parse("bf16_trunc").canonical() == "round=rtz"
+    cf = S.parse("cuda_fast")
+    assert cf.ftz and cf.daz and cf.contract and cf.prim("div") == "rcp"
+    assert cf.bound("exp") == 106 and cf.bound("tanh") == 8192 and cf.envelope
+    for name in S.PROFILES:
+        assert S.parse(name).name == name
+
+
+def test_bf16_trunc_is_bit_truncation_of_the_fp32_result():
+    # the fp32 result's low 16 bits dropped (an integer mask on the float32 bit pattern) is
+    # the bf16 value of a truncating conversion
+    cand = audit.candidates.catalog()["gelu.tanh"]
+    x = BF16.finite_values()
+    y32 = cand.evaluate(x, F32, F32).astype(np.float32)
+    want = (y32.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32).astype(np.float64)
+    got = cand.with_semantics(S.parse("bf16_trunc")).evaluate(x, BF16, F32)
+    fin = np.isfinite(want)
+    assert np.array_equal(got[fin], want[fin])
+    assert np.array_equal(np.signbit(got[fin]), np.signbit(want[fin]))
+    assert not np.array_equal(got, cand.evaluate(x, BF16, F32))  # differs from RNE
+
+
+def test_cuda_fast_is_labelled_an_envelope(capsys):
+    code = main(["sweep", "sigmoid.exp", "--dtype", "fp16", "--compute", "fp32",
+                 "--semantics", "cuda_fast", "--json", "-"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    sem = json.loads(out)["results"][0]["semantics"]
+    assert sem["name"] == "cuda_fast" and sem["envelope"] is True
