@@ -384,6 +384,10 @@ class SemOps(Ops):
         if impl == "cr" or impl.startswith("bound:"):
             return self.op(name, fn(*(np.asarray(i, dtype=np.float64) for i in ins)), ins,
                            bound=self.sem.bound(name))
+        if impl.startswith("table:"):  # measured on a device, every value of the format
+            look = _sem().table_lookup(impl[6:], self.fmt)
+            cr = fn(*(np.asarray(i, dtype=np.float64) for i in ins))
+            return self.op(name, look(ins[0], cr), ins, note=f"{name} = {impl}")
         # a catalog candidate as the primitive, in its own compute format if it pins one
         from .candidates import catalog
         from .formats import get_format

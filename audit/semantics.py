@@ -31,7 +31,9 @@ Flags (the README's "Semantics" section is the reference):
 * ``PRIM=IMPL`` for PRIM in exp, expm1, log, log1p, tanh, erf, erfc, sqrt, rcp and div:
   ``cr`` (correctly rounded, the default), a catalog candidate of that reference
   (``exp=exp.u20``), ``bound:K`` (an envelope: the primitive's correctly rounded value
-  moved K units in the last place down and up), and ``div=rcp`` (a / b as a * rcp(b)).
+  moved K units in the last place down and up), ``table:FILE`` (the outputs a device gave at
+  every value of a compute format of 16 bits or fewer, in a dump format ``golden`` reads),
+  and ``div=rcp`` (a / b as a * rcp(b)).
 """
 
 from __future__ import annotations
@@ -165,8 +167,11 @@ def _prim_impl(name: str, impl: str, tok: str) -> str:
             raise BadOptionError(f"semantics flag '{tok}': 'rcp' applies to div (div=rcp)")
         return impl
     if impl.startswith("table:"):
-        raise BadOptionError(f"semantics flag '{tok}': measured tables (table:FILE) are not "
-                             "supported yet")
+        if name in ("div",):
+            raise BadOptionError(f"semantics flag '{tok}': div takes cr, bound:K or rcp")
+        if not impl[6:]:
+            raise BadOptionError(f"semantics flag '{tok}': table:FILE needs a file")
+        return impl
     if name in ("div", "rcp") and "." not in impl:
         raise BadOptionError(f"semantics flag '{tok}': {name} takes cr, bound:K"
                              + (" or rcp" if name == "div" else ""))
@@ -189,7 +194,10 @@ def parse(text) -> Semantics:
         return text
     if text is None:
         return IEEE
-    toks = [t.strip().lower() for t in str(text).split(",") if t.strip()]
+    raw = [t.strip() for t in str(text).split(",") if t.strip()]
+    # flag names and values are case-insensitive; a table's file name is kept as written
+    toks = [t if t.split("=", 1)[-1].lower().startswith("table:") and "=" in t
+            else t.lower() for t in raw]
     if not toks:
         raise BadOptionError(f"no semantics flag in '{text}'")
     if len(toks) == 1 and toks[0] in PROFILES:
@@ -212,6 +220,9 @@ def parse(text) -> Semantics:
             kw["rounding"] = tok
         elif "=" in tok:
             k, v = (s.strip() for s in tok.split("=", 1))
+            k = k.lower()
+            if v.lower().startswith("table:"):
+                v = "table:" + v[6:]
             if k == "round":
                 if v not in ROUNDINGS:
                     raise BadOptionError(f"semantics flag '{tok}': rounding must be one of "
@@ -509,6 +520,9 @@ def explain(sem: Semantics | None, stochastic: dict | None = None) -> list[str]:
                        "farthest from the one with correctly rounded primitives")
         elif v == "rcp":
             out.append("div=rcp: a / b computed as a * rcp(b), two roundings")
+        elif v.startswith("table:"):
+            out.append(f"{k}={v}: {k} looked up in a table measured on a device (every value of "
+                       "the compute format; non-finite inputs missing from it: correctly rounded)")
         else:
             out.append(f"{k}={v}: {k} computed by the catalog candidate {v}")
     if stochastic:
@@ -518,3 +532,47 @@ def explain(sem: Semantics | None, stochastic: dict | None = None) -> list[str]:
                    f"mean ULP worst {stochastic['mean_ulp']['worst']:.6g}, mean "
                    f"{stochastic['mean_ulp']['mean']:.6g}")
     return out
+
+
+_TABLES: dict = {}
+
+
+def table_lookup(path: str, fmt: Format):
+    """The table of FILE for compute format fmt: a function from values of fmt to the
+    device's outputs.  The file must hold every finite value of fmt (16 bits or fewer)."""
+    import os
+
+    from .golden import read_dump
+
+    if not fmt.enumerable:
+        raise BadOptionError(f"table:{path}: tables are for compute formats of 16 bits or fewer, "
+                             f"not {fmt.name}")
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise BadOptionError(f"table:{path}: {e.strerror or e}") from None
+    key = (path, fmt.name, st.st_size, st.st_mtime_ns)
+    if key not in _TABLES:
+        d = read_dump(path, fmt)
+        if len(d.x) != len(fmt.finite_values()):
+            raise BadOptionError(f"table:{path}: {len(d.x)} inputs; a table needs every finite "
+                                 f"{fmt.name} value ({len(fmt.finite_values())})")
+        keys = fmt.to_bits(d.x).astype(np.int64)
+        order = np.argsort(keys)
+        _TABLES.clear()  # one table at a time is enough: keep memory flat
+        _TABLES[key] = (keys[order], d.y[order], dict(d.specials))
+    keys, ys, specials = _TABLES[key]
+
+    def look(a, fallback):
+        a = np.asarray(a, dtype=np.float64)
+        out = np.asarray(fallback, dtype=np.float64).copy()
+        fin = np.isfinite(a)
+        i = np.searchsorted(keys, fmt.to_bits(a[fin]).astype(np.int64))
+        out[fin] = ys[i]
+        for j in np.flatnonzero(~fin):
+            for xx, yy in specials.items():
+                if xx == a.flat[j] or (math.isnan(xx) and math.isnan(a.flat[j])):
+                    out.flat[j] = yy
+        return out
+
+    return look

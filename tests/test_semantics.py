@@ -35,7 +35,7 @@ def test_parse_canonical_and_errors():
     assert S.parse("ieee").is_default and S.parse("exp=cr").is_default
     assert S.parse("saturate").saturate_ops and S.parse("saturate").saturate_out
     assert S.parse("cuda_fast").name == "cuda_fast" and S.parse("cuda_fast").envelope
-    for bad in ("ieee,saturate", "fzt", "round=up", "exp=table:x.npz", "exp=gelu.tanh",
+    for bad in ("ieee,saturate", "fzt", "round=up", "div=table:x.npz", "exp=gelu.tanh",
                 "seed=3", "draws=0,round=stochastic", "div=bound:x", "tanh=rcp", ""):
         with pytest.raises(ActauditError):
             S.parse(bad)
@@ -329,3 +329,28 @@ def test_cuda_fast_is_labelled_an_envelope(capsys):
     assert code == 0
     sem = json.loads(out)["results"][0]["semantics"]
     assert sem["name"] == "cuda_fast" and sem["envelope"] is True
+
+
+def test_table_primitive(tmp_path):
+    # a table of exp at every fp16 value: here exp(x) rounded to fp16 by mpmath, written as a
+    # golden-format .npz (x, y), then one entry changed: the lookup must return the table's
+    # values, the changed one included
+    x = F16.finite_values()
+    mpmath.mp.prec = 60
+    y = np.array([float(mpmath.exp(v)) for v in x.tolist()])
+    y = F16.round(y)
+    i = int(np.flatnonzero(x == 1.0)[0])
+    y[i] = 2.0  # "the device" gives exp(1) = 2
+    path = tmp_path / "exp_table.npz"
+    np.savez(path, x=x, y=y)
+    got = run_formula(lambda t, m: m.exp(t), x, F16, f"exp=table:{path}")
+    assert np.array_equal(got, y)
+    # as a primitive inside a catalog formula, via the CLI
+    code = main(["sweep", "sigmoid.exp", "--dtype", "fp16", "--semantics", f"exp=table:{path}",
+                 "--quiet"])
+    assert code == 0
+    with pytest.raises(ActauditError, match="16 bits or fewer"):
+        run_formula(lambda t, m: m.exp(t), [1.0], F32, f"exp=table:{path}")
+    np.savez(tmp_path / "short.npz", x=x[:100], y=y[:100])
+    with pytest.raises(ActauditError, match="every finite"):
+        run_formula(lambda t, m: m.exp(t), [1.0], F16, f"exp=table:{tmp_path / 'short.npz'}")
