@@ -431,6 +431,7 @@ def write_csv(results: list[SweepResult], path: Path) -> None:
     if rows > MAX_CSV_ROWS:
         raise BadOptionError(f"--csv would write {rows} rows (limit {MAX_CSV_ROWS}); narrow --range")
     frames = []
+    show_sem = any(r.semantics is not None for r in results)  # a column only when asked for
     for r in results:
         e = r.points
         fmt = get_format(r.dtype)
@@ -438,6 +439,7 @@ def write_csv(results: list[SweepResult], path: Path) -> None:
         width = fmt.bits // 4
         frames.append(pd.DataFrame({
             "candidate": r.candidate, "dtype": r.dtype, "compute": r.compute,
+            **({"semantics": semantics_mod.label(r.semantics)} if show_sem else {}),
             "x": e.x, "x_hex": [f"0x{b:0{width}x}" for b in bits], "got": e.got,
             "exact": e.exact, "correctly_rounded": e.rounded, "ulp_error": e.ulp_err,
             "ulp_distance": e.ulp_dist, "class": np.asarray(CLASS_NAMES)[e.cls]}))

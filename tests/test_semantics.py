@@ -354,3 +354,13 @@ def test_table_primitive(tmp_path):
     np.savez(tmp_path / "short.npz", x=x[:100], y=y[:100])
     with pytest.raises(ActauditError, match="every finite"):
         run_formula(lambda t, m: m.exp(t), [1.0], F16, f"exp=table:{tmp_path / 'short.npz'}")
+
+
+def test_csv_has_a_semantics_column_when_asked(tmp_path, capsys):
+    import csv
+
+    out = tmp_path / "o.csv"
+    assert main(["sweep", "relu.max", "--dtype", "fp8_e4m3", "--semantics", "ieee",
+                 "--semantics", "ftz", "--csv", str(out), "--quiet"]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert {r["semantics"] for r in rows} == {"ieee", "ftz"} and len(rows) == 2 * 254
