@@ -398,7 +398,7 @@ def results_table(results: list[SweepResult]) -> Table:
     if any(not r.domain.exhaustive for r in results):
         t.caption = "~ sampled: the maximum is a lower bound; otherwise exhaustive: an upper bound"
     if show_sem:
-        notes = semantics_mod.table_notes(results)
+        notes = [escape(n) for n in semantics_mod.table_notes(results)]
         if notes:
             t.caption = "; ".join(([t.caption] if t.caption else []) + notes)
     return t

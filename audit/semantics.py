@@ -416,9 +416,14 @@ def stochastic_summary(results: list) -> dict:
     return out
 
 
-def result_json(sem: Semantics | None, stochastic: dict | None = None) -> dict:
+def result_json(sem: Semantics | None, stochastic: dict | None = None,
+                changed: dict | None = None) -> dict:
     """The "semantics" member of a result in the JSON document."""
     d = (sem or IEEE).to_dict()
+    d["changed_vs_ieee"] = None if changed is None else {
+        "count": changed["count"],
+        "first": None if changed["first"] is None else
+        {k: _num(v) for k, v in changed["first"].items()}}
     if stochastic is not None:
         d["stochastic"] = {k: v if not isinstance(v, dict) else
                            {kk: _num(vv) for kk, vv in v.items()} for k, v in stochastic.items()}
@@ -433,20 +438,42 @@ def _num(v: float):
     return json_number(v)
 
 
-def run_with(sem: Semantics, cand, run):
+def run_with(sem: Semantics, cand, run, storage: Format | None = None,
+             compute: Format | None = None, params: dict | None = None, dom=None):
     """run(candidate) under semantics sem: the result, labelled with it.  A stochastic
     rounding runs each draw and returns the worst draw's result (largest max ULP, the first
-    of equal ones), with the worst case and mean over the draws in ``result.stochastic``."""
+    of equal ones), with the worst case and mean over the draws in ``result.stochastic``.
+    With the domain (held in memory), a flagged result also counts the inputs whose result
+    differs from the ieee run's (``result.changed``)."""
     if not sem.stochastic:
         res = run(cand.with_semantics(sem))
         res.semantics = None if sem.is_default else sem
-        return res
-    results = [run(cand.with_semantics(replace(sem, draw=k))) for k in range(sem.draws)]
-    worst = max(range(len(results)), key=lambda k: (_key(results[k].max_ulp), -k))
-    res = results[worst]
-    res.semantics = sem
-    res.stochastic = {**stochastic_summary(results), "worst_draw": worst, "seed": sem.seed}
+    else:
+        results = [run(cand.with_semantics(replace(sem, draw=k))) for k in range(sem.draws)]
+        worst = max(range(len(results)), key=lambda k: (_key(results[k].max_ulp), -k))
+        res = results[worst]
+        res.semantics = replace(sem, draw=worst)
+        res.stochastic = {**stochastic_summary(results), "worst_draw": worst, "seed": sem.seed}
+    if res.semantics is not None and dom is not None and dom.values is not None:
+        res.changed = changed_inputs(cand, res.semantics, storage, compute, params, dom)
     return res
+
+
+def changed_inputs(cand, sem: Semantics, storage: Format, compute: Format, params, dom) -> dict:
+    """How many inputs of the domain give another result (other bits) than under ieee, and
+    the first of them."""
+    x, x2 = dom.values, dom.values2
+    a = cand.with_semantics(None).evaluate(x, storage, compute, params, x2)
+    b = cand.with_semantics(sem).evaluate(x, storage, compute, params, x2)
+    same = (a == b) & (np.signbit(a) == np.signbit(b)) | (np.isnan(a) & np.isnan(b))
+    idx = np.flatnonzero(~same)
+    first = None
+    if idx.size:
+        i = int(idx[0])
+        first = {"x": float(x[i]), "ieee": float(a[i]), "got": float(b[i])}
+        if x2 is not None:
+            first["b"] = float(x2[i])
+    return {"count": int(idx.size), "first": first}
 
 
 def _key(v: float) -> float:
@@ -472,6 +499,10 @@ def table_notes(results) -> list[str]:
         notes.append("envelope: bound:K primitives moved K ulp down and up, per input the result "
                      "farthest from the correctly rounded primitives' (not an emulation)")
     for r in results:
+        ch = getattr(r, "changed", None)
+        if ch is not None:
+            notes.append(f"{r.candidate} {r.dtype} [{r.semantics.name}]: {ch['count']} inputs give "
+                         "another result than under ieee")
         if r.stochastic:
             st = r.stochastic
             notes.append(f"{r.candidate} stochastic rounding: worst draw {st['worst_draw']} of "
@@ -481,7 +512,8 @@ def table_notes(results) -> list[str]:
     return notes
 
 
-def explain(sem: Semantics | None, stochastic: dict | None = None) -> list[str]:
+def explain(sem: Semantics | None, stochastic: dict | None = None,
+            changed: dict | None = None) -> list[str]:
     """Sentences describing a semantics, one per flag (the report's "semantics" section)."""
     sem = sem or IEEE
     if sem.is_default:
@@ -525,6 +557,10 @@ def explain(sem: Semantics | None, stochastic: dict | None = None) -> list[str]:
                        "the compute format; non-finite inputs missing from it: correctly rounded)")
         else:
             out.append(f"{k}={v}: {k} computed by the catalog candidate {v}")
+    if changed is not None:
+        f = changed["first"]
+        out.append(f"{changed['count']} inputs give another result than under ieee"
+                   + (f", the first x = {f['x']!r}: {f['got']!r} instead of {f['ieee']!r}" if f else ""))
     if stochastic:
         out.append(f"stochastic rounding over {stochastic['draws']} draws: the result shown is "
                    f"draw {stochastic['worst_draw']}, the worst; max ULP worst "

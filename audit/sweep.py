@@ -51,6 +51,7 @@ class SweepResult:
     hidden: list = field(default_factory=list)
     semantics: object = None  # audit.semantics.Semantics (None: ieee)
     stochastic: dict | None = None  # worst case and mean over the draws of round=stochastic
+    changed: dict | None = None  # inputs whose result differs from the ieee run's
 
     # fields of the JSON document --------------------------------------------
     @property
@@ -131,7 +132,7 @@ class SweepResult:
             "saturation": _sat_json(self.saturation),
             "clip": clip_mod.to_json(self.clip),
             "hidden": self.hidden,
-            "semantics": semantics_mod.result_json(self.semantics, self.stochastic),
+            "semantics": semantics_mod.result_json(self.semantics, self.stochastic, self.changed),
         }
 
 
@@ -539,7 +540,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                         results.append(semantics_mod.run_with(
                             sem, c, lambda cs: run_candidate(
                                 cs, st, cf, doms[c.arity], p, keep_points, progress, analyze,
-                                max_ulp, atol, nworkers, executor, scheduler, checkpoint)))
+                                max_ulp, atol, nworkers, executor, scheduler, checkpoint),
+                            st, cf, p, doms[c.arity]))
         if dump is not None:
             d = golden.read_dump(dump, st, dump_dtype)
             dc, ddom = golden.dump_candidate(d, reference)

@@ -295,6 +295,7 @@ def _semantics_section(r) -> str:
     """The "semantics" section of a result: the machine it was evaluated on."""
     from audit import semantics as semantics_mod
 
-    lines = semantics_mod.explain(getattr(r, "semantics", None), getattr(r, "stochastic", None))
+    lines = semantics_mod.explain(getattr(r, "semantics", None), getattr(r, "stochastic", None),
+                                  getattr(r, "changed", None))
     items = "".join(f"<li>{e(t)}</li>" for t in lines)
     return f"<div class='semantics'><b>Semantics</b><ul>{items}</ul></div>"

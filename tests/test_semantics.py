@@ -364,3 +364,12 @@ def test_csv_has_a_semantics_column_when_asked(tmp_path, capsys):
                  "--semantics", "ftz", "--csv", str(out), "--quiet"]) == 0
     rows = list(csv.DictReader(out.open()))
     assert {r["semantics"] for r in rows} == {"ieee", "ftz"} and len(rows) == 2 * 254
+
+
+def test_changed_inputs_against_ieee():
+    # sigmoid.naive in fp16: saturation changes exactly the inputs whose IEEE result is NaN
+    # (x >= 11.09: exp overflows) or that involve inf (none among finite inputs otherwise)
+    ieee, sat = audit.sweep("sigmoid.naive", dtype="fp16", semantics=["ieee", "saturate"])
+    assert ieee.changed is None
+    assert sat.changed["count"] == ieee.nan_count
+    assert math.isnan(sat.changed["first"]["ieee"]) and sat.changed["first"]["got"] == 1.0
