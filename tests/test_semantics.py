@@ -291,6 +291,12 @@ def test_gate_spec_semantics_and_baseline_keys(tmp_path):
     base = gate.make_baseline(sp, gate.run_spec(sp))
     keys = sorted(base["entries"])
     assert keys == ["s/sigmoid.naive/fp8_e4m3/fp8_e4m3", "s/sigmoid.naive/fp8_e4m3/fp8_e4m3@saturate"]
+    assert base["entries"][keys[1]]["nan_count"] == 0 < base["entries"][keys[0]]["nan_count"]
+    changes = gate.compare(sp, gate.run_spec(sp), base)  # the same run passes its baseline
+    assert [c.status for c in changes] == ["ok", "ok"]
+    del base["entries"][keys[1]]  # a semantics without a baseline entry fails
+    changes = gate.compare(sp, gate.run_spec(sp), base)
+    assert [(c.key, c.status) for c in changes if c.status == "fail"] == [(keys[1], "fail")]
     spec.write_text('[[audit]]\nname = "s"\ntargets = ["relu"]\ndtype = "fp16"\n'
                     'semantics = ["ftz,bogus"]\n')
     with pytest.raises(BadFileError, match="semantics"):
