@@ -421,7 +421,9 @@ def _evaluate_semantics(fn, x, storage: Format, compute: Format, params: dict, x
     if sem.contract:  # which products have one use, an addition: from a one-input run
         rec = SemOps(compute, None, False, sem)
         with np.errstate(all="ignore"):
-            _run(fn, rec, x[:1], None if x2 is None else x2[:1], storage, compute, params, sem)
+            _run(fn, rec, x.reshape(-1)[:1],
+                 None if x2 is None else np.asarray(x2, dtype=np.float64).reshape(-1)[:1],
+                 storage, compute, params, sem)
         plan = {pid for pid, u in rec.uses.items() if len(u) == 1 and u[0] in ("+", "-")}
     shifts = (0, -1, 1) if sem.envelope else (0,)
     outs = []
