@@ -455,16 +455,20 @@ def run_with(sem: Semantics, cand, run, storage: Format | None = None,
         res.semantics = replace(sem, draw=worst)
         res.stochastic = {**stochastic_summary(results), "worst_draw": worst, "seed": sem.seed}
     if res.semantics is not None and dom is not None and dom.values is not None:
-        res.changed = changed_inputs(cand, res.semantics, storage, compute, params, dom)
+        res.changed = changed_inputs(cand, res.semantics, storage, compute, params, dom,
+                                     res.__dict__.pop("_sem_got", None))
+    res.__dict__.pop("_sem_got", None)
     return res
 
 
-def changed_inputs(cand, sem: Semantics, storage: Format, compute: Format, params, dom) -> dict:
+def changed_inputs(cand, sem: Semantics, storage: Format, compute: Format, params, dom,
+                   got=None) -> dict:
     """How many inputs of the domain give another result (other bits) than under ieee, and
-    the first of them."""
+    the first of them (``got``: the flagged results at the domain's inputs, if known)."""
     x, x2 = dom.values, dom.values2
     a = cand.with_semantics(None).evaluate(x, storage, compute, params, x2)
-    b = cand.with_semantics(sem).evaluate(x, storage, compute, params, x2)
+    b = got if got is not None else cand.with_semantics(sem).evaluate(x, storage, compute,
+                                                                       params, x2)
     same = (a == b) & (np.signbit(a) == np.signbit(b)) | (np.isnan(a) & np.isnan(b))
     idx = np.flatnonzero(~same)
     first = None

@@ -327,6 +327,8 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []
     res = SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
                       summary, specials, merged.n_mpmath, 0.0, points if keep_points else None)
+    if cand.semantics is not None and points is not None and len(points.got) == dom.count:
+        res._sem_got = points.got  # for semantics.changed_inputs, which drops it
     if analyze:
         res.findings = list(merged.findings.values())
         res.findings += findings_mod.special_findings(cand, storage, compute_fmt, params, specials)
