@@ -304,13 +304,13 @@ def step(fmt: Format, y, k: int):
     y = np.asarray(y)
     if k == 0:
         return y
-    fin = np.isfinite(y)
-    y64 = np.where(fin, y, 0.0).astype(np.float64)
+    flat = y.reshape(-1)
+    fin = np.isfinite(flat)
+    y64 = np.where(fin, flat, 0.0).astype(np.float64)
     o = fmt.ordinal(y64) + k
     lim = fmt.max_ordinal
     moved = fmt.from_ordinal(np.clip(o, -lim, lim))
-    # a zero moved by 0 steps keeps its sign; ordinal 0 from elsewhere is +0
-    return np.where(fin, moved, y).astype(y.dtype)
+    return np.where(fin, moved, flat).astype(y.dtype).reshape(y.shape)
 
 
 def _splitmix(z: np.ndarray) -> np.ndarray:

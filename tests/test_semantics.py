@@ -379,3 +379,15 @@ def test_changed_inputs_against_ieee():
     assert ieee.changed is None
     assert sat.changed["count"] == ieee.nan_count
     assert math.isnan(sat.changed["first"]["ieee"]) and sat.changed["first"]["got"] == 1.0
+
+
+def test_every_flag_runs_through_the_whole_pipeline():
+    # findings with causes, specials, hidden overflows and gated pairs, under each semantics
+    # (a bound:K envelope once crashed on the one-input trace of a cause)
+    sems = ["cuda_fast", "contract", "ftz,daz,ftz_in,daz_out", "saturate,sat_nan=keep",
+            "div=rcp,exp=exp.u20,tanh=tanh.rational", "round=rna", "round=stochastic,draws=2"]
+    rs = audit.sweep(["gelu", "sigmoid.naive", "swiglu.silu_mul", "elu.expm1"], dtype="fp8_e4m3",
+                     semantics=sems)
+    assert len(rs) == 14 * len(sems)
+    assert {r.semantics.name for r in rs} == {S.parse(s).name for s in sems}
+    assert all(r.changed is not None for r in rs)
