@@ -231,6 +231,7 @@ def golden(
     out_path: Path = typer.Option(..., "--out", "-o", help="Output file: .npz, .npy or .csv."),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="Only these inputs (a file read like a dump's outputs)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
+    semantics: Optional[str] = typer.Option(None, "--semantics", help="Conversion flags of the machine: daz_in, ftz_out, saturate (the result stored saturated), sat_nan=keep."),
 ):
     """Write golden test vectors: inputs, correctly rounded outputs and exact values."""
     from .formats import get_format
@@ -247,7 +248,8 @@ def golden(
     if inputs is not None:
         d = read_dump(inputs, fmt)
         xs = d.y  # an input list is read as values, in its own order
-    n = write_golden(reference, fmt, out_path, params, xs)
+    n = write_golden(reference, fmt, out_path, params, xs,
+                     None if semantics is None else semantics_mod.parse(semantics))
     out.print(f"wrote {out_path} ({n} inputs, {fmt.name})", highlight=False)
 
 

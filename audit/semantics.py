@@ -616,3 +616,39 @@ def table_lookup(path: str, fmt: Format):
         return out
 
     return look
+
+
+GOLDEN_FLAGS = ("daz_in", "ftz_out", "saturate_out", "sat_nan")
+
+
+def golden_values(ref, fmt: Format, x, ref_params: dict, sem, ov):
+    """Golden data under a semantics: f at the input as the machine reads it (daz_in: a
+    subnormal input is a zero of its sign), correctly rounded, then stored as the machine
+    stores it (saturate_out: inf -> the largest finite value of its sign, NaN -> +0 unless
+    sat_nan=keep; ftz_out: a subnormal result -> a zero of its sign).  The other flags are
+    properties of a kernel's operations, or need more than the correctly rounded value
+    (directed and stochastic roundings), and are refused.  Returns an oracle result whose
+    ``rounded`` is the stored value (``hi``/``lo`` stay the exact value at the input read)."""
+    from dataclasses import replace as dc_replace
+
+    from . import oracle
+
+    sem = parse(sem)
+    extra = [t for t in sem.canonical().split(",") if t and t.split("=")[0] not in
+             GOLDEN_FLAGS + ("saturate",)]
+    if sem.saturate_ops and not sem.saturate_out:
+        extra.append("saturate_ops")
+    if extra:
+        raise BadOptionError(f"golden applies the flags {', '.join(GOLDEN_FLAGS)} (and "
+                             f"saturate as saturate_out); not {', '.join(extra)}: those describe "
+                             "a kernel's operations, sweep a candidate for them")
+    if sem.daz_in:
+        xr = flush(fmt, x)
+        if not np.array_equal(xr, x) or np.any(np.signbit(xr) != np.signbit(x)):
+            ov = oracle.evaluate(ref, fmt, xr, ref_params)
+    y = np.asarray(ov.rounded, dtype=np.float64)
+    if sem.saturate_out:
+        y = saturate(fmt, y, ov.hi, sem.sat_nan)
+    if sem.ftz_out:
+        y = flush(fmt, y)
+    return dc_replace(ov, rounded=y)

@@ -391,3 +391,30 @@ def test_every_flag_runs_through_the_whole_pipeline():
     assert len(rs) == 14 * len(sems)
     assert {r.semantics.name for r in rs} == {S.parse(s).name for s in sems}
     assert all(r.changed is not None for r in rs)
+
+
+def test_golden_under_conversion_flags(tmp_path, capsys):
+    # fp16 exp: e^x overflows fp16 for x > 11.09 (RN gives inf): saturated, 65504; e^x is
+    # subnormal for x < -9.70 (2^-14 = e^-9.70): ftz_out flushes it to +0; daz_in reads a
+    # subnormal x as 0, so its value is e^0 = 1 (RN of e^x at x = 2^-24 is also 1: kept)
+    out = tmp_path / "g.npz"
+    assert main(["golden", "exp", "--dtype", "fp16", "-o", str(out),
+                 "--semantics", "saturate,ftz_out,daz_in"]) == 0
+    capsys.readouterr()
+    z = np.load(out)
+    x, y = z["x"], z["y"]
+    assert np.all(y[x >= 11.1] == 65504.0)
+    mpmath.mp.prec = 60
+    tiny = (x < -9.71) & (x > -17.0)
+    assert np.all(y[tiny] == 0) and np.all(np.exp(x[tiny]) < 2.0 ** -14)
+    sub = (np.abs(x) < 2.0 ** -14) & (x != 0)
+    assert np.all(y[sub] == 1.0)
+    # gelu(x) = x/2 + O(x^2) is a nonzero subnormal for most subnormal x; read as 0 it is 0
+    for flags, nonzero in (("ieee", True), ("daz_in", False)):
+        assert main(["golden", "gelu", "--dtype", "fp16", "-o", str(out), "--semantics", flags]) == 0
+        z = np.load(out)
+        sub = (np.abs(z["x"]) < 2.0 ** -14) & (z["x"] != 0)
+        assert bool(np.any(z["y"][sub] != 0)) == nonzero
+    code = main(["golden", "exp", "--dtype", "fp16", "-o", str(out), "--semantics", "ftz"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "golden applies the flags" in err
