@@ -8,7 +8,9 @@ The kernel is C source with the calling convention
 (the element type is read from the function's definition in the source).  It is compiled
 at run time with the system compiler (``$CC``, default ``gcc``) as a shared object, with
 ``-O2`` or the flags given (``--cflags``), and cached by the SHA-256 of the source, the
-flags and the compiler's version (``$ACTAUDIT_CACHE_DIR/ckernels``, written atomically).
+flags and the compiler's version (``$ACTAUDIT_CACHE_DIR/ckernels``, written atomically, with
+the object's own SHA-256 beside it: a cached object that does not match is compiled again;
+with ``ACTAUDIT_NO_CACHE=1`` a temporary directory of the process).
 
 Inputs (storage values) are converted to the kernel's type exactly: a ``float`` kernel takes
 every storage format of at most 32 bits, a ``_Float16`` kernel fp16 and the fp8 formats (bf16
@@ -63,10 +65,37 @@ def kernel_type(source: str, func: str) -> str:
     return m.group(1)
 
 
-def cache_root() -> Path:
-    from .oracle import cache_dir
+_TMP_ROOT: list = []
 
+
+def cache_root() -> Path:
+    """$ACTAUDIT_CACHE_DIR/ckernels; with ACTAUDIT_NO_CACHE=1 a directory of this process."""
+    from .oracle import _cache_enabled, cache_dir
+
+    if not _cache_enabled():
+        if not _TMP_ROOT:
+            import atexit
+            import shutil
+            import tempfile
+
+            _TMP_ROOT.append(Path(tempfile.mkdtemp(prefix="actaudit-ckernels-")))
+            atexit.register(shutil.rmtree, _TMP_ROOT[0], True)
+        return _TMP_ROOT[0]
     return cache_dir() / "ckernels"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _cached(so: Path) -> bool:
+    """A shared object of the cache whose recorded SHA-256 matches (files on disk are
+    untrusted: a truncated or altered one is compiled again)."""
+    sig = so.with_suffix(".sha256")
+    try:
+        return so.is_file() and sig.read_text().strip() == _digest(so)
+    except OSError:
+        return False
 
 
 def _compiler() -> str:
@@ -98,7 +127,7 @@ def compile_kernel(path: Path, cflags: str | None = None) -> tuple[Path, str]:
                          _compiler_version(cc).encode()).hexdigest()[:32]
     root = cache_root()
     so = root / f"{key}.so"
-    if not so.exists():
+    if not _cached(so):
         root.mkdir(parents=True, exist_ok=True)
         tmp = root / f".{key}.{os.getpid()}.so"
         cmd = [cc, "-shared", "-fPIC", *flags, "-o", str(tmp), str(path), "-lm"]
@@ -111,7 +140,10 @@ def compile_kernel(path: Path, cflags: str | None = None) -> tuple[Path, str]:
             lines = [ln for ln in r.stderr.splitlines() if "error" in ln] or r.stderr.splitlines()
             first = lines[0].strip() if lines else f"exit status {r.returncode}"
             raise KernelError(f"C kernel '{path}' does not compile ({' '.join(flags)}): {first}")
+        sig = root / f".{key}.{os.getpid()}.sha256"
+        sig.write_text(_digest(tmp))
         os.replace(tmp, so)
+        os.replace(sig, so.with_suffix(".sha256"))
     return so, text
 
 

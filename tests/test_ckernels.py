@@ -217,6 +217,13 @@ def test_compile_cache_by_source_and_flags(tmp_path, monkeypatch):
     src.write_text(HS + "\n/* changed */\n")
     d, _ = compile_kernel(src, "-O2")
     assert d != a
+    # a corrupted cached object is not used: it is compiled again
+    src.write_text(HS)
+    a.write_bytes(b"garbage")
+    e, _ = compile_kernel(src, "-O2")
+    assert e == a and a.read_bytes()[:4] == b"\x7fELF"
+    (r,) = audit.sweep(f"c:{src}:hs", dtype="fp8_e4m3", reference="hardswish")
+    assert r.domain.count == 254
 
 
 @pytest.mark.parametrize("target,msg", [
