@@ -103,6 +103,12 @@ class Semantics:
     def stochastic(self) -> bool:
         return self.rounding == "stochastic"
 
+    @property
+    def op_flags(self) -> list[str]:
+        """The flags that act on a formula's operations (not on the conversions)."""
+        out = [f for f in ("ftz", "daz", "contract", "saturate_ops") if getattr(self, f)]
+        return out + [f"{k}={v}" for k, v in self.prims]
+
     def prim(self, name: str) -> str:
         for k, v in self.prims:
             if k == name:

@@ -526,6 +526,12 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     for st in storages:
         doms: dict[int, Domain] = {}
         ext = [adapters.external_candidate(t, reference, st, device, cflags) for t in external]
+        for t in external if ext else []:
+            bad = sorted({f for sem in sems for f in sem.op_flags})
+            if bad:  # the kernel's own machine computes it: these flags would change nothing
+                raise BadOptionError(f"{t}: --semantics {', '.join(bad)} acts on a formula's "
+                                     "operations, which an external kernel does not expose; "
+                                     "give conversion flags only (or compile with --cflags)")
         for cf in computes or [st]:
             for c in cands + ext:
                 if c.arity not in doms:

@@ -252,3 +252,16 @@ def test_formats_a_kernel_cannot_take(tmp_path):
     with pytest.raises(ActauditError, match="--cflags applies"):
         audit.sweep("relu.max", dtype="fp16", cflags="-O3")
     assert issubclass(KernelError, ActauditError)
+
+
+def test_operation_flags_do_not_apply_to_kernels(tmp_path):
+    src = tmp_path / "hs.c"
+    src.write_text(HS)
+    with pytest.raises(ActauditError, match="acts on a formula's operations"):
+        audit.sweep(f"c:{src}:hs", dtype="fp16", reference="hardswish", semantics="ftz")
+    # conversion flags do: ftz_out flushes the kernel's subnormal results (hardswish(x) =
+    # x (x + 3) / 6 is about x/2 for subnormal x: subnormal or zero)
+    ieee, ftz = audit.sweep(f"c:{src}:hs", dtype="fp16", reference="hardswish",
+                            semantics=["ieee", "ftz_out"])
+    assert ftz.semantics.name == "ftz_out" and ftz.changed["count"] > 0
+    assert abs(ftz.changed["first"]["x"]) < 2.0 ** -14 and ftz.changed["first"]["got"] == 0
