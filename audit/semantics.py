@@ -29,7 +29,8 @@ Flags (the README's "Semantics" section is the reference):
 * ``round=rne|rtz|rna|rtp|rtn|stochastic``: the rounding of the conversion compute ->
   storage (``seed=S``, ``draws=N`` for stochastic).
 * ``PRIM=IMPL`` for PRIM in exp, expm1, log, log1p, tanh, erf, erfc, sqrt, rcp and div:
-  ``cr`` (correctly rounded, the default), a catalog candidate of that reference
+  ``cr`` (the default: numpy/scipy's float64 value rounded once, correctly rounded but
+  within about 2^-52 of a rounding boundary), a catalog candidate of that reference
   (``exp=exp.u20``), ``bound:K`` (an envelope: the primitive's correctly rounded value
   moved K units in the last place down and up), ``table:FILE`` (the outputs a device gave at
   every value of a compute format of 16 bits or fewer, in a dump format ``golden`` reads),
