@@ -20,6 +20,11 @@ every constant is rounded to C, as a kernel working in C would do:
 
 Inputs arrive in the storage format and are rounded to C (exact when C is at
 least as wide); the result is rounded back to the storage format.
+
+That is the ieee machine.  A :class:`audit.semantics.Semantics` other than ieee (FTZ/DAZ,
+contraction, saturation, conversion rounding, primitive implementations) is run by
+:class:`SemOps` and :func:`_evaluate_semantics` at the end of this module; the default path
+above does not look at it.
 """
 
 from __future__ import annotations
