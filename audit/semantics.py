@@ -27,7 +27,8 @@ Flags (the README's "Semantics" section is the reference):
   to the conversion; ``sat_nan=keep`` keeps NaN (the rule of the TensorFlow adapter's
   wording, which only speaks of overflow).
 * ``round=rne|rtz|rna|rtp|rtn|stochastic``: the rounding of the conversion compute ->
-  storage (``seed=S``, ``draws=N`` for stochastic).
+  storage (``seed=S``, ``draws=N`` for stochastic); ``round_in=rne|rtz|rna|rtp|rtn``: of the
+  conversion storage -> compute (where the compute format is the narrower).
 * ``PRIM=IMPL`` for PRIM in exp, expm1, log, log1p, tanh, erf, erfc, sqrt, rcp and div:
   ``cr`` (the default: numpy/scipy's float64 value rounded once, correctly rounded but
   within about 2^-52 of a rounding boundary), a catalog candidate of that reference
@@ -48,6 +49,8 @@ from .errors import BadOptionError
 from .formats import Format
 
 ROUNDINGS = ("rne", "rtz", "rna", "rtp", "rtn", "stochastic")
+_MODE_TEXT = {"rtz": "toward zero (truncation)", "rna": "to nearest, ties away from zero",
+              "rtp": "toward +inf", "rtn": "toward -inf"}
 PRIMITIVES = ("exp", "expm1", "log", "log1p", "tanh", "erf", "erfc", "sqrt", "rcp", "div")
 FLAGS = ("ftz", "daz", "ftz_in", "daz_in", "ftz_out", "daz_out", "contract")
 MAX_BOUND = 1 << 20
@@ -84,6 +87,7 @@ class Semantics:
     saturate_out: bool = False
     sat_nan: str = "zero"  # saturation of NaN: "zero" (CANN) or "keep"
     rounding: str = "rne"  # conversion compute -> storage
+    rounding_in: str = "rne"  # conversion storage -> compute (rne, rtz, rna, rtp, rtn)
     seed: int = 0  # stochastic rounding
     draws: int = 8
     draw: int = 0  # which draw this evaluation is (set by the sweep)
@@ -133,6 +137,8 @@ class Semantics:
             out.append(f"sat_nan={self.sat_nan}")
         if self.rounding != "rne":
             out.append(f"round={self.rounding}")
+        if self.rounding_in != "rne":
+            out.append(f"round_in={self.rounding_in}")
         if self.stochastic:
             out += [f"seed={self.seed}", f"draws={self.draws}"]
         out += [f"{k}={v}" for k, v in self.prims]
@@ -235,6 +241,11 @@ def parse(text) -> Semantics:
                     raise BadOptionError(f"semantics flag '{tok}': rounding must be one of "
                                          f"{', '.join(ROUNDINGS)}")
                 kw["rounding"] = v
+            elif k == "round_in":
+                if v not in ROUNDINGS or v == "stochastic":
+                    raise BadOptionError(f"semantics flag '{tok}': round_in must be one of "
+                                         f"{', '.join(r for r in ROUNDINGS if r != 'stochastic')}")
+                kw["rounding_in"] = v
             elif k == "sat_nan":
                 if v not in ("zero", "keep"):
                     raise BadOptionError(f"semantics flag '{tok}': sat_nan is zero or keep")
@@ -399,7 +410,7 @@ def convert_in(x, storage: Format, compute: Format, sem: Semantics) -> np.ndarra
     x = np.asarray(x, dtype=np.float64)
     if sem.daz_in:
         x = flush(storage, x)
-    out = compute.round(x)
+    out = round_to(compute, x, sem.rounding_in)
     if sem.ftz_in:
         out = flush(compute, out)
     return out
@@ -551,6 +562,9 @@ def explain(sem: Semantics | None, stochastic: dict | None = None,
         nan = "NaN becomes +0" if sem.sat_nan == "zero" else "NaN stays NaN"
         out.append(f"saturate ({scope}): an infinite result becomes the largest finite value of "
                    f"its sign; {nan}")
+    if sem.rounding_in != "rne":
+        out.append(f"round_in={sem.rounding_in}: the conversion of the inputs to the compute "
+                   f"format rounds {_MODE_TEXT[sem.rounding_in]}")
     if sem.rounding != "rne":
         out.append(f"round={sem.rounding}: the conversion to the storage format rounds "
                    + {"rtz": "toward zero (truncation)", "rna": "to nearest, ties away from zero",

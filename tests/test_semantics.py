@@ -418,3 +418,17 @@ def test_golden_under_conversion_flags(tmp_path, capsys):
     code = main(["golden", "exp", "--dtype", "fp16", "-o", str(out), "--semantics", "ftz"])
     _, err = capsys.readouterr()
     assert code == 2 and "golden applies the flags" in err
+
+
+def test_round_in_truncates_the_inputs():
+    # storage fp32, compute bf16: 1 + 2^-8 + 2^-20 rounds up to 1 + 2^-7 in bf16 (above the
+    # midpoint 1 + 2^-8), truncates to 1; 1 + 2^-8 exactly (a tie) goes away from zero to
+    # 1 + 2^-7 with rna, to even (1) with rne
+    f = lambda x, m: x * 1.0
+    x = [1 + 2.0 ** -8 + 2.0 ** -20, 1 + 2.0 ** -8]
+    assert run_formula(f, x, BF16, "ieee", storage=F32).tolist() == [1 + 2.0 ** -7, 1.0]
+    assert run_formula(f, x, BF16, "round_in=rtz", storage=F32).tolist() == [1.0, 1.0]
+    assert run_formula(f, x, BF16, "round_in=rna", storage=F32).tolist() == [1 + 2.0 ** -7] * 2
+    assert S.parse("round_in=rna").canonical() == "round_in=rna"
+    with pytest.raises(ActauditError):
+        S.parse("round_in=stochastic")
