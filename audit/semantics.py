@@ -149,9 +149,6 @@ class Semantics:
         """What tables and JSON show: the profile's name, else the flags ('ieee' for none)."""
         return self.profile or self.canonical() or "ieee"
 
-    def without_prims(self) -> "Semantics":
-        return replace(self, prims=(), profile="")
-
     def to_dict(self) -> dict:
         return {"name": self.name, "flags": self.canonical() or "ieee",
                 "envelope": self.envelope, "stochastic": self.stochastic}
@@ -174,7 +171,8 @@ def _prim_impl(name: str, impl: str, tok: str) -> str:
     if impl == "cr":
         return impl
     if impl.startswith("bound:"):
-        return f"bound:{_int(tok, impl[6:], 0, MAX_BOUND)}"
+        k = _int(tok, impl[6:], 0, MAX_BOUND)
+        return f"bound:{k}" if k else "cr"  # bound:0 is the correctly rounded primitive
     if impl == "rcp":
         if name != "div":
             raise BadOptionError(f"semantics flag '{tok}': 'rcp' applies to div (div=rcp)")
