@@ -302,6 +302,8 @@ def saturate(fmt: Format, r, exact, sat_nan: str = "zero"):
     NaN that is an overflow of a format without infinities, becomes the largest finite
     value of its sign; any other NaN becomes +0 (sat_nan='zero') or stays NaN."""
     r = np.asarray(r)
+    if np.isfinite(r).all():
+        return r
     with np.errstate(all="ignore"):
         exact = np.asarray(exact, dtype=np.float64)
         over = np.isinf(r) | (np.isnan(r) & ~np.isnan(exact))
