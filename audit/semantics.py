@@ -51,7 +51,8 @@ from .formats import Format
 ROUNDINGS = ("rne", "rtz", "rna", "rtp", "rtn", "stochastic")
 _MODE_TEXT = {"rtz": "toward zero (truncation)", "rna": "to nearest, ties away from zero",
               "rtp": "toward +inf", "rtn": "toward -inf"}
-PRIMITIVES = ("exp", "expm1", "log", "log1p", "tanh", "erf", "erfc", "sqrt", "rcp", "div")
+PRIMITIVES = ("exp", "exp2", "expm1", "log", "log1p", "tanh", "erf", "erfc", "sigmoid", "sqrt",
+              "rsqrt", "rcp", "div")
 FLAGS = ("ftz", "daz", "ftz_in", "daz_in", "ftz_out", "daz_out", "contract")
 MAX_BOUND = 1 << 20
 MAX_DRAWS = 64

@@ -432,3 +432,17 @@ def test_round_in_truncates_the_inputs():
     assert S.parse("round_in=rna").canonical() == "round_in=rna"
     with pytest.raises(ActauditError):
         S.parse("round_in=stochastic")
+
+
+def test_new_primitives_exp2_rsqrt_sigmoid():
+    # exp2(3) = 8, rsqrt(4) = 0.5, sigmoid(0) = 0.5 exactly: powers of two, whose fp16
+    # neighbour above (8 + 2^-7, 0.5 + 2^-11) is twice as far as the one below, so the
+    # envelope keeps the one above
+    sem = "exp2=bound:1,rsqrt=bound:1,sigmoid=bound:1"
+    for prim, x, want, moved in (("exp2", 3.0, 8.0, 8.0 + 2.0 ** -7),
+                                 ("rsqrt", 4.0, 0.5, 0.5 + 2.0 ** -11),
+                                 ("sigmoid", 0.0, 0.5, 0.5 + 2.0 ** -11)):
+        f = lambda t, m: getattr(m, prim)(t)
+        assert run_formula(f, [x], F16, "ieee")[0] == want
+        assert run_formula(f, [x], F16, sem)[0] == moved
+    assert S.parse("sigmoid=sigmoid.rational").prim("sigmoid") == "sigmoid.rational"
