@@ -446,3 +446,12 @@ def test_new_primitives_exp2_rsqrt_sigmoid():
         assert run_formula(f, [x], F16, "ieee")[0] == want
         assert run_formula(f, [x], F16, sem)[0] == moved
     assert S.parse("sigmoid=sigmoid.rational").prim("sigmoid") == "sigmoid.rational"
+
+
+def test_saturated_overflow_is_a_finding_with_its_cause():
+    # e^x > 65520 (the fp16 overflow threshold) for x >= 11.09375: IEEE gives inf, the exact
+    # rounding; saturation gives 65504, a finite result where the exact value overflows
+    (r,) = audit.sweep("exp.libm", dtype="fp16", semantics="saturate")
+    (ovf,) = [f for f in r.findings if f.kind == "overflow"]
+    assert ovf.intervals[0][0] == 11.09375 and math.exp(11.09375) > 65520 > math.exp(11.0859375)
+    assert ovf.cause["op"] == "exp" and "saturated" in ovf.cause["text"]
