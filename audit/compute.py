@@ -289,8 +289,10 @@ class PVal(Val):
         self.fused = fused
 
     def __neg__(self):
-        self.ops.use(self, "other")
-        return Val(-self.a, self.ops)
+        # -(a*b) is the product (-a)*b, exactly: its uses are the product's (as GCC's
+        # contraction looks through a negation: -(a*b) + c is one FMA, fma(-a, b, c))
+        fused = None if self.fused is None else (-self.fused[0], self.fused[1])
+        return PVal(-self.a, self.ops, self.pid, fused)
 
     def __abs__(self):
         self.ops.use(self, "other")

@@ -19,8 +19,8 @@ Flags (the README's "Semantics" section is the reference):
   ``daz_in``: the same for the conversion of the inputs (storage -> compute),
   ``ftz_out`` / ``daz_out``: for the conversion of the result (compute -> storage).
 * ``contract``: a product whose only use is one addition or subtraction is fused with it
-  into one FMA (``a*b + c``, ``c + a*b``, ``a*b - c``, ``c - a*b``); where both operands of
-  the addition are such products, the one computed first is fused.
+  into one FMA (``a*b + c``, ``c + a*b``, ``a*b - c``, ``c - a*b``, ``-(a*b) + c``); where
+  both operands of the addition are such products, the one computed first is fused.
 * ``saturate``: an infinite result of an operation, or of the conversion to the storage
   format, becomes the largest finite value of its sign and a NaN result becomes +0 (the
   CANN saturation mode); ``saturate_ops`` / ``saturate_out`` limit it to the operations or

@@ -266,3 +266,36 @@ def test_operation_flags_do_not_apply_to_kernels(tmp_path):
     assert ftz.semantics.name == "ftz_out" and ftz.changed["count"] > 0
     first = ftz.changed["first"]
     assert first["got"] == 0 and 0 < abs(first["ieee"]) < 2.0 ** -14
+
+
+NEG = """#include <stddef.h>
+void k(const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float p = x[i] * (float)0.7978845608;
+        y[i] = -p + 1.0f;                      /* -(a*b) + c */
+        y[i] = y[i] - (x[i] * x[i]) * 0.25f;   /* c - (a*b)*d: the outer product is fused */
+    }
+}
+"""
+
+
+@pytest.mark.skipif(not (X86 and _has_fma()), reason="needs an x86 CPU with FMA")
+def test_gcc_contracts_through_negation_like_contract(tmp_path):
+    from audit.compute import evaluate
+
+    src = tmp_path / "neg.c"
+    src.write_text(NEG)
+    ck = c_candidate(f"c:{src}:k", "relu", F32, "-O2 -mfma -ffp-contract=fast")
+    x = fp32_inputs(1 << 18)
+    want = ck.evaluate(x, F32, F32)
+
+    def f(t, m):
+        p = t * float(np.float32(0.7978845608))
+        y = -p + 1.0
+        return y - (t * t) * 0.25
+
+    got = evaluate(f, x, F32, F32, {}, semantics=S.parse("contract"))
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), np.flatnonzero(~same)[:5]
+    ieee = evaluate(f, x, F32, F32, {})
+    assert not np.array_equal(ieee, want)

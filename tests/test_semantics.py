@@ -140,6 +140,18 @@ def test_contract_fuses_a_single_use_product():
     assert run_formula(g, [A32], F32, "contract")[0] == 1 + 2.0 ** -23
 
 
+def test_contract_looks_through_a_negation():
+    # -(a (-b)) + 1 = a b + 1 exactly: fused, one rounding gives 1 + 2^-23 (as above)
+    f = lambda x, m: -(x * m.const(-B32)) + 1.0
+    assert run_formula(f, [A32], F32, "ieee")[0] == 1.0
+    assert run_formula(f, [A32], F32, "contract")[0] == 1 + 2.0 ** -23
+
+    def g(x, m):  # the negated product is also used by a multiplication: two uses, no FMA
+        n = -(x * m.const(-B32))
+        return (n + 1.0) + n * 0.0
+    assert run_formula(g, [A32], F32, "contract")[0] == 1.0
+
+
 def test_contract_leaves_products_with_two_uses():
     def f(x, m):
         p = x * m.const(B32)
