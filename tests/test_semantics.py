@@ -467,3 +467,13 @@ def test_saturated_overflow_is_a_finding_with_its_cause():
     (ovf,) = [f for f in r.findings if f.kind == "overflow"]
     assert ovf.intervals[0][0] == 11.09375 and math.exp(11.09375) > 65520 > math.exp(11.0859375)
     assert ovf.cause["op"] == "exp" and "saturated" in ovf.cause["text"]
+
+
+def test_assert_accuracy_under_a_semantics():
+    from audit.testing import assert_accuracy
+
+    assert_accuracy("sigmoid.naive", dtype="fp16", max_ulp=2, semantics="saturate")
+    with pytest.raises(AssertionError, match="NaN results"):
+        assert_accuracy("sigmoid.naive", dtype="fp16", max_ulp=2)
+    with pytest.raises(AssertionError, match="under ftz"):
+        assert_accuracy("elu.expm1", dtype="fp32", samples=5000, max_ulp=1, semantics="ftz")
