@@ -182,8 +182,12 @@ def load_callable(target: str):
 
 
 def external_candidate(target: str, reference: str | None, fmt: Format, device: str = "cpu",
-                       timeout: float | None = None) -> Candidate:
+                       timeout: float | None = None, cflags: str | None = None) -> Candidate:
     kind, _, name = target.partition(":")
+    if kind == "c":  # a C kernel, c:FILE.c:FUNCTION (audit/ckernels.py)
+        from .ckernels import c_candidate
+
+        return c_candidate(target, reference, fmt, cflags)
     if kind == "torch":
         return torch_candidate(name, fmt, device, reference)
     if kind == "jax":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -34,6 +34,13 @@ class Candidate:
     notes: str = ""
     compute: str | None = None  # a compute format the candidate always uses (bit tricks)
     special_inputs: tuple | None = None  # non-finite inputs to check (None: the format's)
+    semantics: object = None  # an audit.semantics.Semantics other than ieee (None: ieee)
+
+    def with_semantics(self, sem) -> "Candidate":
+        """This candidate evaluated under semantics ``sem`` (None or ieee: itself)."""
+        if sem is None or sem.is_default:
+            return self if self.semantics is None else replace(self, semantics=None)
+        return replace(self, semantics=sem)
 
     @property
     def arity(self) -> int:
@@ -79,7 +86,7 @@ class Candidate:
         return compute.evaluate(self.fn, np.asarray(x, dtype=np.float64), storage,
                                 self.compute_format(compute_fmt), self.resolve_params(params),
                                 None if x2 is None else np.asarray(x2, dtype=np.float64), trace,
-                                watch)
+                                watch, self.semantics)
 
     def source_line(self) -> int | None:
         try:

@@ -22,6 +22,7 @@ from rich.text import Text
 from rich.table import Table
 
 from . import __version__
+from . import semantics as semantics_mod
 from .candidates import catalog, parse_params
 from .errors import ActauditError, BadOptionError
 from .formats import FORMATS
@@ -29,6 +30,10 @@ from .inputs import parse_range
 from .io import dumps, format_number, write_text
 from .metrics import CLASS_NAMES
 from .sweep import SweepResult, document, sweep as run_sweep
+
+SEM_HELP = ("Machine semantics: flags joined by commas (ftz,daz,contract,saturate,round=rtz,"
+            "exp=exp.u20,div=rcp,exp=bound:2, ...) or a profile (ieee, ascend_sat, cuda_fast, "
+            "bf16_trunc); repeat the option to compare semantics side by side.")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Audit the accuracy and stability of activation functions and their "
@@ -91,6 +96,8 @@ def sweep(
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds one call of a pkg.module:function may take."),
+    semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
+    cflags: Optional[str] = typer.Option(None, "--cflags", help="Compiler flags of c:FILE.c:FUNCTION kernels (default -O2), e.g. '-O2 -mfma -ffp-contract=fast'."),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
@@ -108,7 +115,7 @@ def sweep(
                             reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             workers=workers, executor=executor, scheduler=scheduler,
-                            checkpoint=checkpoint,
+                            checkpoint=checkpoint, semantics=semantics or None, cflags=cflags,
                             max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"),
                             timeout=timeout)
     if csv_out is not None:
@@ -139,7 +146,8 @@ def print_findings(results: list[SweepResult]) -> None:
     for r in results:
         if not (r.findings or r.hidden):
             continue
-        out.print(f"[bold]{r.candidate}[/bold] {r.dtype} (compute {r.compute})", highlight=False)
+        out.print(f"[bold]{escape(r.candidate + _sem_label(r))}[/bold] {r.dtype} (compute {r.compute})",
+                  highlight=False)
         for f in r.findings:
             iv = ", ".join(f"[{fmt_num(a, 6)}, {fmt_num(b, 6)}]" for a, b in f.intervals[:4])
             more = f" (+{f.intervals_total - 4} more)" if f.intervals_total > 4 else ""
@@ -158,6 +166,7 @@ def clip(
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance in ULP (default: the candidate's error on its core)."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+    semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
 ):
     """Recommend a safe input clip range (and what to do beyond it) per candidate and format."""
     from .formats import parse_formats
@@ -168,13 +177,14 @@ def clip(
                                  "(use a format of 16 bits or fewer)")
     with _progress() as bar:
         results = run_sweep(targets, dtype, compute, params=parse_params(param), progress=bar,
-                            max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
+                            semantics=semantics or None, max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
     results = [r for r in results if r.clip is not None]
     if not results:
         raise BadOptionError("no univariate candidate selected: clip ranges apply to f(x)")
     if json_out:
         doc = {"schema": "actaudit.clip/1", "results": [
             {"candidate": r.candidate, "dtype": r.dtype, "compute": r.compute,
+             "semantics": r.to_dict()["semantics"]["name"],
              "saturation": r.to_dict()["saturation"], "clip": r.to_dict()["clip"]} for r in results]}
         if json_out == "-":
             sys.stdout.write(dumps(doc))
@@ -191,7 +201,7 @@ def clip(
                                         (f"{fmt_num(tol['atol'])} abs" if tol["atol"] is not None else "")) if x)
         sat = " / ".join("-" if v is None else f"{fmt_num(v['x'], 6)} -> {v['value'] if isinstance(v['value'], str) else fmt_num(v['value'])}"
                          for v in (s["low"], s["high"]))
-        t.add_row(r.candidate, r.dtype, r.compute, fmt_num(c["lo"], 6), c["lo_action"],
+        t.add_row(r.candidate + _sem_label(r), r.dtype, r.compute, fmt_num(c["lo"], 6), c["lo_action"],
                   fmt_num(c["hi"], 6), c["hi_action"], tol_s, fmt_num(c["max_ulp_inside"]), sat,
                   c["note"] or "")
     out.print(t)
@@ -325,6 +335,7 @@ def golden(
     out_path: Path = typer.Option(..., "--out", "-o", help="Output file: .npz, .npy or .csv."),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help="Only these inputs (a file read like a dump's outputs)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
+    semantics: Optional[str] = typer.Option(None, "--semantics", help="Conversion flags of the machine: daz_in, ftz_out, saturate (the result stored saturated), sat_nan=keep."),
 ):
     """Write golden test vectors: inputs, correctly rounded outputs and exact values."""
     from .formats import get_format
@@ -340,7 +351,8 @@ def golden(
     xs = None
     if inputs is not None:
         xs = read_inputs(inputs, fmt)  # values, in the file's own order
-    n = write_golden(reference, fmt, out_path, params, xs)
+    n = write_golden(reference, fmt, out_path, params, xs,
+                     None if semantics is None else semantics_mod.parse(semantics))
     out.print(f"wrote {out_path} ({n} inputs, {fmt.name})", highlight=False)
 
 
@@ -360,6 +372,7 @@ def report(
     device: str = typer.Option("cpu", "--device", help="Device of torch: ops (cpu, cuda)."),
     dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
     dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
+    semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
 ):
     """Write an HTML report (self-contained) with one PNG per figure and the run's JSON."""
     from reports import html as html_report
@@ -368,7 +381,8 @@ def report(
         results = run_sweep(targets, dtype, compute, range=parse_range(range_), samples=samples,
                             seed=seed, params=parse_params(param), grad=grad, grid=grid,
                             keep_points=True, progress=bar, reference=reference, device=device,
-                            dump=None if dump is None else str(dump), dump_dtype=dump_dtype)
+                            dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
+                            semantics=semantics or None)
     path = html_report.build(results, out_dir, _command_line())
     out.print(f"wrote {path}", highlight=False)
 
@@ -489,7 +503,9 @@ def _command_line() -> str:
 
 def results_table(results: list[SweepResult]) -> Table:
     t = Table(title="actaudit sweep", title_justify="left", header_style="bold")
+    show_sem = any(r.semantics is not None for r in results)  # a column only when asked for
     for col, just in [("candidate", "left"), ("dtype", "left"), ("compute", "left"),
+                      *([("semantics", "left")] if show_sem else []),
                       ("inputs", "right"), ("max ULP", "right"), ("at x (bits)", "left"),
                       ("mean", "right"), ("p99", "right"), ("max abs", "right"),
                       ("max rel", "right"), ("CR %", "right"), ("NaN", "right"),
@@ -507,13 +523,23 @@ def results_table(results: list[SweepResult]) -> Table:
         spec = findings_summary(r)
         name = r.candidate + "".join(f" {k}={v:g}" for k, v in r.params.items()
                                      if v != catalog()[r.candidate].params.get(k))
-        t.add_row(escape(name), r.dtype, r.compute, n, fmt_num(r.max_ulp), where,
+        t.add_row(escape(name), r.dtype, r.compute,
+                  *([escape(semantics_mod.label(r.semantics, r.stochastic))] if show_sem else []),
+                  n, fmt_num(r.max_ulp), where,
                   fmt_num(r.mean_ulp), fmt_num(r.p99_ulp), fmt_num(r.max_abs),
                   fmt_num(r.max_rel), f"{100 * r.correctly_rounded_fraction:.2f}",
                   str(r.nan_count), str(r.inf_count), spec)
     if any(not r.domain.exhaustive for r in results):
         t.caption = "~ sampled: the maximum is a lower bound; otherwise exhaustive: an upper bound"
+    if show_sem:
+        notes = [escape(n) for n in semantics_mod.table_notes(results)]
+        if notes:
+            t.caption = "; ".join(([t.caption] if t.caption else []) + notes)
     return t
+
+
+def _sem_label(r) -> str:
+    return "" if r.semantics is None else f" [{semantics_mod.label(r.semantics, r.stochastic)}]"
 
 
 SHORT = {"nan": "nan", "overflow": "ovf", "underflow": "unf", "sign": "sign", "range": "range",
@@ -539,6 +565,7 @@ def write_csv(results: list[SweepResult], path: Path) -> None:
     if rows > MAX_CSV_ROWS:
         raise BadOptionError(f"--csv would write {rows} rows (limit {MAX_CSV_ROWS}); narrow --range")
     frames = []
+    show_sem = any(r.semantics is not None for r in results)  # a column only when asked for
     for r in results:
         e = r.points
         fmt = get_format(r.dtype)
@@ -546,6 +573,7 @@ def write_csv(results: list[SweepResult], path: Path) -> None:
         width = fmt.bits // 4
         frames.append(pd.DataFrame({
             "candidate": r.candidate, "dtype": r.dtype, "compute": r.compute,
+            **({"semantics": semantics_mod.label(r.semantics)} if show_sem else {}),
             "x": e.x, "x_hex": [f"0x{b:0{width}x}" for b in bits], "got": e.got,
             "exact": e.exact, "correctly_rounded": e.rounded, "ulp_error": e.ulp_err,
             "ulp_distance": e.ulp_dist, "class": np.asarray(CLASS_NAMES)[e.cls]}))

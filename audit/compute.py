@@ -8,6 +8,11 @@ every constant is rounded to C, as a kernel working in C would do:
   Since float64 has at least 2p+2 bits for every C of p <= 24 bits, this equals
   the correctly rounded operation in C (no double-rounding error).  fp32 and fp64
   compute natively in numpy's float32 / float64, whose arithmetic is IEEE.
+* ``fma(a, b, c)`` is one rounding of the exact a*b + c (see :func:`fused_multiply_add`):
+  the product is exact in float64 for every format of p <= 26 bits, the sum is carried
+  exactly as a double-double (TwoSum), rounded to odd at 53 bits (53 >= p + 2, so a later
+  round-to-nearest into C is the correct rounding of the exact value), then rounded once
+  into C.  In fp64 it is gmpy2's (MPFR) correctly rounded fma in the IEEE binary64 context.
 * Transcendental primitives (exp, tanh, erf, ...) are evaluated in float64
   (numpy / scipy, never numpy's float16 loops, whose results depend on the
   CPU) and rounded to C: the model of a well-implemented library function in C.
@@ -15,13 +20,18 @@ every constant is rounded to C, as a kernel working in C would do:
 
 Inputs arrive in the storage format and are rounded to C (exact when C is at
 least as wide); the result is rounded back to the storage format.
+
+That is the ieee machine.  A :class:`audit.semantics.Semantics` other than ieee (FTZ/DAZ,
+contraction, saturation, conversion rounding, primitive implementations) is run by
+:class:`SemOps` and :func:`_evaluate_semantics` at the end of this module; the default path
+above does not look at it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.special as sc
@@ -37,6 +47,7 @@ class TraceEntry:
     ins: tuple  # input arrays (float64 values of the compute format)
     out: np.ndarray  # the rounded result
     exact: np.ndarray  # the result before rounding (the constant as written, for "const")
+    note: str = ""  # what a semantics flag did to the result ("flushed to zero (ftz)", ...)
 
 
 def _formula_line() -> tuple[str, int]:
@@ -64,9 +75,7 @@ class Val:
 
     # arithmetic ----------------------------------------------------------
     def _bin(self, other, fn, name, swap=False):
-        o = self.ops.lift(other)
-        l, r = (o, self) if swap else (self, o)
-        return self.ops.op(name, fn(l.a, r.a), (l.a, r.a))
+        return self.ops.binary(name, fn, self, other, swap)
 
     def __add__(self, o): return self._bin(o, np.add, "+")
     def __radd__(self, o): return self._bin(o, np.add, "+", True)
@@ -89,10 +98,10 @@ class Val:
         return out
 
     # comparisons give plain boolean masks ---------------------------------
-    def __lt__(self, o): return self.a < self.ops.lift(o).a
-    def __le__(self, o): return self.a <= self.ops.lift(o).a
-    def __gt__(self, o): return self.a > self.ops.lift(o).a
-    def __ge__(self, o): return self.a >= self.ops.lift(o).a
+    def __lt__(self, o): return self.ops.compare(np.less, self, o)
+    def __le__(self, o): return self.ops.compare(np.less_equal, self, o)
+    def __gt__(self, o): return self.ops.compare(np.greater, self, o)
+    def __ge__(self, o): return self.ops.compare(np.greater_equal, self, o)
 
 
 class Ops:
@@ -124,6 +133,14 @@ class Ops:
             self.trace.append(TraceEntry(name, *_formula_line(), tuple(ins), out, np.asarray(a)))
         return Val(out, self)
 
+    def binary(self, name: str, fn, v: Val, other, swap: bool = False) -> Val:
+        o = self.lift(other)
+        l, r = (o, v) if swap else (v, o)
+        return self.op(name, fn(l.a, r.a), (l.a, r.a))
+
+    def compare(self, fn, l: Val, r) -> np.ndarray:
+        return fn(l.a, self.lift(r).a)
+
     def const(self, c: float) -> Val:
         """A constant, rounded to the compute format as a kernel would store it."""
         return self.op("const", np.float64(c))
@@ -147,11 +164,17 @@ class Ops:
     def erf(self, x): return self._f("erf", sc.erf, x)
     def erfc(self, x): return self._f("erfc", sc.erfc, x)
     def sqrt(self, x): return self._f("sqrt", np.sqrt, x)
+    def exp2(self, x): return self._f("exp2", np.exp2, x)
+    def rsqrt(self, x): return self._f("rsqrt", lambda v: 1.0 / np.sqrt(v), x)
+    def sigmoid(self, x): return self._f("sigmoid", sc.expit, x)
     def abs(self, x): return Val(np.abs(self.lift(x).a), self)
     def maximum(self, a, b): return self._f("max", np.maximum, a, b)
     def minimum(self, a, b): return self._f("min", np.minimum, a, b)
     def clip(self, x, lo, hi): return self.minimum(self.maximum(x, lo), hi)
-    def fma(self, a, b, c): return self._f("fma", lambda p, q, r: p * q + r, a, b, c)
+    def fma(self, a, b, c) -> Val:
+        """a*b + c with one rounding into the compute format (a fused multiply-add)."""
+        ins = tuple(self.lift(v).a for v in (a, b, c))
+        return self.op("fma", fused_multiply_add(self.fmt, *ins), ins)
 
     def where(self, cond, a, b) -> Val:
         out = np.where(cond, self.lift(a).a, self.lift(b).a)
@@ -176,12 +199,66 @@ class Ops:
         return self.op("bits", bits.view(np.float32).astype(np.float64), (a,))
 
 
+def _round_to_odd(s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """The float64 value of s + e (s = RN64(s + e)) rounded to odd: s itself where e = 0 or
+    s's last significand bit is odd, else its float64 neighbour on e's side (which is odd)."""
+    bump = (e != 0) & ((s.view(np.int64) & 1) == 0)
+    if bump.any():
+        s = s.copy()
+        s[bump] = np.nextafter(s[bump], np.copysign(np.inf, e[bump]))
+    return s
+
+
+def fused_multiply_add(fmt: Format, a, b, c) -> np.ndarray:
+    """RN_fmt(a*b + c) of the exact value, for values a, b, c of ``fmt``: one rounding.
+
+    For p <= 26 the product of two values of the format is exact in float64 (2p <= 53 bits
+    and no float64 over/underflow for exponents within fp32's), so a*b + c = s + e exactly
+    with (s, e) = TwoSum(a*b, c).  s + e rounded to odd at 53 bits keeps the sticky
+    information; since 53 >= p + 2, rounding that to nearest at p bits is RN_p(s + e)
+    (Boldo & Melquiond, IEEE TC 57(4), 2008: round-to-odd then round-to-nearest).  Non-finite
+    operands give IEEE results (inf*0 + c = NaN, inf - inf = NaN).  fp64: MPFR's fma
+    (gmpy2, IEEE binary64 context with subnormals), element by element.
+    Returns float64 arrays (float32 for fp32) of values of the format.
+    """
+    with np.errstate(all="ignore"):
+        if fmt.p > 26:
+            return _fma_fp64(a, b, c)
+        a64, b64, c64 = (np.asarray(v, dtype=np.float64) for v in (a, b, c))
+        p = a64 * b64  # exact: at most 2p <= 52 significant bits, exponents far inside float64's
+        s = p + c64
+        bb = s - p
+        e = (p - (s - bb)) + (c64 - bb)  # TwoSum: s + e = p + c exactly
+        e = np.where(np.isfinite(s), e, 0.0)  # non-finite operands: s is the IEEE answer
+        odd = _round_to_odd(np.asarray(s, dtype=np.float64), np.asarray(e, dtype=np.float64))
+        if fmt.name == "fp32":
+            return odd.astype(np.float32)  # the hardware double -> single conversion is RN
+        return fmt.round(odd)
+
+
+def _fma_fp64(a, b, c) -> np.ndarray:
+    import gmpy2
+
+    a, b, c = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (a, b, c)))
+    out = np.empty(a.shape, dtype=np.float64)
+    with gmpy2.context(gmpy2.ieee(64)):
+        mpfr, fma = gmpy2.mpfr, gmpy2.fma
+        for i, (p, q, r) in enumerate(zip(a.ravel().tolist(), b.ravel().tolist(),
+                                          c.ravel().tolist())):
+            out.flat[i] = float(fma(mpfr(p), mpfr(q), mpfr(r)))
+    return out
+
+
 def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
              x2: np.ndarray | None = None, trace: list | None = None,
-             watch: bool = False) -> np.ndarray:
+             watch: bool = False, semantics=None) -> np.ndarray:
     """Run formula ``fn(x, ops, **params)`` (or ``fn(x, x2, ops, **params)``) on storage
     values; return storage values.  ``trace``: a list to record every operation in
-    (``watch``: only constants and operations with non-finite outputs)."""
+    (``watch``: only constants and operations with non-finite outputs).  ``semantics``:
+    an :class:`audit.semantics.Semantics` other than ieee (None: ieee, today's path)."""
+    if semantics is not None and not semantics.is_default:
+        return _evaluate_semantics(fn, np.asarray(x, dtype=np.float64), storage, compute, params,
+                                   x2, trace, watch, semantics)
     ops = Ops(compute, trace, watch)
     with np.errstate(all="ignore"):
         cast = (lambda v: compute.round(v).astype(ops.native)) if ops.native else compute.round
@@ -194,3 +271,209 @@ def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
         if trace is not None and storage != compute and not (watch and np.isfinite(out).all()):
             trace.append(TraceEntry(f"rounding to {storage.name}", "(storage)", 0, (y,), out, y))
         return out
+
+
+# ------------------------------------------------------------------ semantics
+# The machine of a Semantics (audit/semantics.py) other than ieee.  The default path above
+# is untouched: Ops and evaluate() take it only when a semantics is given.
+
+class PVal(Val):
+    """A product under ``contract``: its number in evaluation order and, when it is to be
+    fused into the addition that uses it, its (unrounded) operands."""
+
+    __slots__ = ("pid", "fused")
+
+    def __init__(self, a, ops, pid, fused):
+        super().__init__(a, ops)
+        self.pid = pid
+        self.fused = fused
+
+    def __neg__(self):
+        # -(a*b) is the product (-a)*b, exactly: its uses are the product's (as GCC's
+        # contraction looks through a negation: -(a*b) + c is one FMA, fma(-a, b, c))
+        fused = None if self.fused is None else (-self.fused[0], self.fused[1])
+        return PVal(-self.a, self.ops, self.pid, fused)
+
+    def __abs__(self):
+        self.ops.use(self, "other")
+        return Val(np.abs(self.a), self.ops)
+
+
+class SemOps(Ops):
+    """Ops under a semantics: flushes, saturation, contraction, primitive implementations.
+
+    plan: the products to fuse (numbers in evaluation order), None while recording their
+    uses; shift: -1, 0 or +1, the direction of bound:K primitives in this evaluation."""
+
+    def __init__(self, fmt: Format, trace, watch, sem, plan=None, shift: int = 0):
+        super().__init__(fmt, trace, watch)
+        self.sem = sem
+        self.plan = plan
+        self.shift = shift
+        self.uses: dict = {}
+        self.n_mul = 0
+
+    # contraction bookkeeping ------------------------------------------------
+    def use(self, v, kind: str) -> None:
+        if isinstance(v, PVal):
+            self.uses.setdefault(v.pid, []).append(kind)
+
+    def lift(self, v) -> Val:
+        self.use(v, "other")
+        return super().lift(v)
+
+    def _daz(self, a):
+        return flush_subnormals(self.fmt, a) if self.sem.daz else a
+
+    # rounding ----------------------------------------------------------------
+    def op(self, name: str, a, ins=(), bound: int = 0, note: str = "") -> Val:
+        sem = self.sem
+        if self.native is not None:
+            out = a if getattr(a, "dtype", None) == self.native else np.asarray(a).astype(self.native)
+        else:
+            out = self.fmt.round(a)
+        if name not in ("const", "bits"):
+            if bound and self.shift:
+                out = _sem().step(self.fmt, out, self.shift * bound)
+                note = note or f"bound: moved {self.shift * bound:+d} ulp (envelope)"
+            if sem.saturate_ops:
+                sat = _sem().saturate(self.fmt, out, a, sem.sat_nan)
+                if sat is not out:
+                    note = note or "saturated (saturate)"
+                out = sat
+            if sem.ftz:
+                fl = flush_subnormals(self.fmt, out)
+                if fl is not out:
+                    note = note or "flushed to zero (ftz)"
+                out = fl
+        if self.trace is not None and not (self.watch and name != "const" and np.isfinite(out).all()):
+            self.trace.append(TraceEntry(name, *_formula_line(), tuple(ins), out, np.asarray(a), note))
+        return Val(out, self)
+
+    # operations --------------------------------------------------------------
+    def binary(self, name: str, fn, v: Val, other, swap: bool = False) -> Val:
+        o = super().lift(other)
+        l, r = (o, v) if swap else (v, o)
+        kind = name if name in ("+", "-") else "other"
+        self.use(l, kind)
+        self.use(r, kind)
+        la, ra = self._daz(l.a), self._daz(r.a)
+        if self.plan is not None and name in ("+", "-"):
+            for first, prod, rest in ((True, l, ra), (False, r, la)):
+                if isinstance(prod, PVal) and prod.fused is not None:
+                    p, q = prod.fused
+                    if name == "-":
+                        if first:
+                            rest = -rest  # a*b - c = fma(a, b, -c)
+                        else:
+                            p = -p  # c - a*b = fma(-a, b, c)
+                    return self.op("fma", fused_multiply_add(self.fmt, p, q, rest), (p, q, rest),
+                                   note=f"contracted: * and {name} fused (contract)")
+        if name == "/" and self.sem.prim("div") == "rcp":
+            rc = self.rcp(Val(ra, self))
+            return self.op("*", la * rc.a, (la, rc.a), note="division by reciprocal (div=rcp)")
+        out = self.op(name, fn(la, ra), (la, ra))
+        if name == "*" and self.sem.contract:
+            pid = self.n_mul
+            self.n_mul += 1
+            fuse = self.plan is not None and pid in self.plan
+            return PVal(out.a, self, pid, (la, ra) if fuse else None)
+        return out
+
+    def compare(self, fn, l: Val, r) -> np.ndarray:
+        self.use(l, "other")
+        return fn(self._daz(l.a), self._daz(self.lift(r).a))
+
+    def fma(self, a, b, c) -> Val:
+        ins = tuple(self._daz(self.lift(v).a) for v in (a, b, c))
+        return self.op("fma", fused_multiply_add(self.fmt, *ins), ins)
+
+    def _f(self, name, fn, *args):
+        ins = tuple(self._daz(self.lift(a).a) for a in args)
+        impl = self.sem.prim(name)
+        if impl == "cr" or impl.startswith("bound:"):
+            return self.op(name, fn(*(np.asarray(i, dtype=np.float64) for i in ins)), ins,
+                           bound=self.sem.bound(name))
+        if impl.startswith("table:"):  # measured on a device, every value of the format
+            look = _sem().table_lookup(impl[6:], self.fmt)
+            cr = fn(*(np.asarray(i, dtype=np.float64) for i in ins))
+            return self.op(name, look(ins[0], cr), ins, note=f"{name} = {impl}")
+        # a catalog candidate as the primitive, in its own compute format if it pins one
+        from .candidates import catalog
+        from .formats import get_format
+
+        cand = catalog()[impl]
+        sub_fmt = get_format(cand.compute) if cand.compute else self.fmt
+        sub = SemOps(sub_fmt, self.trace, self.watch, replace(self.sem, prims=(), contract=False))
+        xin = sub_fmt.round(np.asarray(ins[0], dtype=np.float64))
+        y = cand.fn(Val(xin.astype(sub.native) if sub.native else xin, sub), sub, **cand.params)
+        y = y.a if isinstance(y, Val) else np.asarray(y)
+        return self.op(name, np.asarray(y, dtype=np.float64), ins, note=f"{name} = {impl}")
+
+    def rcp(self, x) -> Val:
+        return self._f("rcp", lambda v: 1.0 / v, x)
+
+
+def flush_subnormals(fmt: Format, a):
+    return _sem().flush(fmt, a)
+
+
+def _sem():
+    from . import semantics
+
+    return semantics
+
+
+def _evaluate_semantics(fn, x, storage: Format, compute: Format, params: dict, x2, trace,
+                        watch, sem) -> np.ndarray:
+    S = _sem()
+    plan = None
+    if sem.contract:  # which products have one use, an addition: from a one-input run
+        rec = SemOps(compute, None, False, sem)
+        with np.errstate(all="ignore"):
+            _run(fn, rec, x.reshape(-1)[:1],
+                 None if x2 is None else np.asarray(x2, dtype=np.float64).reshape(-1)[:1],
+                 storage, compute, params, sem)
+        plan = {pid for pid, u in rec.uses.items() if len(u) == 1 and u[0] in ("+", "-")}
+    shifts = (0, -1, 1) if sem.envelope else (0,)
+    outs = []
+    for shift in shifts:
+        ops = SemOps(compute, trace if shift == 0 else None, watch, sem, plan, shift)
+        with np.errstate(all="ignore"):
+            y = _run(fn, ops, x, x2, storage, compute, params, sem)
+            out = S.convert_out(np.broadcast_to(y, x.shape), x, storage, compute, sem)
+        if shift == 0 and trace is not None and not (watch and np.isfinite(out).all()) and \
+                (storage != compute or not sem.is_default):
+            trace.append(TraceEntry(f"rounding to {storage.name}", "(storage)", 0, (y,), out, y,
+                                    _conversion_note(sem)))
+        outs.append(out)
+    if len(outs) == 1:
+        return outs[0]
+    # the envelope: per input, the result farthest from the one with correctly rounded
+    # primitives (NaN and inf count as farthest)
+    base = outs[0]
+    with np.errstate(all="ignore"):
+        dist = np.stack([np.abs(o - base) for o in outs])
+        both_nan = np.stack([np.isnan(o) & np.isnan(base) for o in outs])
+        dist = np.where(both_nan, 0.0, np.where(np.isnan(dist), np.inf, dist))
+    pick = np.argmax(dist, axis=0)
+    return np.choose(pick, outs)
+
+
+def _conversion_note(sem) -> str:
+    parts = [f for f in ("daz_out", "ftz_out", "saturate_out") if getattr(sem, f)]
+    if sem.rounding != "rne":
+        parts.append(f"round={sem.rounding}")
+    return ",".join(parts)
+
+
+def _run(fn, ops: SemOps, x, x2, storage: Format, compute: Format, params: dict, sem):
+    S = _sem()
+    cast = (lambda v: v.astype(ops.native)) if ops.native else (lambda v: v)
+    args = [Val(cast(S.convert_in(x, storage, compute, sem)), ops)]
+    if x2 is not None:
+        args.append(Val(cast(S.convert_in(x2, storage, compute, sem)), ops))
+    y = fn(*args, ops, **params)
+    ops.use(y, "other")
+    y = y.a if isinstance(y, Val) else np.asarray(y)
+    return np.asarray(y).astype(np.float64)

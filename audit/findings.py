@@ -260,6 +260,10 @@ def explain(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
         ins = [_at(a) for a in t.ins]
         out, ex = _at(t.out), _at(t.exact)
         finite_ins = all(math.isfinite(v) for v in ins)
+        if t.note and kind == "underflow" and out == 0 and "ftz" in t.note:
+            return _cause(t, f"{_show(t, ins)} = {_fmt(ex)}, subnormal, {t.note}")
+        if t.note and kind == "overflow" and t.note.startswith("saturated"):
+            return _cause(t, f"{_show(t, ins)} = {_fmt(ex)} {t.note} to {_fmt(out)}")
         if t.op == "bits" and ins and (not math.isfinite(ins[0]) or abs(ins[0]) >= 2.0**31) \
                 and kind in ("overflow", "special", "underflow", "nan"):
             return _cause(t, f"int32 conversion of {_fmt(ins[0])} is out of range (gives 0x80000000)")

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
+from . import semantics as semantics_mod
 from .errors import ActauditError, BadFileError
 from .io import dumps, format_number, load_json, read_text, write_text
 from .sweep import SweepResult, sweep
@@ -52,7 +53,8 @@ COUNTS = ("nan_count", "inf_count", "special_failures")
 FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity", "special")
 TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range"}
 AUDIT_KEYS = {"name", "targets", "dtype", "compute", "range", "params", "samples", "seed",
-              "tolerance", "grid", "reference", "grad", "device", "dump", "dump_dtype"}
+              "tolerance", "grid", "reference", "grad", "device", "dump", "dump_dtype",
+              "semantics"}
 
 
 @dataclass
@@ -72,6 +74,7 @@ class Audit:
     device: str = "cpu"
     dump: str | None = None
     dump_dtype: str | None = None
+    semantics: list | None = None  # semantics to audit (audit/semantics.py); None: ieee
 
 
 @dataclass
@@ -210,13 +213,20 @@ def _audit(p: Path, raw, where: str) -> Audit:
     reference = string("reference")
     if dump is not None and reference is None:
         bad("dump", "needs 'reference' (the function the device computed)")
+    sems = None
+    if "semantics" in raw:
+        sems = strings("semantics")
+        try:
+            semantics_mod.parse_list(sems)
+        except ActauditError as e:
+            bad("semantics", str(e))
     return Audit(raw["name"], strings("targets") if "targets" in raw else [], strings("dtype"),
                  None if compute is None else strings("compute"),
                  None if rng is None else (float(rng[0]), float(rng[1])),
                  {k: v for k, v in params.items()}, raw.get("samples"), raw.get("seed", 0),
                  raw.get("grid"), dict(tol), reference, raw.get("grad", False),
                  string("device") or "cpu",
-                 None if dump is None else str(p.parent / dump), string("dump_dtype"))
+                 None if dump is None else str(p.parent / dump), string("dump_dtype"), sems)
 
 
 def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]:
@@ -226,7 +236,7 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
             res = sweep(a.targets, a.dtype, a.compute, range=a.range, samples=a.samples,
                         seed=a.seed, params=a.params or None, grid=a.grid, progress=progress,
                         reference=a.reference, grad=a.grad, device=a.device, dump=a.dump,
-                        dump_dtype=a.dump_dtype)
+                        dump_dtype=a.dump_dtype, semantics=a.semantics)
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
         out.append((a, res))
@@ -235,15 +245,17 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
 
 # --------------------------------------------------------------- baseline
 def entry_key(audit: str, r: SweepResult) -> str:
-    """The result's id: audit/candidate/dtype/compute[/params], parameters written
-    exactly (repr), so that nearby values never share an entry."""
+    """The result's id: audit/candidate/dtype/compute[/params][@semantics], parameters
+    written exactly (repr), so that nearby values never share an entry."""
     p = ",".join(f"{k}={float(v)!r}" for k, v in sorted(r.params.items()))
-    return f"{audit}/{r.candidate}/{r.dtype}/{r.compute}" + (f"/{p}" if p else "")
+    sem = "" if r.semantics is None else f"@{r.semantics.canonical()}"  # ieee: today's keys
+    return f"{audit}/{r.candidate}/{r.dtype}/{r.compute}" + (f"/{p}" if p else "") + sem
 
 
 def entry(r: SweepResult) -> dict:
     d = r.to_dict()
     return {"candidate": r.candidate, "dtype": r.dtype, "compute": r.compute, "params": r.params,
+            **({} if r.semantics is None else {"semantics": r.semantics.canonical()}),
             "inputs": d["inputs"], "seed": None,
             **{m: d[m] for m in METRICS}, **{c: d[c] for c in COUNTS},
             "findings": {f["kind"]: f["intervals"] for f in d["findings"]},

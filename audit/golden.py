@@ -34,7 +34,10 @@ MAX_DUMP_BYTES = 1 << 30  # decoded bytes of a dump or an input list
 
 
 def write_golden(reference: str, fmt: Format, path, params: dict | None = None,
-                 inputs: np.ndarray | None = None) -> int:
+                 inputs: np.ndarray | None = None, semantics=None) -> int:
+    """semantics: conversion flags of the machine (daz_in, ftz_out, saturate_out, sat_nan):
+    the correctly rounded value of f at the input the machine reads, as it stores it
+    (audit.semantics.golden_values)."""
     ref = get_reference(reference)
     if ref.arity != 1:
         raise BadOptionError(f"golden data is for univariate references, not {reference}")
@@ -45,6 +48,10 @@ def write_golden(reference: str, fmt: Format, path, params: dict | None = None,
     else:
         x = np.asarray(inputs, dtype=np.float64)
     ov = oracle.evaluate(ref, fmt, x, ref.with_defaults(params))
+    if semantics is not None:
+        from . import semantics as semantics_mod
+
+        ov = semantics_mod.golden_values(ref, fmt, x, ref.with_defaults(params), semantics, ov)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     suffix = path.suffix.lower()

@@ -19,6 +19,7 @@ import numpy as np
 from . import clip as clip_mod
 from . import findings as findings_mod
 from . import adapters, golden, oracle
+from . import semantics as semantics_mod
 from .candidates import Candidate, catalog, families, resolve
 from .errors import BadOptionError, UnknownNameError
 from .formats import Format, get_format, parse_formats
@@ -48,6 +49,9 @@ class SweepResult:
     saturation: dict | None = None
     clip: dict | None = None
     hidden: list = field(default_factory=list)
+    semantics: object = None  # audit.semantics.Semantics (None: ieee)
+    stochastic: dict | None = None  # worst case and mean over the draws of round=stochastic
+    changed: dict | None = None  # inputs whose result differs from the ieee run's
 
     # fields of the JSON document --------------------------------------------
     @property
@@ -128,6 +132,7 @@ class SweepResult:
             "saturation": _sat_json(self.saturation),
             "clip": clip_mod.to_json(self.clip),
             "hidden": self.hidden,
+            "semantics": semantics_mod.result_json(self.semantics, self.stochastic, self.changed),
         }
 
 
@@ -324,6 +329,8 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []
     res = SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
                       summary, specials, merged.n_mpmath, 0.0, points if keep_points else None)
+    if cand.semantics is not None and points is not None and len(points.got) == dom.count:
+        res._sem_got = points.got  # for semantics.changed_inputs, which drops it
     if analyze:
         res.findings = list(merged.findings.values())
         res.findings += findings_mod.special_findings(cand, storage, compute_fmt, params, specials)
@@ -446,8 +453,13 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           dump: str | None = None, dump_dtype: str | None = None, workers: int | None = None,
           executor: str = "local", scheduler: str | None = None, checkpoint=None,
           progress: Callable[[int], None] | None = None,
-          timeout: float | None = None) -> list[SweepResult]:
+          timeout: float | None = None, semantics=None,
+          cflags: str | None = None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
+
+    cflags: compiler flags of c:FILE.c:FUNCTION kernels (default -O2).
+    semantics: the machine (audit.semantics): None (ieee), flags ('ftz,daz'), a profile
+    name, or a list of them to compare side by side (one result each).
 
     targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu'
     or 'pkg.module:function' (with reference=).  dump: a file of device outputs to audit
@@ -494,6 +506,9 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                 raise BadOptionError(f"{c.id} approximates {c.reference}, not --reference {reference}")
     storages = _formats(dtype)
     computes = _formats(compute) if compute is not None else None
+    sems = semantics_mod.parse_list(semantics)
+    if cflags is not None and not any(t.startswith("c:") for t in external):
+        raise BadOptionError("--cflags applies to C kernels (c:FILE.c:FUNCTION)")
     for k in params or {}:
         if not any(k in c.params for c in cands):
             raise BadOptionError(f"no selected candidate has a parameter '{k}'")
@@ -544,7 +559,13 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                          f"would not fit in memory (limit {KEEP_LIMIT}): narrow --range")
     for st in storages:
         doms: dict[int, Domain] = {}
-        ext = [adapters.external_candidate(t, reference, st, device, timeout) for t in external]
+        ext = [adapters.external_candidate(t, reference, st, device, timeout, cflags) for t in external]
+        for t in external if ext else []:
+            bad = sorted({f for sem in sems for f in sem.op_flags})
+            if bad:  # the kernel's own machine computes it: these flags would change nothing
+                raise BadOptionError(f"{t}: --semantics {', '.join(bad)} acts on a formula's "
+                                     "operations, which an external kernel does not expose; "
+                                     "give conversion flags only (or compile with --cflags)")
         ext += [adapters.wrap_callable(f, reference, st, timeout=timeout) for f in funcs]
         for cf in computes or [st]:
             for c in cands + ext:
@@ -558,9 +579,12 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                          f"{st.name} inputs would not fit in memory (limit {KEEP_LIMIT}): "
                                          "narrow --range")
                 for p in param_sets(c, params):
-                    results.append(run_candidate(c, st, cf, doms[c.arity], p, keep_points, progress,
-                                                 analyze, max_ulp, atol, nworkers, executor,
-                                                 scheduler, checkpoint))
+                    for sem in sems:
+                        results.append(semantics_mod.run_with(
+                            sem, c, lambda cs: run_candidate(
+                                cs, st, cf, doms[c.arity], p, keep_points, progress, analyze,
+                                max_ulp, atol, nworkers, executor, scheduler, checkpoint),
+                            st, cf, p, doms[c.arity]))
         if dump is not None:
             d = golden.read_dump(dump, st, dump_dtype)
             dc, ddom = golden.dump_candidate(d, reference)

@@ -27,12 +27,14 @@ def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="
                     compute=None, *, max_ulp: float | None = None, p99_ulp: float | None = None,
                     max_abs: float | None = None, max_rel: float | None = None,
                     nan: bool = False, inf: bool = False, specials: bool = False, range=None,
-                    samples=None, seed: int = 0, params: dict | None = None) -> SweepResult:
+                    samples=None, seed: int = 0, params: dict | None = None,
+                    semantics=None) -> SweepResult:
     """Sweep and raise AssertionError naming the worst input when a tolerance is exceeded.
 
     nan / inf: whether NaN / infinite results (where the exact value is a number) are
     allowed; specials: whether wrong results at the special inputs +-inf and NaN are
-    (by default they fail: GELU(-inf) must be -0, not NaN)."""
+    (by default they fail: GELU(-inf) must be -0, not NaN).  semantics: one machine
+    semantics (audit.semantics), e.g. "ftz,daz" or "ascend_sat"."""
     __tracebackhide__ = True  # pytest: show the message, not this function's source
     c = candidate_or_callable
     if isinstance(c, str):
@@ -49,7 +51,14 @@ def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="
         raise BadOptionError(f"{cand.id} approximates {cand.reference}, not {reference}")
     fmt = get_format(dtype)
     cf = get_format(compute) if compute else fmt
-    r = run_candidate(cand, fmt, cf, domain(fmt, range, samples=samples, seed=seed), params)
+    from . import semantics as semantics_mod
+
+    sem = semantics_mod.parse(semantics) if semantics is not None else None
+    if sem is not None and sem.stochastic:
+        raise BadOptionError("assert_accuracy takes a deterministic semantics (no round=stochastic)")
+    r = run_candidate(cand.with_semantics(sem), fmt, cf,
+                      domain(fmt, range, samples=samples, seed=seed), params)
+    r.semantics = None if sem is None or sem.is_default else sem
     problems = []
     for name, lim, val in (("max ULP", max_ulp, r.max_ulp), ("p99 ULP", p99_ulp, r.p99_ulp),
                            ("max abs", max_abs, r.max_abs), ("max rel", max_rel, r.max_rel)):
@@ -69,7 +78,8 @@ def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="
                  f"exact {w.get('exact')!r}") if w else "no finite result"
         fs = "; ".join(f"{f.kind}: {f.count} inputs in {f.intervals[:3]}"
                        + (f" ({f.cause['text']})" if f.cause else "") for f in r.findings)
-        raise AssertionError(f"{cand.id} in {fmt.name} (compute {cf.name}): {', '.join(problems)}; "
+        on = "" if r.semantics is None else f" under {r.semantics.name}"
+        raise AssertionError(f"{cand.id} in {fmt.name} (compute {cf.name}){on}: {', '.join(problems)}; "
                              f"{where}" + (f"; findings: {fs}" if fs else ""))
     return r
 

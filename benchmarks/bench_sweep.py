@@ -17,14 +17,14 @@ import audit
 from audit import formats, oracle
 
 
-def one(target: str, dtype: str, cold: bool) -> float:
+def one(target: str, dtype: str, cold: bool, semantics=None) -> float:
     if cold:
         os.environ["ACTAUDIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="actaudit-bench-")
         oracle._MEMO.clear()
         oracle._POS.clear()
         formats._finite_values.cache_clear()
     t = time.perf_counter()
-    audit.sweep(target, dtype=dtype)
+    audit.sweep(target, dtype=dtype, semantics=semantics)
     return time.perf_counter() - t
 
 
@@ -40,6 +40,17 @@ def main() -> None:
         warm = [one(target, dtype, False) for _ in range(args.repeat)]
         n = audit.sweep(target, dtype=dtype)[0].domain.count
         print(f"{target:<14}{dtype:<7}{n:>8}{statistics.median(cold):>15.4f}{statistics.median(warm):>15.4f}")
+    # flagged semantics (audit/semantics.py): warm oracle, in-process
+    print(f"\n{'candidate':<14}{'dtype':<7}{'semantics':<34}{'warm median s':>15}")
+    for target, dtype, sem in [("gelu.tanh", "fp16", "ftz,daz"), ("gelu.tanh", "fp16", "saturate"),
+                               ("gelu.tanh", "fp16", "contract"),
+                               ("gelu.tanh", "fp16", "ftz,daz,contract,saturate,round=rtz"),
+                               ("sigmoid.naive", "fp16", "saturate"),
+                               ("gelu.tanh", "fp16", "cuda_fast"),
+                               ("exp.u20", "fp16", "ftz,daz"), ("sigmoid.exp", "fp16", "exp=exp.u20")]:
+        one(target, dtype, False, sem)
+        warm = [one(target, dtype, False, sem) for _ in range(args.repeat)]
+        print(f"{target:<14}{dtype:<7}{sem:<34}{statistics.median(warm):>15.4f}")
 
 
 if __name__ == "__main__":

@@ -236,7 +236,8 @@ def _summary(results) -> str:
 
 def _ptext(r, lead="") -> str:
     p = ", ".join(f"{k}={v:g}" for k, v in r.params.items())
-    return f"{lead}({p})" if p else ""
+    sem = getattr(r, "semantics", None)
+    return (f"{lead}({p})" if p else "") + (f" [{sem.name}]" if sem is not None else "")
 
 
 def _candidate(rep: Report, r, color) -> str:
@@ -244,6 +245,7 @@ def _candidate(rep: Report, r, color) -> str:
     anchor = slug(f"{r.candidate}-{r.dtype}-{r.compute}-{_ptext(r)}")
     out = [f"<h3 id='{anchor}'>{e(r.candidate)}{e(_ptext(r, ' '))}: {e(r.dtype)} storage, "
            f"{e(r.compute)} compute</h3>"]
+    out.append(_semantics_section(r))
     if cand is not None:
         out.append(f"<p class='note'>reference <code>{e(cand.reference)}</code>; formula "
                    f"<code>{e(cand.formula)}</code><br>source: {e(cand.source)}</p>")
@@ -291,3 +293,13 @@ def _candidate(rep: Report, r, color) -> str:
                         for k, v in s.items() if v)
         out.append(f"<p class='note'>saturation of the exact function in {e(r.dtype)}: {e(txt or 'none')}</p>")
     return "\n".join(out)
+
+
+def _semantics_section(r) -> str:
+    """The "semantics" section of a result: the machine it was evaluated on."""
+    from audit import semantics as semantics_mod
+
+    lines = semantics_mod.explain(getattr(r, "semantics", None), getattr(r, "stochastic", None),
+                                  getattr(r, "changed", None))
+    items = "".join(f"<li>{e(t)}</li>" for t in lines)
+    return f"<div class='semantics'><b>Semantics</b><ul>{items}</ul></div>"
