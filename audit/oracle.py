@@ -32,7 +32,7 @@ from .references import Reference
 
 log = logging.getLogger(__name__)
 
-ORACLE_VERSION = 5
+ORACLE_VERSION = 6  # 6: signed zeros from the reference's sign
 FAST_ABS_TOL = 2.0**-1000
 MIN_REL_ERR = 2.0**-50
 GUARD_BITS = 12  # precision margin trusted of an mpmath evaluation
@@ -68,19 +68,23 @@ def exact_point(ref: Reference, x, fmt: Format, params: dict) -> tuple[float, fl
     """
     args = x if isinstance(x, tuple) else (x,)
     margs = tuple(mp.mpf(a) for a in args)
-    prec = fmt.p + 40
+    # a reference rounds its intermediates at the working precision: exp(-x^2 / 2) at
+    # x = 1e38 loses 2 log2|x| bits of its argument's absolute accuracy (the exponent of
+    # a result like 1e-(10^76)), so huge arguments get 2 log2|x| more bits, untrusted
+    extra = 2 * max([0] + [math.frexp(float(a))[1] for a in args if math.isfinite(float(a))])
+    prec = fmt.p + 40 + extra
     while True:
         with mp.workprec(prec):
             v = ref.mp(*margs, **params)
         with mp.workprec(prec + 64):
-            d = abs(v) * mp.ldexp(1, GUARD_BITS - prec)
+            d = abs(v) * mp.ldexp(1, GUARD_BITS - (prec - extra))
             a, b = fmt.round_mpf(v - d), fmt.round_mpf(v + d)
             rounding_ok = a == b or (math.isnan(a) and math.isnan(b))
             binade_ok = (d == 0 or abs(v) + d < fmt.smallest_normal
                          or mp.frexp(v - d)[1] == mp.frexp(v + d)[1])
         if rounding_ok and binade_ok:
             break
-        if ref.near is not None and prec >= fmt.p + 160:
+        if ref.near is not None and prec - extra >= fmt.p + 160:
             with mp.workprec(prec):
                 pg = ref.near(*margs, **params)
             if pg is not None and abs(pg[1]) <= abs(pg[0]) * mp.ldexp(1, -(fmt.p + 100)):
@@ -121,7 +125,25 @@ def exact_points(ref: Reference, x: np.ndarray, fmt: Format, params: dict,
     with _MPMATH:  # (threaded Dask workers)
         for i, p in enumerate(pts):
             out[:, i] = exact_point(ref, p, fmt, params)
+    # mpmath has no signed zero: an exact zero (hi = lo = 0; a value below float64's range
+    # keeps its sign in hi and lo) takes the reference's sign, as every fast path does
+    zero = np.flatnonzero((out[1] == 0) & (out[2] == 0))
+    if len(zero):
+        neg = zero_signbit(ref, np.asarray(x, dtype=np.float64)[zero], params,
+                           None if x2 is None else np.asarray(x2, dtype=np.float64)[zero])
+        out[0, zero] = np.copysign(out[0, zero], np.where(neg, -1.0, 1.0))
+        out[1, zero] = np.where(neg, -0.0, 0.0)
     return OracleValues(out[0], out[1], out[2], len(pts))
+
+
+def zero_signbit(ref: Reference, x: np.ndarray, params: dict, x2: np.ndarray | None = None) -> np.ndarray:
+    """The sign bit of f(x) by the reference's ``sign`` (for ``exact`` references, the
+    fast path's own IEEE sign): where f underflows float64, and at exact zeros."""
+    fn = ref.sign if ref.sign is not None else ref.fast
+    if fn is None:
+        return np.zeros(len(x), bool)
+    s = fn(x, **params) if x2 is None else fn(x, x2, **params)
+    return np.signbit(np.broadcast_to(s, np.shape(x)))
 
 
 # ------------------------------------------------------------------ fast path
@@ -168,9 +190,20 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
             lo_o, hi_o = fmt.round(vo - slack[odd]), fmt.round(vo + slack[odd])
             amb[odd] = (~((lo_o == hi_o) | (np.isnan(lo_o) & np.isnan(hi_o))) | np.isnan(vo)) & ~np.isinf(vo)
             unsure[odd[np.isinf(vo)]] = False
+        # v within its error of zero (f underflows float64, or is 0): its sign is not
+        # trusted (0 + -0 = +0); the reference's sign decides, else mpmath
+        tiny = np.flatnonzero(mag <= slack)
+        if len(tiny) and ref.sign is None:
+            amb[tiny] = True
+            tiny = tiny[:0]
         unsure &= ~amb
     hi = v if not np.shares_memory(v, x) else v.copy()  # f(x) = hi + lo
     lo = np.zeros_like(v)
+    if len(tiny):
+        neg = zero_signbit(ref, x[tiny], params, None if x2 is None else x2[tiny])
+        sgn = np.where(neg, -1.0, 1.0)
+        rounded[tiny] = np.copysign(rounded[tiny], sgn)
+        hi[tiny] = np.copysign(hi[tiny], sgn)
     if ref.fast_near is not None and x2 is None:
         _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded)
     if ref.fast_dd is not None and amb.any():
