@@ -146,6 +146,29 @@ def zero_signbit(ref: Reference, x: np.ndarray, params: dict, x2: np.ndarray | N
     return np.signbit(np.broadcast_to(s, np.shape(x)))
 
 
+def beyond_errors(ref: Reference, fmt: Format, x: np.ndarray, got: np.ndarray, params: dict,
+                  x2: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ULP error, absolute error, relative error) of finite results ``got`` whose exact
+    value f (or error) exceeds float64's range, from f in mpmath: |r - f| / ulp_F(f),
+    |r - f| (inf where it exceeds float64) and |r - f| / |f|, each rounded once to float64.
+    ulp_F(f) = 2**(max(e, emin) - p + 1) with e = floor(log2 |f|), unbounded above."""
+    n = len(x)
+    out = np.empty((3, n))
+    with _MPMATH:
+        for i in range(n):
+            args = (float(x[i]),) if x2 is None else (float(x[i]), float(x2[i]))
+            extra = 2 * max([0] + [math.frexp(a)[1] for a in args])
+            with mp.workprec(fmt.p + 80 + extra):
+                f = ref.mp(*(mp.mpf(a) for a in args), **params)
+                d = abs(mp.mpf(float(got[i])) - f)
+                e = mp.frexp(f)[1] - 1 if f != 0 else fmt.emin
+                ulp = mp.ldexp(1, max(e, fmt.emin) - fmt.p + 1)
+                out[0, i] = float(d / ulp)
+                out[1, i] = float(d)
+                out[2, i] = float(d / abs(f)) if f != 0 else (0.0 if d == 0 else math.inf)
+    return out[0], out[1], out[2]
+
+
 # ------------------------------------------------------------------ fast path
 def fast_path_applies(ref: Reference, fmt: Format) -> bool:
     return ref.fast is not None and fmt.p <= 24 and fmt.emin >= -126
