@@ -156,3 +156,17 @@ def test_p99_with_nan_is_nan_not_a_number():
         s = Summary(exact_p99=exact_p99)
         s.add(_points([1.0] * 50 + [np.nan] * 50), H)
         assert math.isnan(s.p99_ulp)
+
+
+def test_selftest_checks_values_beyond_float64(monkeypatch):
+    from audit import selftest
+
+    checks = selftest.run(["exp"], ("fp16", "bf16"))
+    beyond = [c for c in checks if "beyond" in c.fmt]
+    assert [c.fmt for c in beyond] == ["fp16 beyond float64", "bf16 beyond float64"]
+    assert all(c.points > 0 and c.disagreements == 0 for c in checks)
+    # metrics that give up beyond float64 (the old inf) fail it
+    monkeypatch.setattr(oracle, "beyond_errors",
+                        lambda ref, fmt, x, g, params, x2=None: (np.full(len(x), np.inf),) * 3)
+    checks = selftest.run(["exp"], ("bf16",))
+    assert [c.fmt for c in checks if c.disagreements] == ["bf16 beyond float64"]

@@ -150,3 +150,25 @@ def test_hardswish_minus_four_is_minus_zero_everywhere():
     for fmt in ("fp16", "bf16", "fp32", "fp64"):
         ov = oracle.evaluate(REFERENCES["hardswish"], FORMATS[fmt], np.array([-4.0]))
         assert math.copysign(1.0, ov.rounded[0]) == -1.0, fmt
+
+
+def test_selftest_catches_a_lost_sign(monkeypatch):
+    """A reference whose declared sign is wrong (gelu_grad's tail as +0, the defect of the
+    float64 fast path) and an fp64 path that drops mpmath's zero signs both fail."""
+    import dataclasses
+
+    from audit import references, selftest
+
+    monkeypatch.setenv("ACTAUDIT_NO_CACHE", "1")
+    oracle._MEMO.clear()
+    assert all(c.disagreements == 0 for c in selftest.run(["gelu_grad", "tanh"], ("fp16", "bf16")))
+    good = references.REFERENCES["gelu_grad"]
+    broken = dataclasses.replace(good, sign=lambda x, **_: np.ones_like(x))
+    monkeypatch.setitem(references.REFERENCES, "gelu_grad", broken)
+    checks = selftest.run(["gelu_grad"], ("bf16",))
+    assert "bf16" in [c.fmt for c in checks if c.disagreements]
+    monkeypatch.setitem(references.REFERENCES, "gelu_grad", good)
+    monkeypatch.setattr(oracle, "zero_signbit", lambda ref, x, params, x2=None: np.zeros(len(x), bool))
+    checks = selftest.run(["tanh"], ("fp16",))
+    assert [c.fmt for c in checks if c.disagreements] == ["fp64 zeros"]
+    oracle._MEMO.clear()
