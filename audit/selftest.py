@@ -113,7 +113,8 @@ def check(ref: Reference, fmt: Format, n: int = 150, seed: int = 0) -> Check:
 def check_zeros_fp64(ref: Reference, n: int = 64) -> Check:
     """fp64 (mpmath at every point) against fp16 (fast path and declared signs): the same
     sign bit at -0, +0 and the fp16 inputs whose result is a zero (underflow tails, exact
-    zeros such as hardswish(-4) = -0)."""
+    zeros such as hardswish(-4) = -0); and at -0 and +0 both give the sign of f's limit
+    there (f(-0) = -0 for tanh, whose value at -2**-300 is negative)."""
     h = FORMATS["fp16"]
     full = h.finite_values()
     params = ref.with_defaults({})
@@ -124,6 +125,11 @@ def check_zeros_fp64(ref: Reference, n: int = 64) -> Check:
     want = np.concatenate([oracle.evaluate(ref, h, x[:2], params).rounded, rh[pick]])
     got = oracle.evaluate(ref, FORMATS["fp64"], x, params).rounded
     bad = ~np.isnan(want) & (np.signbit(got) != np.signbit(want))
+    # at -0 and +0, where f(0) = 0 and f(-+2**-300) != 0, the sign of that limit
+    for i in (0, 1):
+        at0, side = _mp_value(ref, (0.0,), params), _mp_value(ref, (math.copysign(2.0**-300, x[i]),), params)
+        if at0 == 0 and side != 0:
+            bad[i] |= (np.signbit(got[i]) != (side < 0)) | (np.signbit(want[i]) != (side < 0))
     ex = ""
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
