@@ -25,6 +25,8 @@ Each input falls into one class:
   (RN_F(f(x)) is +-inf, or NaN in E4M3FN): a finite result, counted apart
   (``overflow_miss``) and entering the averages and maxima with its ULP error,
   which is measured against the exact value even beyond float64's range.
+* ``undefined``: f(x) is not a real number (log of a negative number): no error is
+  measured; counted (``undefined``), and correctly rounded only where r is NaN.
 
 NaN and inf results are counted, never folded into averages or maxima.  A zero
 result for a nonzero exact value that the format can hold is a finite result
@@ -42,8 +44,8 @@ import numpy as np
 from .formats import Format
 from .oracle import OracleValues
 
-FINITE, OVERFLOW_OK, NAN, INF, OVERFLOW_MISS = 0, 1, 2, 3, 4
-CLASS_NAMES = ("finite", "overflow_ok", "nan", "inf", "overflow_miss")
+FINITE, OVERFLOW_OK, NAN, INF, OVERFLOW_MISS, UNDEFINED = 0, 1, 2, 3, 4, 5
+CLASS_NAMES = ("finite", "overflow_ok", "nan", "inf", "overflow_miss", "undefined")
 
 
 def finite_result(cls: np.ndarray) -> np.ndarray:
@@ -146,15 +148,19 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
                 ulp_err[big] = abs_err[big] = np.inf
                 rel_err[big] = 1.0 if fmt.max_finite < 2.0**960 else np.inf
         over = np.flatnonzero(~np.isfinite(rounded))  # RN_F(f) overflows (or f is NaN)
+        und = over[:0]
         if len(over):
-            over = over[np.isfinite(got[over]) & ~np.isnan(hi[over])]
-            cls[over] = OVERFLOW_MISS
+            undef = np.isnan(hi[over])
+            und = over[undef]
+            cls[und] = UNDEFINED
+            over = over[~undef]
+            cls[over[np.isfinite(got[over])]] = OVERFLOW_MISS
         dist = np.zeros(n, dtype=np.int64)
         wrong = np.flatnonzero(~correct)
         if len(wrong):
             dist[wrong] = np.abs(_ordinals(fmt, got[wrong]) - _ordinals(fmt, rounded[wrong]))
-        if len(notfin):
-            bad = notfin[~finite_result(cls[notfin])]
+        if len(notfin) or len(und):
+            bad = np.union1d(notfin[~finite_result(cls[notfin])], und)
             for a in (ulp_err, abs_err, rel_err):
                 a[bad] = np.nan
             dist[bad] = np.where(cls[bad] == OVERFLOW_OK, 0, -1)
@@ -195,6 +201,7 @@ class Summary:
     inf_count: int = 0
     overflow_ok: int = 0
     overflow_miss: int = 0
+    undefined: int = 0
     max_ulp: float = 0.0
     worst: dict | None = None
     max_abs: float = 0.0
@@ -209,7 +216,7 @@ class Summary:
     def add(self, e: PointErrors, fmt: Format) -> None:
         n = len(e)
         self.count += n
-        per_class = np.bincount(e.cls, minlength=5)
+        per_class = np.bincount(e.cls, minlength=6)
         nf = int(per_class[FINITE] + per_class[OVERFLOW_MISS])
         self.finite += nf
         self.correct += int(np.count_nonzero(e.correct))
@@ -217,6 +224,7 @@ class Summary:
         self.inf_count += int(per_class[INF])
         self.overflow_ok += int(per_class[OVERFLOW_OK])
         self.overflow_miss += int(per_class[OVERFLOW_MISS])
+        self.undefined += int(per_class[UNDEFINED])
         if nf == 0:
             return
         if nf == n:  # the common case: no masking copies
@@ -285,6 +293,7 @@ class Summary:
         self.inf_count += o.inf_count
         self.overflow_ok += o.overflow_ok
         self.overflow_miss += o.overflow_miss
+        self.undefined += o.undefined
         if o.worst is not None and (self.worst is None or _worse(o.max_ulp, self.max_ulp)):
             self.max_ulp, self.worst = o.max_ulp, o.worst
         self.max_abs = _max(o.max_abs, self.max_abs)
@@ -305,7 +314,7 @@ class Summary:
         """(JSON-able fields, error arrays) from which ``from_state`` rebuilds this summary
         exactly (floats round-trip through JSON's shortest repr)."""
         d = {k: getattr(self, k) for k in ("count", "finite", "correct", "nan_count", "inf_count",
-                                           "overflow_ok", "overflow_miss", "max_ulp", "worst",
+                                           "overflow_ok", "overflow_miss", "undefined", "max_ulp", "worst",
                                            "max_abs", "max_rel", "max_ulp_distance", "exact_p99")}
         d["sums"] = list(self._sums)
         d["hist"] = [[k, c] for k, c in sorted(self._hist.items())]
@@ -314,7 +323,7 @@ class Summary:
     @classmethod
     def from_state(cls, d: dict, errs: list[np.ndarray]) -> "Summary":
         s = cls(**{k: d[k] for k in ("count", "finite", "correct", "nan_count", "inf_count",
-                                     "overflow_ok", "overflow_miss", "max_ulp", "worst",
+                                     "overflow_ok", "overflow_miss", "undefined", "max_ulp", "worst",
                                      "max_abs", "max_rel", "max_ulp_distance", "exact_p99")})
         s._sums = [float(v) for v in d["sums"]]
         s._hist = {int(k): int(c) for k, c in d["hist"]}

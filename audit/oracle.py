@@ -76,6 +76,8 @@ def exact_point(ref: Reference, x, fmt: Format, params: dict) -> tuple[float, fl
     while True:
         with mp.workprec(prec):
             v = ref.mp(*margs, **params)
+        if not mp.isfinite(v):  # NaN outside the domain, +-inf at a pole (1/0): exact
+            return fmt.round_mpf(v), float(v), 0.0
         with mp.workprec(prec + 64):
             d = abs(v) * mp.ldexp(1, GUARD_BITS - (prec - extra))
             a, b = fmt.round_mpf(v - d), fmt.round_mpf(v + d)
@@ -126,13 +128,16 @@ def exact_points(ref: Reference, x: np.ndarray, fmt: Format, params: dict,
         for i, p in enumerate(pts):
             out[:, i] = exact_point(ref, p, fmt, params)
     # mpmath has no signed zero: an exact zero (hi = lo = 0; a value below float64's range
-    # keeps its sign in hi and lo) takes the reference's sign, as every fast path does
-    zero = np.flatnonzero((out[1] == 0) & (out[2] == 0))
-    if len(zero):
-        neg = zero_signbit(ref, np.asarray(x, dtype=np.float64)[zero], params,
-                           None if x2 is None else np.asarray(x2, dtype=np.float64)[zero])
-        out[0, zero] = np.copysign(out[0, zero], np.where(neg, -1.0, 1.0))
-        out[1, zero] = np.where(neg, -0.0, 0.0)
+    # keeps its sign in hi and lo), and an infinity at a zero input (1/-0 = -inf), take the
+    # reference's sign, as every fast path does
+    with np.errstate(invalid="ignore"):
+        fix = np.flatnonzero(((out[1] == 0) & (out[2] == 0)) | np.isinf(out[1]))
+    if len(fix):
+        neg = zero_signbit(ref, np.asarray(x, dtype=np.float64)[fix], params,
+                           None if x2 is None else np.asarray(x2, dtype=np.float64)[fix])
+        sgn = np.where(neg, -1.0, 1.0)
+        out[0, fix] = np.copysign(out[0, fix], sgn)
+        out[1, fix] = np.copysign(out[1, fix], sgn)
     return OracleValues(out[0], out[1], out[2], len(pts))
 
 
@@ -160,6 +165,9 @@ def beyond_errors(ref: Reference, fmt: Format, x: np.ndarray, got: np.ndarray, p
             extra = 2 * max([0] + [math.frexp(a)[1] for a in args])
             with mp.workprec(fmt.p + 80 + extra):
                 f = ref.mp(*(mp.mpf(a) for a in args), **params)
+                if not mp.isfinite(f):  # a pole (1/0): infinitely many ulps, relative error 1
+                    out[:, i] = (math.inf, math.inf, 1.0)
+                    continue
                 d = abs(mp.mpf(float(got[i])) - f)
                 e = mp.frexp(f)[1] - 1 if f != 0 else fmt.emin
                 ulp = mp.ldexp(1, max(e, fmt.emin) - fmt.p + 1)
@@ -190,6 +198,12 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
     if not fast_path_applies(ref, fmt):
         return exact_points(ref, x, fmt, params, x2)
     v = ref.fast(x, **params) if x2 is None else ref.fast(x, x2, **params)
+    undefined = None
+    if ref.undefined is not None and x2 is None:
+        undefined = np.flatnonzero(ref.undefined(x, **params))
+        if len(undefined):  # f is not a real number there: NaN, exactly (no mpmath)
+            v = v.copy()
+            v[undefined] = 0.0
     if ref.exact:
         return OracleValues(fmt.round(v), v, np.zeros_like(v), 0, np.zeros(len(v), bool))
     with np.errstate(all="ignore"):
@@ -215,7 +229,7 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
             unsure[odd[np.isinf(vo)]] = False
         # v within its error of zero (f underflows float64, or is 0): its sign is not
         # trusted (0 + -0 = +0); the reference's sign decides, else mpmath
-        tiny = np.flatnonzero(mag <= slack)
+        tiny = np.flatnonzero((mag <= slack) & np.isfinite(mag))
         if len(tiny) and ref.sign is None:
             amb[tiny] = True
             tiny = tiny[:0]
@@ -231,6 +245,10 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
         _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded)
     if ref.fast_dd is not None and amb.any():
         _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded, x2)
+    if undefined is not None and len(undefined):
+        amb[undefined] = unsure[undefined] = False
+        rounded[undefined] = hi[undefined] = np.nan
+        lo[undefined] = 0.0
     idx = np.flatnonzero(amb)
     if len(idx):
         ex = exact_points(ref, x[idx], fmt, params, None if x2 is None else x2[idx])

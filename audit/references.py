@@ -63,6 +63,9 @@ class Reference:
     # None: the fast path's own sign is exact (``exact`` references); elsewhere the oracle
     # then sends every input whose fast value is within its error of zero to mpmath.
     sign: Callable | None = None
+    # undefined(x, **params) -> bool array: where f is not a real number (log of a negative
+    # number): the exact value is NaN there, decided without mpmath
+    undefined: Callable | None = None
 
     def special(self, x: float, params: dict) -> float:
         """The value at a non-finite input: the limit at +-inf, NaN at NaN."""
@@ -81,7 +84,7 @@ REFERENCES: dict[str, Reference] = {}
 
 def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1,
               exact=False, near=None, fast_near=None, rel_err_at=None, fast_dd=None, bounds=None,
-              monotone=(), sign=None):
+              monotone=(), sign=None, undefined=None):
     """Decorator registering an mpmath function as a reference.
 
     exact=True declares that the fast path computes the exact real value for every
@@ -94,7 +97,8 @@ def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params
         REFERENCES[name] = Reference(name, formula, fn, fast, rel_err, as_fn(neg_inf),
                                      as_fn(pos_inf), dict(params or {}), arity, exact, near,
                                      fast_near, rel_err_at, fast_dd, bounds, tuple(monotone),
-                                     None if sign is None else _np(sign))
+                                     None if sign is None else _np(sign),
+                                     None if undefined is None else _np(undefined))
         return fn
 
     return wrap
@@ -565,3 +569,67 @@ def _mish_grad(x):
                                            np.where(x > 0, 0.0, -alpha * np.expm1(x)))))
 def _elu_grad(x, alpha):
     return mp.mpf(1) if x > 0 else mpp(alpha) * mp.exp(x)
+
+
+# ------------------------------------------------------- kernel primitives
+# The building blocks of activation kernels, audited in their own right (fast exp2,
+# log and reciprocal square root are bit tricks in many kernels).  Each is defined on
+# its natural domain; outside it (log of a negative number) f is NaN.  At a zero input
+# an infinite value takes the sign IEEE 754 gives it (1/-0 = -inf, rsqrt(-0) = -inf,
+# log(+-0) = -inf), which ``sign`` states and the oracle applies to mpmath's unsigned
+# infinities.
+
+@reference("expm1", "exp(x) - 1", sign=_sign_x,
+           fast=_np(np.expm1), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=math.inf,
+           near=lambda x: (mp.mpf(-1), -mp.exp(x)) if x < 0 else None,
+           fast_near=_np(lambda x: (np.where(x < -1, -1.0, np.nan), -_pos(np.exp(x)))),
+           bounds=lambda x: (np.full_like(x, -1.0), np.full_like(x, np.inf)),
+           monotone=((-math.inf, math.inf, 1),))
+def _expm1(x):
+    return mp.expm1(x)
+
+
+@reference("exp2", "2^x", sign=_positive,
+           fast=_np(np.exp2), rel_err=2.0**-48, neg_inf=0.0, pos_inf=math.inf,
+           fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x * math.log(2)))),
+           bounds=_const_bounds(0.0, math.inf), monotone=((-math.inf, math.inf, 1),))
+def _exp2(x):
+    return mp.ldexp(mp.exp((x - mp.floor(x)) * mp.ln2), int(mp.floor(x)))
+
+
+@reference("log", "log(x) (natural; NaN for x < 0, -inf at 0)", sign=lambda x: np.where(x < 1, -1.0, 1.0),
+           fast=_np(lambda x: np.log(np.where(x < 0, np.nan, x))), rel_err=2.0**-48,
+           neg_inf=math.nan, pos_inf=math.inf, undefined=lambda x: x < 0,
+           monotone=((1e-300, math.inf, 1),))
+def _log(x):
+    if x < 0:
+        return mp.nan
+    return mp.ninf if x == 0 else mp.log(x)
+
+
+@reference("log1p", "log(1 + x) (NaN for x < -1, -inf at -1)", sign=_sign_x,
+           fast=_np(lambda x: np.log1p(np.where(x < -1, np.nan, x))), rel_err=2.0**-48,
+           neg_inf=math.nan, pos_inf=math.inf, undefined=lambda x: x < -1,
+           monotone=((-1.0, math.inf, 1),))
+def _log1p(x):
+    if x < -1:
+        return mp.nan
+    return mp.ninf if x == -1 else mp.log1p(x)
+
+
+@reference("rsqrt", "1 / sqrt(x) (NaN for x < 0, +-inf at +-0)", sign=_sign_x,
+           fast=_np(lambda x: 1.0 / np.sqrt(np.where(x < 0, np.nan, x))), rel_err=2.0**-50,
+           neg_inf=math.nan, pos_inf=0.0, undefined=lambda x: x < 0,
+           bounds=lambda x: (np.zeros_like(x), np.full_like(x, np.inf)),
+           monotone=((1e-300, math.inf, -1),))
+def _rsqrt(x):
+    if x < 0:
+        return mp.nan
+    return mp.inf if x == 0 else 1 / mp.sqrt(x)
+
+
+@reference("reciprocal", "1 / x (+-inf at +-0)", sign=_sign_x,
+           fast=_np(lambda x: 1.0 / x), rel_err=2.0**-51, neg_inf=-0.0, pos_inf=0.0,
+           monotone=((-math.inf, -1e-300, -1), (1e-300, math.inf, -1)))
+def _reciprocal(x):
+    return mp.inf if x == 0 else 1 / x

@@ -124,6 +124,7 @@ class SweepResult:
             "inf_count": s.inf_count,
             "overflow_ok_count": s.overflow_ok,
             "overflow_miss_count": s.overflow_miss,
+            "undefined_count": s.undefined,
             "finite_count": s.finite,
             "specials": [{k: json_number(v) if k in ("x", "got", "expected") else v
                           for k, v in sp.items()} for sp in self.specials],
