@@ -170,3 +170,13 @@ def test_selftest_checks_values_beyond_float64(monkeypatch):
                         lambda ref, fmt, x, g, params, x2=None: (np.full(len(x), np.inf),) * 3)
     checks = selftest.run(["exp"], ("bf16",))
     assert [c.fmt for c in checks if c.disagreements] == ["bf16 beyond float64"]
+
+
+def test_round_mpf_of_minus_infinity():
+    """mpmath's -inf is (1, 0, -789, -3), not the sign-flipped +inf (0, 0, -456, -2): it
+    rounded to NaN before (log(0) = -inf in fp64 came out NaN)."""
+    for name, want in (("fp16", -math.inf), ("bf16", -math.inf), ("fp32", -math.inf),
+                       ("fp64", -math.inf), ("fp8_e5m2", -math.inf)):
+        assert get_format(name).round_mpf(mp.ninf) == want
+        assert get_format(name).round_mpf(mp.inf) == math.inf
+    assert math.isnan(get_format("fp8_e4m3").round_mpf(mp.ninf))  # E4M3FN: no infinities
