@@ -21,13 +21,13 @@ def float32_bits_as_value(x, m):
     int -> float conversion that fastapprox's ``float y = vx.i`` performs, rounded to
     nearest): compute format fp32 only."""
     a = np.asarray(x.a, dtype=np.float32).view(np.uint32).astype(np.float64)
-    return m.op("bits", a, (x.a,))
+    return m.op("bitcast", a, (x.a,))
 
 
 def float32_with_bits(bits, m):
     """The float32 whose bit pattern is ``bits`` (exact integers as float64 values)."""
     b = np.asarray(bits, dtype=np.float64).astype(np.int64) & 0xFFFFFFFF
-    return m.op("bits", b.astype(np.uint32).view(np.float32).astype(np.float64), (bits,))
+    return m.op("bitcast", b.astype(np.uint32).view(np.float32).astype(np.float64), (bits,))
 
 
 def uint32_bits_as_float32(t, m):
@@ -38,7 +38,7 @@ def uint32_bits_as_float32(t, m):
     a = np.asarray(t.a, dtype=np.float64)
     ok = np.isfinite(a) & (np.abs(a) < 2.0**63)
     i = np.trunc(np.where(ok, a, 0.0)).astype(np.int64) & 0xFFFFFFFF
-    return m.op("bits", i.astype(np.uint32).view(np.float32).astype(np.float64), (a,))
+    return m.op("bitcast", i.astype(np.uint32).view(np.float32).astype(np.float64), (a,))
 
 
 # ------------------------------------------------------------------ expm1

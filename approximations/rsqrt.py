@@ -13,7 +13,7 @@ def magic_seed(magic: int, x, m, shift: int):
     """The float32 with bits magic - (bits(x) >> shift) (integer arithmetic, exact)."""
     bits = np.asarray(x.a, dtype=np.float32).view(np.uint32).astype(np.int64)
     b = (magic - (bits >> shift)) & 0xFFFFFFFF
-    return m.op("bits", b.astype(np.uint32).view(np.float32).astype(np.float64), (x.a,))
+    return m.op("bitcast", b.astype(np.uint32).view(np.float32).astype(np.float64), (x.a,))
 
 
 # ------------------------------------------------------------------ rsqrt

@@ -290,12 +290,13 @@ def explain(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
             return _cause(t, f"{_show(t, ins)} = {_fmt(out)}: the non-finite input is lost")
     if first_over is not None and kind in ("nan", "special", "overflow"):
         return _cause(first_over, f"{first_over.op} overflowed to inf")
-    if kind in ("sign", "range", "monotonicity") and entries:
+    if kind in ("sign", "range", "monotonicity", "overflow") and entries:
         # no exceptional operation: the approximation (or its rounding) itself; point at the
         # operation that produced the result
         t = next((t for t in reversed(entries) if t.file != "(storage)"), entries[-1])
         what = {"sign": "has the wrong sign", "range": "leaves the function's range",
-                "monotonicity": "goes backwards"}[kind]
+                "monotonicity": "goes backwards",
+                "overflow": "is finite where the exact value overflows (or is a pole)"}[kind]
         return _cause(t, f"no exceptional operation: the result of {t.op} {what} through "
                          "approximation or rounding error")
     return None

@@ -156,8 +156,17 @@ def beyond_errors(ref: Reference, fmt: Format, x: np.ndarray, got: np.ndarray, p
     """(ULP error, absolute error, relative error) of finite results ``got`` whose exact
     value f (or error) exceeds float64's range, from f in mpmath: |r - f| / ulp_F(f),
     |r - f| (inf where it exceeds float64) and |r - f| / |f|, each rounded once to float64.
-    ulp_F(f) = 2**(max(e, emin) - p + 1) with e = floor(log2 |f|), unbounded above."""
+    ulp_F(f) = 2**(max(e, emin) - p + 1) with e = floor(log2 |f|), unbounded above.
+    Where the reference gives the fractional part of log2|f| (exp), formats of at most 24
+    bits need no mpmath: the figures follow from it alone (exhaustive fp32 sweeps of exp
+    meet 2**30 such inputs)."""
     n = len(x)
+    if ref.log2_frac is not None and x2 is None and fmt.max_finite < 2.0**960 and fmt.p <= 24:
+        # |f| = 2**(e + frac) >= 2**1024 against |r| <= 2**128: |r - f| / ulp_F(f) =
+        # 2**frac 2**(p-1) (1 -+ r/f), r/f below 2**-890: one float64 rounding; likewise
+        # |r - f| / |f| rounds to 1 and |r - f| overflows float64
+        frac = ref.log2_frac(np.asarray(x, dtype=np.float64), **params)
+        return np.exp2(frac) * 2.0 ** (fmt.p - 1), np.full(n, np.inf), np.ones(n)
     out = np.empty((3, n))
     with _MPMATH:
         for i in range(n):

@@ -66,6 +66,11 @@ class Reference:
     # undefined(x, **params) -> bool array: where f is not a real number (log of a negative
     # number): the exact value is NaN there, decided without mpmath
     undefined: Callable | None = None
+    # log2_frac(x, **params) -> array: the fractional part of log2|f(x)| (absolute error
+    # below 2**-45) where |f(x)| exceeds float64's range, for inputs of at most 24 bits:
+    # the significand of f that the ULP error of a result needs there (exp(1e38)), without
+    # mpmath; None: mpmath decides those inputs
+    log2_frac: Callable | None = None
 
     def special(self, x: float, params: dict) -> float:
         """The value at a non-finite input: the limit at +-inf, NaN at NaN."""
@@ -84,7 +89,7 @@ REFERENCES: dict[str, Reference] = {}
 
 def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1,
               exact=False, near=None, fast_near=None, rel_err_at=None, fast_dd=None, bounds=None,
-              monotone=(), sign=None, undefined=None):
+              monotone=(), sign=None, undefined=None, log2_frac=None):
     """Decorator registering an mpmath function as a reference.
 
     exact=True declares that the fast path computes the exact real value for every
@@ -98,7 +103,8 @@ def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params
                                      as_fn(pos_inf), dict(params or {}), arity, exact, near,
                                      fast_near, rel_err_at, fast_dd, bounds, tuple(monotone),
                                      None if sign is None else _np(sign),
-                                     None if undefined is None else _np(undefined))
+                                     None if undefined is None else _np(undefined),
+                                     None if log2_frac is None else _np(log2_frac))
         return fn
 
     return wrap
@@ -148,6 +154,35 @@ def _negative(x, **_):
 def _below_root(root):
     """sign of a derivative with one root: negative below it, positive above."""
     return lambda x, **_: np.where(x < root, -1.0, 1.0)
+
+
+def _chunks(v, n: int = 8, bits: int = 26) -> tuple:
+    """v (an mpmath value) as a sum of n float64 numbers of ``bits`` significant bits each:
+    x * chunk is exact in float64 for x of at most 24 bits."""
+    out = []
+    with mp.workprec(400):
+        r = mp.mpf(v)
+        for _ in range(n):
+            if r == 0:
+                break
+            e = int(mp.floor(mp.log(abs(r), 2)))
+            c = mp.ldexp(mp.floor(mp.ldexp(r, bits - 1 - e)), e - bits + 1)
+            out.append(float(c))
+            r -= c
+    return tuple(out)
+
+
+with mp.workprec(400):
+    LOG2E_CHUNKS = _chunks(1 / mp.log(2))  # log2(e) to about 208 bits
+
+
+def _exp_log2_frac(x, **_):
+    """frac(x log2 e) for x of at most 24 bits up to 2**128: each x * chunk is exact, and
+    its fractional part (np.modf) too; the sum of 8 such parts is off by < 2**-48."""
+    s = np.zeros_like(x)
+    for c in LOG2E_CHUNKS:
+        s += np.modf(x * c)[0]
+    return np.mod(s, 1.0)
 
 
 def _half_x_plus(c):
@@ -401,7 +436,7 @@ def _softsign(x):
 
 
 @reference("exp", "exp(x)",
-           sign=_positive, fast=_np(np.exp), rel_err=2.0**-50, neg_inf=0.0, pos_inf=math.inf,
+           sign=_positive, log2_frac=_exp_log2_frac, fast=_np(np.exp), rel_err=2.0**-50, neg_inf=0.0, pos_inf=math.inf,
            fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x))),
            bounds=_const_bounds(0.0, math.inf), monotone=((-math.inf, math.inf, 1),))
 def _exp(x):
@@ -579,7 +614,7 @@ def _elu_grad(x, alpha):
 # log(+-0) = -inf), which ``sign`` states and the oracle applies to mpmath's unsigned
 # infinities.
 
-@reference("expm1", "exp(x) - 1", sign=_sign_x,
+@reference("expm1", "exp(x) - 1", sign=_sign_x, log2_frac=_exp_log2_frac,
            fast=_np(np.expm1), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=math.inf,
            near=lambda x: (mp.mpf(-1), -mp.exp(x)) if x < 0 else None,
            fast_near=_np(lambda x: (np.where(x < -1, -1.0, np.nan), -_pos(np.exp(x)))),
@@ -589,7 +624,7 @@ def _expm1(x):
     return mp.expm1(x)
 
 
-@reference("exp2", "2^x", sign=_positive,
+@reference("exp2", "2^x", sign=_positive, log2_frac=lambda x: np.mod(x, 1.0),
            fast=_np(np.exp2), rel_err=2.0**-48, neg_inf=0.0, pos_inf=math.inf,
            fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x * math.log(2)))),
            bounds=_const_bounds(0.0, math.inf), monotone=((-math.inf, math.inf, 1),))

@@ -180,3 +180,33 @@ def test_round_mpf_of_minus_infinity():
         assert get_format(name).round_mpf(mp.ninf) == want
         assert get_format(name).round_mpf(mp.inf) == math.inf
     assert math.isnan(get_format("fp8_e4m3").round_mpf(mp.ninf))  # E4M3FN: no infinities
+
+
+@pytest.mark.parametrize("name", ["exp", "expm1", "exp2"])
+def test_beyond_float64_without_mpmath_matches_mpmath(name):
+    """The vectorized figures beyond float64 (from frac(log2 |f|): x log2 e with log2 e in
+    26-bit pieces, each product exact) against mpmath at every bf16 input beyond float64 and
+    at fp32 inputs up to the largest."""
+    ref = REFERENCES[name]
+    for fmt_name in ("bf16", "fp32"):
+        fmt = get_format(fmt_name)
+        if fmt.enumerable:
+            x = fmt.finite_values()
+        else:
+            x = np.unique(np.concatenate([np.geomspace(710, 3.4e38, 300),
+                                          [np.float32(3.4028234663852886e38)]]))
+            x = fmt.round(x)
+        x = x[x >= (710 if name != "exp2" else 1024)]
+        got = np.full(len(x), fmt.max_finite)
+        no_mp = __import__("dataclasses").replace(ref, mp=None)  # mpmath must not be needed
+        fast = oracle.beyond_errors(no_mp, fmt, x, got, {})
+        for i in np.linspace(0, len(x) - 1, 60).astype(int).tolist():
+            xi = float(x[i])
+            with mp.workprec(200 + 2 * math.frexp(xi)[1]):
+                f = mp.exp(mp.mpf(xi)) if name != "exp2" else mp.power(2, mp.mpf(xi))
+                if name == "expm1":
+                    f -= 1
+                e = mp.floor(mp.log(f, 2))
+                u = float((f - fmt.max_finite) / mp.mpf(2) ** (e - fmt.p + 1))
+            assert fast[0][i] == pytest.approx(u, rel=2.0**-40), (name, fmt_name, xi)
+            assert fast[2][i] == 1.0 and fast[1][i] == math.inf
