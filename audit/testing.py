@@ -26,9 +26,12 @@ def callable_candidate(func, reference: str, dtype) -> Candidate:
 def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="fp16",
                     compute=None, *, max_ulp: float | None = None, p99_ulp: float | None = None,
                     max_abs: float | None = None, max_rel: float | None = None,
-                    nan: bool = False, inf: bool = False, range=None, samples=None,
+                    nan: bool = False, inf: bool = False, overflow: bool = False,
+                    range=None, samples=None,
                     seed: int = 0, params: dict | None = None) -> SweepResult:
-    """Sweep and raise AssertionError naming the worst input when a tolerance is exceeded."""
+    """Sweep and raise AssertionError naming the worst input when a tolerance is exceeded,
+    or when results are NaN (unless ``nan``), infinite (unless ``inf``) or finite where the
+    exact value overflows the format (unless ``overflow``)."""
     c = candidate_or_callable
     if isinstance(c, str):
         cand = catalog()[c] if c in catalog() else resolve([c])[0]
@@ -54,6 +57,9 @@ def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="
         problems.append(f"{r.nan_count} NaN results")
     if not inf and r.inf_count:
         problems.append(f"{r.inf_count} infinite results")
+    if not overflow and r.overflow_miss_count:
+        problems.append(f"{r.overflow_miss_count} finite results where the exact value overflows "
+                        f"{fmt.name}")
     if problems:
         w = r.worst or {}
         where = (f"worst input x = {w.get('x')!r} ({w.get('x_hex')}): got {w.get('got')!r}, "

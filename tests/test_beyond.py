@@ -210,3 +210,19 @@ def test_beyond_float64_without_mpmath_matches_mpmath(name):
                 u = float((f - fmt.max_finite) / mp.mpf(2) ** (e - fmt.p + 1))
             assert fast[0][i] == pytest.approx(u, rel=2.0**-40), (name, fmt_name, xi)
             assert fast[2][i] == 1.0 and fast[1][i] == math.inf
+
+
+def test_assert_accuracy_fails_on_overflow_misses():
+    """exp.cephes in bf16 clamps at 2^127 where e^x overflows bf16 (x >= 88.72...): small
+    ULP errors, but every such input is an overflow miss."""
+    from audit.testing import assert_accuracy
+
+    with pytest.raises(AssertionError, match="finite results where the exact value overflows bf16"):
+        assert_accuracy("exp.cephes", dtype="bf16", range=(80, 100), max_ulp=1e9)
+    r = assert_accuracy("exp.cephes", dtype="bf16", range=(80, 100), max_ulp=1e9, overflow=True)
+    # e^x rounds past bf16's largest value (2^128 (1 - 2^-9) is the rounding edge) from
+    # x = 88.7228... on: count the bf16 inputs in [88.75, 100] independently
+    xs = get_format("bf16").finite_values()
+    with mp.workprec(100):
+        edge = mp.log(mp.mpf(2) ** 128 * (1 - mp.mpf(2) ** -9))
+    assert r.overflow_miss_count == int(((xs >= float(edge)) & (xs <= 100)).sum())
