@@ -179,3 +179,16 @@ def test_selftest_catches_a_lost_sign(monkeypatch):
     checks = selftest.run(["tanh"], ("fp16",))
     assert [c.fmt for c in checks if c.disagreements] == ["fp64 zeros"]
     oracle._MEMO.clear()
+
+
+@pytest.mark.parametrize("name,x", [("gelu_grad", -3.362946829335837e38), ("gelu_grad", -1e300),
+                                    ("gelu", -1e300), ("mish_grad", -1e300), ("silu_grad", -1e300)])
+def test_fp64_mpmath_path_at_huge_arguments(name, x):
+    """exp(-x^2/2) at x = -1e300 needs x^2 (and erfc's argument) to ~2000 bits before the
+    result, 10^(-10^599), even has its exponent right: at 64 bits mpmath gives
+    gelu_grad(-3.36e38) > 0, and at fp64's p + 40 = 93 bits gelu_grad(-1e300) came out with
+    the wrong sign.  The oracle adds 2 log2|x| bits; the sign here is
+    that of the exact value, negative (Phi(x) < |x| phi(x) for x < -1; x sigmoid(x) < 0)."""
+    ov = oracle.evaluate(REFERENCES[name], FORMATS["fp64"], np.array([x]))
+    assert ov.rounded[0] == 0 and math.copysign(1.0, ov.rounded[0]) == -1.0
+    assert math.copysign(1.0, ov.hi[0]) == -1.0 and ov.lo[0] <= 0
