@@ -238,18 +238,19 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
             unsure[odd[np.isinf(vo)]] = False
         # v within its error of zero (f underflows float64, or is 0): its sign is not
         # trusted (0 + -0 = +0); the reference's sign decides, else mpmath
-        tiny = np.flatnonzero((mag <= slack) & np.isfinite(mag))
-        if len(tiny) and ref.sign is None:
-            amb[tiny] = True
-            tiny = tiny[:0]
+        tiny = mag <= slack  # (as masks: whole chunks of a function's tail can be tiny)
+        tiny &= mag < np.inf
+        any_tiny = bool(tiny.any())
+        if any_tiny and ref.sign is None:
+            amb |= tiny
+            any_tiny = False
         unsure &= ~amb
     hi = v if not np.shares_memory(v, x) else v.copy()  # f(x) = hi + lo
     lo = np.zeros_like(v)
-    if len(tiny):
-        neg = zero_signbit(ref, x[tiny], params, None if x2 is None else x2[tiny])
-        sgn = np.where(neg, -1.0, 1.0)
-        rounded[tiny] = np.copysign(rounded[tiny], sgn)
-        hi[tiny] = np.copysign(hi[tiny], sgn)
+    if any_tiny:
+        sgn = np.where(zero_signbit(ref, x, params, x2), -1.0, 1.0)
+        np.copysign(rounded, sgn, out=rounded, where=tiny)
+        np.copysign(hi, sgn, out=hi, where=tiny)
     if ref.fast_near is not None and x2 is None:
         _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded)
     if ref.fast_dd is not None and amb.any():
