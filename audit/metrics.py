@@ -61,6 +61,8 @@ def _max(a: float, b: float) -> float:
 def _worse(a: float, b: float) -> bool:
     """a replaces the maximum b: a > b, or a NaN where b is not."""
     return a > b or (a != a and b == b)
+
+
 EXACT_P99_LIMIT = 1 << 24  # errors kept in memory (128 MiB) for an exact p99 up to this count
 
 
