@@ -509,7 +509,7 @@ def results_table(results: list[SweepResult]) -> Table:
                       ("inputs", "right"), ("max ULP", "right"), ("at x (bits)", "left"),
                       ("mean", "right"), ("p99", "right"), ("max abs", "right"),
                       ("max rel", "right"), ("CR %", "right"), ("NaN", "right"),
-                      ("inf", "right"), ("findings", "left")]:
+                      ("inf", "right"), ("ovf", "right"), ("findings", "left")]:
         if col == "findings":
             t.add_column(col, justify=just, overflow="fold", max_width=30)
         else:
@@ -528,7 +528,7 @@ def results_table(results: list[SweepResult]) -> Table:
                   n, fmt_num(r.max_ulp), where,
                   fmt_num(r.mean_ulp), fmt_num(r.p99_ulp), fmt_num(r.max_abs),
                   fmt_num(r.max_rel), f"{100 * r.correctly_rounded_fraction:.2f}",
-                  str(r.nan_count), str(r.inf_count), spec)
+                  str(r.nan_count), str(r.inf_count), str(r.overflow_miss_count), spec)
     if any(not r.domain.exhaustive for r in results):
         t.caption = "~ sampled: the maximum is a lower bound; otherwise exhaustive: an upper bound"
     if show_sem:

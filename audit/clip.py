@@ -27,7 +27,7 @@ from . import oracle
 from .candidates import Candidate
 from .formats import Format
 from .io import json_number
-from .metrics import FINITE, point_errors
+from .metrics import finite_result, point_errors
 from .oracle import OracleValues
 from .references import Reference
 
@@ -76,7 +76,7 @@ def _ok(ulp, abs_err, cls, max_ulp, atol):
             good |= ulp <= max_ulp
         if atol is not None:
             good |= abs_err <= atol
-    return good & (cls == FINITE)
+    return good & finite_result(cls)
 
 
 def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
@@ -85,14 +85,14 @@ def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
     (``failing``: inputs with a failure finding, left out of the default tolerance)."""
     x = e.x
     if max_ulp is None and atol is None:
-        core = (e.cls == FINITE) & (np.abs(x) <= CORE)
+        core = finite_result(e.cls) & (np.abs(x) <= CORE)
         if failing is not None:
             core &= ~failing
         max_ulp = max(2.0, 2 * float(np.max(e.ulp_err[core]))) if core.any() else 2.0
     okc = _ok(e.ulp_err, e.abs_err, e.cls, max_ulp, atol)
     ov = OracleValues(e.rounded, e.exact, e.exact_lo, 0)
     fixed = e.ulp_err.copy()
-    fixed[e.cls != FINITE] = np.inf
+    fixed[~finite_result(e.cls)] = np.inf
     sides = {}
     safe = {}
     notes = []

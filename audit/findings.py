@@ -29,7 +29,7 @@ import numpy as np
 from .candidates import Candidate
 from .formats import Format
 from .io import json_number
-from .metrics import FINITE, INF, NAN, PointErrors
+from .metrics import INF, NAN, PointErrors, finite_result
 
 MAX_INTERVALS = 64  # per finding in the JSON; `intervals_total` gives the full count
 KEEP_INTERVALS = 256  # per finding in memory (figures shade up to 200)
@@ -109,7 +109,7 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
                 rng &= ~nonfinite
             out["range"] = (rng, "")
         if ref.monotone and ref.arity == 1:
-            out["monotonicity"] = (_backwards(e.x, got, e.cls == FINITE, ref.monotone), "")
+            out["monotonicity"] = (_backwards(e.x, got, finite_result(e.cls), ref.monotone), "")
     return out
 
 
@@ -140,7 +140,7 @@ def monotone_edges(e: PointErrors, pieces) -> list:
     with the first of the next (:func:`edge_finding`): the steps across chunk edges that
     a single run over every input compares too."""
     out = []
-    ok = e.cls == FINITE
+    ok = finite_result(e.cls)
     if len(e.x) and ok.all():  # the common case: the chunk inside one piece, no masks
         for i, (a, b, _) in enumerate(pieces):
             if a <= e.x[0] and e.x[-1] <= b:
@@ -294,12 +294,13 @@ def explain(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
             return _cause(t, f"{_show(t, ins)} = {_fmt(out)}: the non-finite input is lost")
     if first_over is not None and kind in ("nan", "special", "overflow"):
         return _cause(first_over, f"{first_over.op} overflowed to inf")
-    if kind in ("sign", "range", "monotonicity") and entries:
+    if kind in ("sign", "range", "monotonicity", "overflow") and entries:
         # no exceptional operation: the approximation (or its rounding) itself; point at the
         # operation that produced the result
         t = next((t for t in reversed(entries) if t.file != "(storage)"), entries[-1])
         what = {"sign": "has the wrong sign", "range": "leaves the function's range",
-                "monotonicity": "goes backwards"}[kind]
+                "monotonicity": "goes backwards",
+                "overflow": "is finite where the exact value overflows (or is a pole)"}[kind]
         return _cause(t, f"no exceptional operation: the result of {t.op} {what} through "
                          "approximation or rounding error")
     return None

@@ -100,7 +100,7 @@ class Format:
         if not man:
             if bc == 0 and exp == 0:  # zero
                 return 0.0
-            if exp == -456:  # +-inf: (sign, 0, -456, -2)
+            if exp in (-456, -789):  # +inf: (0, 0, -456, -2); -inf: (1, 0, -789, -3)
                 return -self.overflow_value if sign else self.overflow_value
             return math.nan
         man = int(man)

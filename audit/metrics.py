@@ -21,10 +21,17 @@ Each input falls into one class:
   exact value overflows the format and r is its correct rounding.
 * ``nan``: r is NaN although RN_F(f(x)) is a number.
 * ``inf``: r is infinite although RN_F(f(x)) is finite, or has the other sign.
+* ``overflow_miss``: r is finite although the exact value overflows the format
+  (RN_F(f(x)) is +-inf, or NaN in E4M3FN): a finite result, counted apart
+  (``overflow_miss``) and entering the averages and maxima with its ULP error,
+  which is measured against the exact value even beyond float64's range.
+* ``undefined``: f(x) is not a real number (log of a negative number): no error is
+  measured; counted (``undefined``), and correctly rounded only where r is NaN.
 
 NaN and inf results are counted, never folded into averages or maxima.  A zero
 result for a nonzero exact value that the format can hold is a finite result
-with a large ULP error, not a match.
+with a large ULP error, not a match.  No NaN is silently dropped by a reduction:
+a NaN among finite-result errors (a defect upstream) makes the maximum NaN.
 """
 
 from __future__ import annotations
@@ -37,8 +44,25 @@ import numpy as np
 from .formats import Format
 from .oracle import OracleValues
 
-FINITE, OVERFLOW_OK, NAN, INF = 0, 1, 2, 3
-CLASS_NAMES = ("finite", "overflow_ok", "nan", "inf")
+FINITE, OVERFLOW_OK, NAN, INF, OVERFLOW_MISS, UNDEFINED = 0, 1, 2, 3, 4, 5
+CLASS_NAMES = ("finite", "overflow_ok", "nan", "inf", "overflow_miss", "undefined")
+
+
+def finite_result(cls: np.ndarray) -> np.ndarray:
+    """Inputs whose result is finite: ``finite`` and ``overflow_miss``."""
+    return (cls == FINITE) | (cls == OVERFLOW_MISS)
+
+
+def _max(a: float, b: float) -> float:
+    """max that propagates NaN whatever the order (Python's max(0.0, nan) is 0.0)."""
+    return a if (a != a or a > b) else b
+
+
+def _worse(a: float, b: float) -> bool:
+    """a replaces the maximum b: a > b, or a NaN where b is not."""
+    return a > b or (a != a and b == b)
+
+
 EXACT_P99_LIMIT = 1 << 24  # errors kept in memory (128 MiB) for an exact p99 up to this count
 
 
@@ -73,10 +97,16 @@ def exact_ulp(fmt: Format, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return out
 
 
-def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None) -> PointErrors:
+def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None,
+                 beyond=None) -> PointErrors:
     """Per-input errors.  ``settle(idx)`` returns oracle values with inputs idx decided
     exactly; it is called for the inputs whose exact value sits on an unknown side of a
     power of two (OracleValues.unsure) and whose result is not correctly rounded.
+    ``beyond(idx, got)`` returns (ulp, abs, rel) errors computed from the exact value in
+    mpmath (oracle.beyond_errors); it is called for finite results whose exact value or
+    error exceeds float64's range (exp(712) = 1.07e309).  Without it those inputs get
+    ULP error inf (unknown) and relative error 1 (|r| <= 2**960 against |f| >= 2**1024:
+    1 - r/f rounds to 1), inf for fp64.
 
     Written for speed (it runs on every input of an exhaustive fp32 sweep): in-place
     operations, and the rare cases (non-finite results or exact values, zero exact
@@ -103,23 +133,36 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
         abs_err -= lo
         np.abs(abs_err, out=abs_err)
         ulp_err = abs_err / exact_ulp(fmt, hi, lo)
-        hinf = np.flatnonzero(~np.isfinite(hi))
-        if len(hinf):
-            # an exact value beyond float64's range (exp(710)) is a finite real: a finite
-            # result is then infinitely many of its ulps away, in float64 terms
-            abs_err[hinf] = np.where(got[hinf] == hi[hinf], 0.0, np.inf)
-            ulp_err[hinf] = abs_err[hinf]
         np.minimum(ulp_err, 0.5, out=ulp_err, where=correct)
         rel_err = abs_err / np.abs(hi)
         zero = np.flatnonzero(hi == 0)
         if len(zero):
             rel_err[zero] = np.where(abs_err[zero] == 0, 0.0, np.inf)
+        # an exact value (or an error) beyond float64's range is still a finite real: its
+        # figures come from mpmath, never inf/inf = NaN
+        big = np.flatnonzero(~np.isfinite(abs_err))
+        if len(big):
+            big = big[np.isfinite(got[big]) & ~np.isnan(hi[big])]
+        if len(big):
+            if beyond is not None:
+                ulp_err[big], abs_err[big], rel_err[big] = beyond(big, got[big])
+            else:  # unknown without the exact value: an upper bound, never NaN
+                ulp_err[big] = abs_err[big] = np.inf
+                rel_err[big] = 1.0 if fmt.max_finite < 2.0**960 else np.inf
+        over = np.flatnonzero(~np.isfinite(rounded))  # RN_F(f) overflows (or f is NaN)
+        und = over[:0]
+        if len(over):
+            undef = np.isnan(hi[over])
+            und = over[undef]
+            cls[und] = UNDEFINED
+            over = over[~undef]
+            cls[over[np.isfinite(got[over])]] = OVERFLOW_MISS
         dist = np.zeros(n, dtype=np.int64)
         wrong = np.flatnonzero(~correct)
         if len(wrong):
             dist[wrong] = np.abs(_ordinals(fmt, got[wrong]) - _ordinals(fmt, rounded[wrong]))
-        if len(notfin):
-            bad = notfin[cls[notfin] != FINITE]
+        if len(notfin) or len(und):
+            bad = np.union1d(notfin[~finite_result(cls[notfin])], und)
             for a in (ulp_err, abs_err, rel_err):
                 a[bad] = np.nan
             dist[bad] = np.where(cls[bad] == OVERFLOW_OK, 0, -1)
@@ -141,6 +184,7 @@ def _ordinals(fmt: Format, v: np.ndarray) -> np.ndarray:
 
 HIST_SHIFT = 44  # p99 histogram bins: the top 20 bits of an error's float64 pattern (errors
 # are >= 0: sign bit 0): exponent and 8 significand bits, bins of 2**-8 relative width
+INF_KEY = 0x7FF0000000000000 >> HIST_SHIFT  # the bin of inf; NaN bins lie above it
 
 
 @dataclass
@@ -158,6 +202,8 @@ class Summary:
     nan_count: int = 0
     inf_count: int = 0
     overflow_ok: int = 0
+    overflow_miss: int = 0
+    undefined: int = 0
     max_ulp: float = 0.0
     worst: dict | None = None
     max_abs: float = 0.0
@@ -172,23 +218,25 @@ class Summary:
     def add(self, e: PointErrors, fmt: Format) -> None:
         n = len(e)
         self.count += n
-        per_class = np.bincount(e.cls, minlength=4)
-        nf = int(per_class[FINITE])
+        per_class = np.bincount(e.cls, minlength=6)
+        nf = int(per_class[FINITE] + per_class[OVERFLOW_MISS])
         self.finite += nf
         self.correct += int(np.count_nonzero(e.correct))
         self.nan_count += int(per_class[NAN])
         self.inf_count += int(per_class[INF])
         self.overflow_ok += int(per_class[OVERFLOW_OK])
+        self.overflow_miss += int(per_class[OVERFLOW_MISS])
+        self.undefined += int(per_class[UNDEFINED])
         if nf == 0:
             return
         if nf == n:  # the common case: no masking copies
             u, a, r, d = e.ulp_err, e.abs_err, e.rel_err, e.ulp_dist
             pos = None
         else:
-            pos = np.flatnonzero(e.cls == FINITE)
+            pos = np.flatnonzero(finite_result(e.cls))
             u, a, r, d = e.ulp_err[pos], e.abs_err[pos], e.rel_err[pos], e.ulp_dist[pos]
-        i = int(np.argmax(u))
-        if self.worst is None or u[i] > self.max_ulp:
+        i = int(np.argmax(u))  # the first NaN, if any (argmax propagates NaN)
+        if self.worst is None or _worse(float(u[i]), self.max_ulp):
             j = i if pos is None else int(pos[i])
             self.max_ulp = float(u[i])
             self.worst = {"x": float(e.x[j]), "x_hex": fmt.hex(float(e.x[j])),
@@ -197,8 +245,8 @@ class Summary:
             if e.x2 is not None:
                 self.worst["b"] = float(e.x2[j])
                 self.worst["b_hex"] = fmt.hex(float(e.x2[j]))
-        self.max_abs = max(self.max_abs, float(a.max()))
-        self.max_rel = max(self.max_rel, float(r.max()))
+        self.max_abs = _max(float(a.max()), self.max_abs)  # numpy's max propagates NaN
+        self.max_rel = _max(float(r.max()), self.max_rel)
         self.max_ulp_distance = max(self.max_ulp_distance, int(d.max()))
         self._sums.append(float(np.sum(u)))
         if self.exact_p99 and self._kept + len(u) <= EXACT_P99_LIMIT:
@@ -246,10 +294,12 @@ class Summary:
         self.nan_count += o.nan_count
         self.inf_count += o.inf_count
         self.overflow_ok += o.overflow_ok
-        if o.worst is not None and (self.worst is None or o.max_ulp > self.max_ulp):
+        self.overflow_miss += o.overflow_miss
+        self.undefined += o.undefined
+        if o.worst is not None and (self.worst is None or _worse(o.max_ulp, self.max_ulp)):
             self.max_ulp, self.worst = o.max_ulp, o.worst
-        self.max_abs = max(self.max_abs, o.max_abs)
-        self.max_rel = max(self.max_rel, o.max_rel)
+        self.max_abs = _max(o.max_abs, self.max_abs)
+        self.max_rel = _max(o.max_rel, self.max_rel)
         self.max_ulp_distance = max(self.max_ulp_distance, o.max_ulp_distance)
         self._sums.extend(o._sums)
         if o.exact_p99 and self.exact_p99 and self._kept + o._kept <= EXACT_P99_LIMIT:
@@ -266,8 +316,8 @@ class Summary:
         """(JSON-able fields, error arrays) from which ``from_state`` rebuilds this summary
         exactly (floats round-trip through JSON's shortest repr)."""
         d = {k: getattr(self, k) for k in ("count", "finite", "correct", "nan_count", "inf_count",
-                                           "overflow_ok", "max_ulp", "worst", "max_abs", "max_rel",
-                                           "max_ulp_distance", "exact_p99")}
+                                           "overflow_ok", "overflow_miss", "undefined", "max_ulp", "worst",
+                                           "max_abs", "max_rel", "max_ulp_distance", "exact_p99")}
         d["sums"] = list(self._sums)
         d["hist"] = [[k, c] for k, c in sorted(self._hist.items())]
         return d, list(self._errs)
@@ -275,8 +325,8 @@ class Summary:
     @classmethod
     def from_state(cls, d: dict, errs: list[np.ndarray]) -> "Summary":
         s = cls(**{k: d[k] for k in ("count", "finite", "correct", "nan_count", "inf_count",
-                                     "overflow_ok", "max_ulp", "worst", "max_abs", "max_rel",
-                                     "max_ulp_distance", "exact_p99")})
+                                     "overflow_ok", "overflow_miss", "undefined", "max_ulp", "worst",
+                                     "max_abs", "max_rel", "max_ulp_distance", "exact_p99")})
         s._sums = [float(v) for v in d["sums"]]
         s._hist = {int(k): int(c) for k, c in d["hist"]}
         s._errs = [np.asarray(a, dtype=np.float64) for a in errs]
@@ -312,6 +362,8 @@ class Summary:
         for key in sorted(self._hist):
             seen += self._hist[key]
             if seen > k:
+                if key >= INF_KEY:  # inf (or NaN: sorted last) is its own bin, no upper edge
+                    return float(np.array([key << HIST_SHIFT], dtype=np.uint64).view(np.float64)[0])
                 return float(np.array([(key + 1) << HIST_SHIFT], dtype=np.uint64).view(np.float64)[0])
         return self.max_ulp
 

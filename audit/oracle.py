@@ -32,7 +32,7 @@ from .references import Reference
 
 log = logging.getLogger(__name__)
 
-ORACLE_VERSION = 5
+ORACLE_VERSION = 6  # 6: signed zeros from the reference's sign
 FAST_ABS_TOL = 2.0**-1000
 MIN_REL_ERR = 2.0**-50
 GUARD_BITS = 12  # precision margin trusted of an mpmath evaluation
@@ -68,7 +68,11 @@ def exact_point(ref: Reference, x, fmt: Format, params: dict) -> tuple[float, fl
     """
     args = x if isinstance(x, tuple) else (x,)
     margs = tuple(mp.mpf(a) for a in args)
-    prec = fmt.p + 40
+    # a reference rounds its intermediates at the working precision: exp(-x^2 / 2) at
+    # x = 1e38 loses 2 log2|x| bits of its argument's absolute accuracy (the exponent of
+    # a result like 1e-(10^76)), so huge arguments get 2 log2|x| more bits, untrusted
+    extra = 2 * max([0] + [math.frexp(float(a))[1] for a in args if math.isfinite(float(a))])
+    prec = fmt.p + 40 + extra
     while True:
         with mp.workprec(prec):
             try:
@@ -78,15 +82,17 @@ def exact_point(ref: Reference, x, fmt: Format, params: dict) -> tuple[float, fl
 
                 raise BadParameterError(f"{ref.name} is undefined at x = {args[0]!r} with "
                                         f"parameters {params} (a division by zero)") from None
+        if not mp.isfinite(v):  # NaN outside the domain, +-inf at a pole (1/0): exact
+            return fmt.round_mpf(v), float(v), 0.0
         with mp.workprec(prec + 64):
-            d = abs(v) * mp.ldexp(1, GUARD_BITS - prec)
+            d = abs(v) * mp.ldexp(1, GUARD_BITS - (prec - extra))
             a, b = fmt.round_mpf(v - d), fmt.round_mpf(v + d)
             rounding_ok = a == b or (math.isnan(a) and math.isnan(b))
             binade_ok = (d == 0 or abs(v) + d < fmt.smallest_normal
                          or mp.frexp(v - d)[1] == mp.frexp(v + d)[1])
         if rounding_ok and binade_ok:
             break
-        if ref.near is not None and prec >= fmt.p + 160:
+        if ref.near is not None and prec - extra >= fmt.p + 160:
             with mp.workprec(prec):
                 pg = ref.near(*margs, **params)
             if pg is not None and abs(pg[1]) <= abs(pg[0]) * mp.ldexp(1, -(fmt.p + 100)):
@@ -127,7 +133,63 @@ def exact_points(ref: Reference, x: np.ndarray, fmt: Format, params: dict,
     with _MPMATH:  # (threaded Dask workers)
         for i, p in enumerate(pts):
             out[:, i] = exact_point(ref, p, fmt, params)
+    # mpmath has no signed zero: an exact zero (hi = lo = 0; a value below float64's range
+    # keeps its sign in hi and lo), and an infinity at a zero input (1/-0 = -inf), take the
+    # reference's sign, as every fast path does
+    with np.errstate(invalid="ignore"):
+        fix = np.flatnonzero(((out[1] == 0) & (out[2] == 0)) | np.isinf(out[1]))
+    if len(fix):
+        neg = zero_signbit(ref, np.asarray(x, dtype=np.float64)[fix], params,
+                           None if x2 is None else np.asarray(x2, dtype=np.float64)[fix])
+        sgn = np.where(neg, -1.0, 1.0)
+        out[0, fix] = np.copysign(out[0, fix], sgn)
+        out[1, fix] = np.copysign(out[1, fix], sgn)
     return OracleValues(out[0], out[1], out[2], len(pts))
+
+
+def zero_signbit(ref: Reference, x: np.ndarray, params: dict, x2: np.ndarray | None = None) -> np.ndarray:
+    """The sign bit of f(x) by the reference's ``sign`` (for ``exact`` references, the
+    fast path's own IEEE sign): where f underflows float64, and at exact zeros."""
+    fn = ref.sign if ref.sign is not None else ref.fast
+    if fn is None:
+        return np.zeros(len(x), bool)
+    s = fn(x, **params) if x2 is None else fn(x, x2, **params)
+    return np.signbit(np.broadcast_to(s, np.shape(x)))
+
+
+def beyond_errors(ref: Reference, fmt: Format, x: np.ndarray, got: np.ndarray, params: dict,
+                  x2: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ULP error, absolute error, relative error) of finite results ``got`` whose exact
+    value f (or error) exceeds float64's range, from f in mpmath: |r - f| / ulp_F(f),
+    |r - f| (inf where it exceeds float64) and |r - f| / |f|, each rounded once to float64.
+    ulp_F(f) = 2**(max(e, emin) - p + 1) with e = floor(log2 |f|), unbounded above.
+    Where the reference gives the fractional part of log2|f| (exp), formats of at most 24
+    bits need no mpmath: the figures follow from it alone (exhaustive fp32 sweeps of exp
+    meet 2**30 such inputs)."""
+    n = len(x)
+    if ref.log2_frac is not None and x2 is None and fmt.max_finite < 2.0**960 and fmt.p <= 24:
+        # |f| = 2**(e + frac) >= 2**1024 against |r| <= 2**128: |r - f| / ulp_F(f) =
+        # 2**frac 2**(p-1) (1 -+ r/f), r/f below 2**-890: one float64 rounding; likewise
+        # |r - f| / |f| rounds to 1 and |r - f| overflows float64
+        frac = ref.log2_frac(np.asarray(x, dtype=np.float64), **params)
+        return np.exp2(frac) * 2.0 ** (fmt.p - 1), np.full(n, np.inf), np.ones(n)
+    out = np.empty((3, n))
+    with _MPMATH:
+        for i in range(n):
+            args = (float(x[i]),) if x2 is None else (float(x[i]), float(x2[i]))
+            extra = 2 * max([0] + [math.frexp(a)[1] for a in args])
+            with mp.workprec(fmt.p + 80 + extra):
+                f = ref.mp(*(mp.mpf(a) for a in args), **params)
+                if not mp.isfinite(f):  # a pole (1/0): infinitely many ulps, relative error 1
+                    out[:, i] = (math.inf, math.inf, 1.0)
+                    continue
+                d = abs(mp.mpf(float(got[i])) - f)
+                e = mp.frexp(f)[1] - 1 if f != 0 else fmt.emin
+                ulp = mp.ldexp(1, max(e, fmt.emin) - fmt.p + 1)
+                out[0, i] = float(d / ulp)
+                out[1, i] = float(d)
+                out[2, i] = float(d / abs(f)) if f != 0 else (0.0 if d == 0 else math.inf)
+    return out[0], out[1], out[2]
 
 
 # ------------------------------------------------------------------ fast path
@@ -151,6 +213,12 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
     if not fast_path_applies(ref, fmt):
         return exact_points(ref, x, fmt, params, x2)
     v = ref.fast(x, **params) if x2 is None else ref.fast(x, x2, **params)
+    undefined = None
+    if ref.undefined is not None and x2 is None:
+        undefined = np.flatnonzero(ref.undefined(x, **params))
+        if len(undefined):  # f is not a real number there: NaN, exactly (no mpmath)
+            v = v.copy()
+            v[undefined] = 0.0
     if ref.exact:
         return OracleValues(fmt.round(v), v, np.zeros_like(v), 0, np.zeros(len(v), bool))
     with np.errstate(all="ignore"):
@@ -174,13 +242,29 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
             lo_o, hi_o = fmt.round(vo - slack[odd]), fmt.round(vo + slack[odd])
             amb[odd] = (~((lo_o == hi_o) | (np.isnan(lo_o) & np.isnan(hi_o))) | np.isnan(vo)) & ~np.isinf(vo)
             unsure[odd[np.isinf(vo)]] = False
+        # v within its error of zero (f underflows float64, or is 0): its sign is not
+        # trusted (0 + -0 = +0); the reference's sign decides, else mpmath
+        tiny = mag <= slack  # (as masks: whole chunks of a function's tail can be tiny)
+        tiny &= mag < np.inf
+        any_tiny = bool(tiny.any())
+        if any_tiny and ref.sign is None:
+            amb |= tiny
+            any_tiny = False
         unsure &= ~amb
     hi = v if not np.shares_memory(v, x) else v.copy()  # f(x) = hi + lo
     lo = np.zeros_like(v)
+    if any_tiny:
+        sgn = np.where(zero_signbit(ref, x, params, x2), -1.0, 1.0)
+        np.copysign(rounded, sgn, out=rounded, where=tiny)
+        np.copysign(hi, sgn, out=hi, where=tiny)
     if ref.fast_near is not None and x2 is None:
         _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded)
     if ref.fast_dd is not None and amb.any():
         _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded, x2)
+    if undefined is not None and len(undefined):
+        amb[undefined] = unsure[undefined] = False
+        rounded[undefined] = hi[undefined] = np.nan
+        lo[undefined] = 0.0
     idx = np.flatnonzero(amb)
     if len(idx):
         ex = exact_points(ref, x[idx], fmt, params, None if x2 is None else x2[idx])

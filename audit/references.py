@@ -56,6 +56,21 @@ class Reference:
     bounds: Callable | None = None
     # monotone pieces: ((a, b, +1 or -1), ...): increasing (+1) or decreasing on [a, b]
     monotone: tuple = ()
+    # sign(x[, b], **params) -> float64 array whose sign bit is that of f(x): the sign of the
+    # exact value wherever it is nonzero (also where it underflows float64, which the fast
+    # value cannot tell: 0 + -0 = +0), and at an exact zero the sign that the formula gives
+    # in IEEE arithmetic (tanh(-0) = -0; hardswish(-4) = -4 * 0 = -0; relu(-1) = +0).
+    # None: the fast path's own sign is exact (``exact`` references); elsewhere the oracle
+    # then sends every input whose fast value is within its error of zero to mpmath.
+    sign: Callable | None = None
+    # undefined(x, **params) -> bool array: where f is not a real number (log of a negative
+    # number): the exact value is NaN there, decided without mpmath
+    undefined: Callable | None = None
+    # log2_frac(x, **params) -> array: the fractional part of log2|f(x)| (absolute error
+    # below 2**-45) where |f(x)| exceeds float64's range, for inputs of at most 24 bits:
+    # the significand of f that the ULP error of a result needs there (exp(1e38)), without
+    # mpmath; None: mpmath decides those inputs
+    log2_frac: Callable | None = None
 
     def special(self, x: float, params: dict) -> float:
         """The value at a non-finite input: the limit at +-inf, NaN at NaN."""
@@ -74,7 +89,7 @@ REFERENCES: dict[str, Reference] = {}
 
 def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1,
               exact=False, near=None, fast_near=None, rel_err_at=None, fast_dd=None, bounds=None,
-              monotone=()):
+              monotone=(), sign=None, undefined=None, log2_frac=None):
     """Decorator registering an mpmath function as a reference.
 
     exact=True declares that the fast path computes the exact real value for every
@@ -86,7 +101,10 @@ def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params
         as_fn = lambda v: v if callable(v) else (lambda **_: v)  # noqa: E731
         REFERENCES[name] = Reference(name, formula, fn, fast, rel_err, as_fn(neg_inf),
                                      as_fn(pos_inf), dict(params or {}), arity, exact, near,
-                                     fast_near, rel_err_at, fast_dd, bounds, tuple(monotone))
+                                     fast_near, rel_err_at, fast_dd, bounds, tuple(monotone),
+                                     None if sign is None else _np(sign),
+                                     None if undefined is None else _np(undefined),
+                                     None if log2_frac is None else _np(log2_frac))
         return fn
 
     return wrap
@@ -120,6 +138,53 @@ _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)  # phi(0)
 DD_TINY = 2.0**-30  # |x| below which the second-order expansions of fast_dd apply
 
 
+def _sign_x(x, **_):
+    """sign of f = sign of x (odd-like functions with f(0) = 0, f(-0) = -0)"""
+    return np.copysign(1.0, x)
+
+
+def _positive(x, **_):
+    return np.ones_like(x)
+
+
+def _negative(x, **_):
+    return -np.ones_like(x)
+
+
+def _below_root(root):
+    """sign of a derivative with one root: negative below it, positive above."""
+    return lambda x, **_: np.where(x < root, -1.0, 1.0)
+
+
+def _chunks(v, n: int = 8, bits: int = 26) -> tuple:
+    """v (an mpmath value) as a sum of n float64 numbers of ``bits`` significant bits each:
+    x * chunk is exact in float64 for x of at most 24 bits."""
+    out = []
+    with mp.workprec(400):
+        r = mp.mpf(v)
+        for _ in range(n):
+            if r == 0:
+                break
+            e = int(mp.floor(mp.log(abs(r), 2)))
+            c = mp.ldexp(mp.floor(mp.ldexp(r, bits - 1 - e)), e - bits + 1)
+            out.append(float(c))
+            r -= c
+    return tuple(out)
+
+
+with mp.workprec(400):
+    LOG2E_CHUNKS = _chunks(1 / mp.log(2))  # log2(e) to about 208 bits
+
+
+def _exp_log2_frac(x, **_):
+    """frac(x log2 e) for x of at most 24 bits up to 2**128: each x * chunk is exact, and
+    its fractional part (np.modf) too; the sum of 8 such parts is off by < 2**-48."""
+    s = np.zeros_like(x)
+    for c in LOG2E_CHUNKS:
+        s += np.modf(x * c)[0]
+    return np.mod(s, 1.0)
+
+
 def _half_x_plus(c):
     """fast_dd of an f with f(x) = x/2 + c(params) x^2 + O(x^4) near 0 (GELU, SiLU,
     hardswish): hi = x/2 (exact), lo = c x^2 (x*x exact for inputs of <= 24 bits, two more
@@ -148,6 +213,7 @@ GELU_GRAD_ROOT = -0.7517916243684  # gelu'(x) = 0 (minimum of GELU)
 
 
 @reference("gelu", "x * Phi(x) = x/2 * erfc(-x/sqrt(2))",
+           sign=_sign_x,
            fast=_np(lambda x: 0.5 * x * sc.erfc(-x * _SQRT_HALF)), rel_err=2.0**-36,
            rel_err_at=_np(lambda x: np.minimum(2.0**-45 * (1 + 0.5 * x * x), 2.0**-36)),
            neg_inf=-0.0, pos_inf=math.inf,
@@ -211,7 +277,8 @@ def _near_mish_grad(x):
 # derivative, where the float64 formula cancels): the oracle sends those to
 # mpmath.  Every bound is checked by tests against mpmath on all 16-bit values.
 
-@reference("sigmoid", "1 / (1 + exp(-x))", fast=_np(sc.expit), rel_err=2.0**-44,
+@reference("sigmoid", "1 / (1 + exp(-x))",
+           sign=_positive, fast=_np(sc.expit), rel_err=2.0**-44,
            neg_inf=0.0, pos_inf=1.0,
            near=lambda x: (mp.mpf(1), 1 / (1 + mp.exp(x))) if x > 0 else None,
            fast_near=_np(lambda x: _sigmoid_near(x)),
@@ -220,7 +287,8 @@ def _sigmoid(x):
     return 1 / (1 + mp.exp(-x))
 
 
-@reference("tanh", "tanh(x)", fast=_np(np.tanh), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=1.0,
+@reference("tanh", "tanh(x)",
+           sign=_sign_x, fast=_np(np.tanh), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=1.0,
            near=_near_odd_one(lambda t: 2 / (1 + mp.exp(2 * t))),
            fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(2 * sc.expit(-2 * np.abs(x))))),
            bounds=_const_bounds(-1.0, 1.0), monotone=((-math.inf, math.inf, 1),))
@@ -229,6 +297,7 @@ def _tanh(x):
 
 
 @reference("silu", "x * sigmoid(beta x)  (swish; silu is beta = 1)",
+           sign=_sign_x,
            fast=_np(lambda x, beta: x * sc.expit(beta * x)), rel_err=2.0**-40,
            neg_inf=lambda beta: -0.0 if beta > 0 else -math.inf,
            pos_inf=lambda beta: math.inf if beta > 0 else 0.0, params={"beta": 1.0},
@@ -240,6 +309,7 @@ def _silu(x, beta):
 
 
 @reference("softplus", "log(1 + exp(beta x)) / beta",
+           sign=lambda x, beta: np.full_like(x, math.copysign(1.0, beta)),
            fast=_np(lambda x, beta: np.logaddexp(0.0, beta * x) / beta), rel_err=2.0**-40,
            neg_inf=0.0, pos_inf=math.inf, params={"beta": 1.0},
            near=lambda x, beta: (x, -mp.log1p(mp.exp(-mpp(beta) * x)) / mpp(beta)) if x > 0 else None,
@@ -250,6 +320,7 @@ def _softplus(x, beta):
 
 
 @reference("mish", "x * tanh(softplus(x))",
+           sign=_sign_x,
            fast=_np(lambda x: x * np.tanh(np.logaddexp(0.0, x))), rel_err=2.0**-44,
            neg_inf=-0.0, pos_inf=math.inf,
            near=lambda x: (x, 2 * x / (1 + (1 + mp.exp(x)) ** 2)) if x > 0 else None,
@@ -259,6 +330,7 @@ def _mish(x):
 
 
 @reference("elu", "x if x > 0 else alpha (exp(x) - 1)",
+           sign=lambda x, alpha: np.where(x > 0, 1.0, np.copysign(1.0, x) * math.copysign(1.0, alpha)),
            fast=_np(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x))), rel_err=2.0**-48,
            neg_inf=lambda alpha: -alpha, pos_inf=math.inf, params={"alpha": 1.0},
            near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x)) if x < 0 else (x, mp.mpf(0)),
@@ -272,6 +344,7 @@ SELU_SCALE = "1.0507009873554804934193349852946"
 
 
 @reference("selu", "scale * (x if x > 0 else alpha (exp(x) - 1))",
+           sign=_sign_x,
            fast=_np(lambda x: float(SELU_SCALE) * np.where(x > 0, x, float(SELU_ALPHA) * np.expm1(x))),
            rel_err=2.0**-48, neg_inf=-float(SELU_SCALE) * float(SELU_ALPHA), pos_inf=math.inf,
            near=lambda x: (-mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA), -mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA) * mp.exp(x)) if x < 0 else (mp.mpf(SELU_SCALE) * x, mp.mpf(0)),
@@ -281,6 +354,7 @@ def _selu(x):
 
 
 @reference("celu", "max(0, x) + min(0, alpha (exp(x / alpha) - 1))",
+           sign=_sign_x,
            fast=_np(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x / alpha))), rel_err=2.0**-46,
            neg_inf=lambda alpha: -alpha, pos_inf=math.inf, params={"alpha": 1.0},
            near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x / mpp(alpha))) if x < 0 else (x, mp.mpf(0)),
@@ -290,7 +364,7 @@ def _celu(x, alpha):
     return x if x > 0 else a * mp.expm1(x / a)
 
 
-@reference("relu", "max(0, x)", fast=_np(lambda x: np.maximum(x, 0.0)), rel_err=0.0,
+@reference("relu", "max(0, x)", fast=_np(lambda x: np.where(x > 0, x, 0.0)), rel_err=0.0,
            neg_inf=0.0, pos_inf=math.inf, exact=True,
            monotone=((-math.inf, math.inf, 1),))
 def _relu(x):
@@ -298,6 +372,7 @@ def _relu(x):
 
 
 @reference("leaky_relu", "x if x >= 0 else alpha x",
+           sign=lambda x, alpha: np.where(x >= 0, np.copysign(1.0, x), -math.copysign(1.0, alpha)),
            fast=_np(lambda x, alpha: np.where(x >= 0, x, alpha * x)), rel_err=2.0**-50,
            neg_inf=lambda alpha: -math.inf if alpha > 0 else 0.0, pos_inf=math.inf,
            params={"alpha": 0.01},
@@ -307,7 +382,7 @@ def _leaky_relu(x, alpha):
     return x if x >= 0 else mpp(alpha) * x
 
 
-@reference("relu6", "min(max(0, x), 6)", fast=_np(lambda x: np.clip(x, 0.0, 6.0)), rel_err=0.0,
+@reference("relu6", "min(max(0, x), 6)", fast=_np(lambda x: np.where(x > 0, np.minimum(x, 6.0), 0.0)), rel_err=0.0,
            neg_inf=0.0, pos_inf=6.0, exact=True,
            bounds=_const_bounds(0.0, 6.0), monotone=((-math.inf, math.inf, 1),))
 def _relu6(x):
@@ -322,6 +397,7 @@ def _hardtanh(x):
 
 
 @reference("hardsigmoid", "relu6(x + 3) / 6",
+           sign=_positive,
            fast=_np(lambda x: np.clip((x + 3.0) / 6.0, 0.0, 1.0)), rel_err=2.0**-50,
            neg_inf=0.0, pos_inf=1.0,
            near=lambda x: (mp.mpf(1), mp.mpf(0)) if x >= 3 else None,
@@ -331,6 +407,7 @@ def _hardsigmoid(x):
 
 
 @reference("hardswish", "x relu6(x + 3) / 6",
+           sign=_sign_x,
            fast=_np(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0), rel_err=2.0**-50,
            neg_inf=0.0, pos_inf=math.inf,
            near=lambda x: (x, mp.mpf(0)) if x >= 3 else None,
@@ -340,6 +417,7 @@ def _hardswish(x):
 
 
 @reference("logsigmoid", "-softplus(-x) = -log(1 + exp(-x))",
+           sign=_negative,
            fast=_np(lambda x: -np.logaddexp(0.0, -x)), rel_err=2.0**-46,
            neg_inf=-math.inf, pos_inf=-0.0,
            bounds=_const_bounds(-math.inf, 0.0), monotone=((-math.inf, math.inf, 1),))
@@ -347,7 +425,8 @@ def _logsigmoid(x):
     return -mp.log1p(mp.exp(-x))
 
 
-@reference("softsign", "x / (1 + |x|)", fast=_np(lambda x: x / (1.0 + np.abs(x))), rel_err=2.0**-50,
+@reference("softsign", "x / (1 + |x|)",
+           sign=_sign_x, fast=_np(lambda x: x / (1.0 + np.abs(x))), rel_err=2.0**-50,
            neg_inf=-1.0, pos_inf=1.0,
            near=_near_odd_one(lambda t: 1 / (1 + t)),
            fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) / (1.0 + np.abs(x)))),
@@ -356,14 +435,16 @@ def _softsign(x):
     return x / (1 + abs(x))
 
 
-@reference("exp", "exp(x)", fast=_np(np.exp), rel_err=2.0**-50, neg_inf=0.0, pos_inf=math.inf,
+@reference("exp", "exp(x)",
+           sign=_positive, log2_frac=_exp_log2_frac, fast=_np(np.exp), rel_err=2.0**-50, neg_inf=0.0, pos_inf=math.inf,
            fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x))),
            bounds=_const_bounds(0.0, math.inf), monotone=((-math.inf, math.inf, 1),))
 def _exp(x):
     return mp.exp(x)
 
 
-@reference("erf", "erf(x)", fast=_np(sc.erf), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=1.0,
+@reference("erf", "erf(x)",
+           sign=_sign_x, fast=_np(sc.erf), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=1.0,
            near=_near_odd_one(mp.erfc),
            fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(sc.erfc(np.abs(x))))),
            bounds=_const_bounds(-1.0, 1.0), monotone=((-math.inf, math.inf, 1),))
@@ -391,7 +472,8 @@ def _gated_dd(deficit, a_min):
     return _np(dd)
 
 
-@reference("swiglu", "silu(a) * b", arity=2,
+@reference("swiglu", "silu(a) * b",
+           sign=lambda a, b: np.copysign(1.0, a) * np.copysign(1.0, b), arity=2,
            fast=_np(lambda a, b: a * sc.expit(a) * b), rel_err=2.0**-40,
            neg_inf=math.nan, pos_inf=math.nan,
            near=lambda a, b: (a * b, a * b / (1 + mp.exp(a))) if a > 0 else None,
@@ -401,7 +483,8 @@ def _swiglu(a, b):
     return a / (1 + mp.exp(-a)) * b
 
 
-@reference("geglu", "gelu(a) * b", arity=2,
+@reference("geglu", "gelu(a) * b",
+           sign=lambda a, b: np.copysign(1.0, a) * np.copysign(1.0, b), arity=2,
            fast=_np(lambda a, b: 0.5 * a * sc.erfc(-a * _SQRT_HALF) * b), rel_err=2.0**-36,
            neg_inf=math.nan, pos_inf=math.nan,
            near=lambda a, b: (a * b, a * b / 2 * mp.erfc(a / mp.sqrt(2))) if a > 0 else None,
@@ -413,7 +496,7 @@ def _geglu(a, b):
 
 
 @reference("reglu", "relu(a) * b", arity=2,
-           fast=_np(lambda a, b: np.maximum(a, 0.0) * b), rel_err=2.0**-50,
+           fast=_np(lambda a, b: np.where(a > 0, a, 0.0) * b), rel_err=2.0**-50,
            neg_inf=math.nan, pos_inf=math.nan, exact=True)
 def _reglu(a, b):
     return (a if a > 0 else mp.mpf(0)) * b
@@ -441,6 +524,7 @@ def _gelu_grad_np(x):
 
 
 @reference("gelu_grad", "d/dx gelu = Phi(x) + x phi(x)",
+           sign=_below_root(GELU_GRAD_ROOT),
            fast=_np(_unsure_near(GELU_GRAD_ROOT, 0.05)(_gelu_grad_np)), rel_err=2.0**-40,
            neg_inf=-0.0, pos_inf=1.0,
            near=lambda x: (mp.mpf(1), mp.erfc(x / mp.sqrt(2)) / 2 - x * mp.exp(-x * x / 2) / mp.sqrt(2 * mp.pi)) if x > 0 else None)
@@ -450,6 +534,7 @@ def _gelu_grad(x):
 
 
 @reference("sigmoid_grad", "d/dx sigmoid = s (1 - s) = e^-|x| / (1 + e^-|x|)^2",
+           sign=_positive,
            fast=_np(lambda x: np.exp(-np.abs(x)) / (1.0 + np.exp(-np.abs(x))) ** 2), rel_err=2.0**-46,
            neg_inf=0.0, pos_inf=0.0,
            bounds=_const_bounds(0.0, 0.25))
@@ -459,6 +544,7 @@ def _sigmoid_grad(x):
 
 
 @reference("tanh_grad", "d/dx tanh = 1 - tanh^2 = sech^2",
+           sign=_positive,
            fast=_np(lambda x: 1.0 / np.cosh(x) ** 2), rel_err=2.0**-46, neg_inf=0.0, pos_inf=0.0,
            bounds=_const_bounds(0.0, 1.0))
 def _tanh_grad(x):
@@ -471,6 +557,7 @@ def _silu_grad_np(x, beta):
 
 
 @reference("silu_grad", "d/dx x sigmoid(beta x) = s (1 + beta x (1 - s)), s = sigmoid(beta x)",
+           sign=lambda x, beta: np.where(beta * x < SILU_GRAD_ROOT, -1.0, 1.0),
            fast=_np(_unsure_near(lambda beta: SILU_GRAD_ROOT / beta, 0.05)(_silu_grad_np)),
            rel_err=2.0**-38, neg_inf=-0.0, pos_inf=1.0, params={"beta": 1.0},
            near=_near_silu_grad)
@@ -482,6 +569,7 @@ def _silu_grad(x, beta):
 
 
 @reference("softplus_grad", "d/dx softplus = sigmoid(beta x)",
+           sign=_positive,
            fast=_np(lambda x, beta: sc.expit(beta * x)), rel_err=2.0**-40,
            neg_inf=0.0, pos_inf=1.0, params={"beta": 1.0},
            near=lambda x, beta: (mp.mpf(1), 1 / (1 + mp.exp(mpp(beta) * x))) if x > 0 else None,
@@ -497,6 +585,7 @@ def _mish_grad_np(x):
 
 
 @reference("mish_grad", "d/dx mish = tanh(sp) + x sech^2(sp) sigmoid(x), sp = softplus(x)",
+           sign=_below_root(MISH_GRAD_ROOT),
            fast=_np(_unsure_near(MISH_GRAD_ROOT, 0.05)(_mish_grad_np)), rel_err=2.0**-38,
            neg_inf=-0.0, pos_inf=1.0,
            near=_near_mish_grad)
@@ -507,6 +596,7 @@ def _mish_grad(x):
 
 
 @reference("elu_grad", "d/dx elu = 1 if x > 0 else alpha exp(x)",
+           sign=lambda x, alpha: np.where(x > 0, 1.0, math.copysign(1.0, alpha)),
            fast=_np(lambda x, alpha: np.where(x > 0, 1.0, alpha * np.exp(x))), rel_err=2.0**-48,
            neg_inf=0.0, pos_inf=1.0, params={"alpha": 1.0},
            near=lambda x, alpha: (mp.mpf(1), mp.mpf(0)) if x > 0 else None,
@@ -514,3 +604,67 @@ def _mish_grad(x):
                                            np.where(x > 0, 0.0, -alpha * np.expm1(x)))))
 def _elu_grad(x, alpha):
     return mp.mpf(1) if x > 0 else mpp(alpha) * mp.exp(x)
+
+
+# ------------------------------------------------------- kernel primitives
+# The building blocks of activation kernels, audited in their own right (fast exp2,
+# log and reciprocal square root are bit tricks in many kernels).  Each is defined on
+# its natural domain; outside it (log of a negative number) f is NaN.  At a zero input
+# an infinite value takes the sign IEEE 754 gives it (1/-0 = -inf, rsqrt(-0) = -inf,
+# log(+-0) = -inf), which ``sign`` states and the oracle applies to mpmath's unsigned
+# infinities.
+
+@reference("expm1", "exp(x) - 1", sign=_sign_x, log2_frac=_exp_log2_frac,
+           fast=_np(np.expm1), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=math.inf,
+           near=lambda x: (mp.mpf(-1), -mp.exp(x)) if x < 0 else None,
+           fast_near=_np(lambda x: (np.where(x < -1, -1.0, np.nan), -_pos(np.exp(x)))),
+           bounds=lambda x: (np.full_like(x, -1.0), np.full_like(x, np.inf)),
+           monotone=((-math.inf, math.inf, 1),))
+def _expm1(x):
+    return mp.expm1(x)
+
+
+@reference("exp2", "2^x", sign=_positive, log2_frac=lambda x: np.mod(x, 1.0),
+           fast=_np(np.exp2), rel_err=2.0**-48, neg_inf=0.0, pos_inf=math.inf,
+           fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x * math.log(2)))),
+           bounds=_const_bounds(0.0, math.inf), monotone=((-math.inf, math.inf, 1),))
+def _exp2(x):
+    return mp.ldexp(mp.exp((x - mp.floor(x)) * mp.ln2), int(mp.floor(x)))
+
+
+@reference("log", "log(x) (natural; NaN for x < 0, -inf at 0)", sign=lambda x: np.where(x < 1, -1.0, 1.0),
+           fast=_np(lambda x: np.log(np.where(x < 0, np.nan, x))), rel_err=2.0**-48,
+           neg_inf=math.nan, pos_inf=math.inf, undefined=lambda x: x < 0,
+           monotone=((1e-300, math.inf, 1),))
+def _log(x):
+    if x < 0:
+        return mp.nan
+    return mp.ninf if x == 0 else mp.log(x)
+
+
+@reference("log1p", "log(1 + x) (NaN for x < -1, -inf at -1)", sign=_sign_x,
+           fast=_np(lambda x: np.log1p(np.where(x < -1, np.nan, x))), rel_err=2.0**-48,
+           neg_inf=math.nan, pos_inf=math.inf, undefined=lambda x: x < -1,
+           monotone=((-1.0, math.inf, 1),))
+def _log1p(x):
+    if x < -1:
+        return mp.nan
+    return mp.ninf if x == -1 else mp.log1p(x)
+
+
+@reference("rsqrt", "1 / sqrt(x) (NaN for x < 0, +-inf at +-0)", sign=_sign_x,
+           fast=_np(lambda x: 1.0 / np.sqrt(np.where(x < 0, np.nan, x))), rel_err=2.0**-50,
+           neg_inf=math.nan, pos_inf=0.0, undefined=lambda x: x < 0,
+           bounds=lambda x: (np.zeros_like(x), np.full_like(x, np.inf)),
+           monotone=((1e-300, math.inf, -1),))
+def _rsqrt(x):
+    if x < 0:
+        return mp.nan
+    return mp.inf if x == 0 else 1 / mp.sqrt(x)
+
+
+@reference("reciprocal", "1 / x (+-inf at +-0)", sign=_sign_x,
+           fast=_np(lambda x: 1.0 / x), rel_err=2.0**-51, neg_inf=-0.0, pos_inf=0.0,
+           monotone=((-math.inf, -1e-300, -1), (1e-300, math.inf, -1)))
+def _reciprocal(x):
+    return mp.inf if x == 0 else 1 / x

@@ -95,6 +95,10 @@ class SweepResult:
         return self.summary.inf_count
 
     @property
+    def overflow_miss_count(self) -> int:
+        return self.summary.overflow_miss
+
+    @property
     def special_failures(self) -> int:
         return sum(not s["ok"] for s in self.specials)
 
@@ -123,6 +127,8 @@ class SweepResult:
             "nan_count": s.nan_count,
             "inf_count": s.inf_count,
             "overflow_ok_count": s.overflow_ok,
+            "overflow_miss_count": s.overflow_miss,
+            "undefined_count": s.undefined,
             "finite_count": s.finite,
             "specials": [{k: json_number(v) if k in ("x", "got", "expected") else v
                           for k, v in sp.items()} for sp in self.specials],
@@ -184,7 +190,9 @@ def _chunk(job: _Job, part):
     watched = [] if job.analyze and x2 is None else None  # for the hidden-overflow scan
     got = c.evaluate(x, st, job.compute, job.params, x2, trace=watched, watch=True)
     e = point_errors(x, got, ov, st, x2, settle=lambda idx: oracle.settle(
-        c.ref, st, ov, idx, x, job.ref_params, x2))
+        c.ref, st, ov, idx, x, job.ref_params, x2),
+        beyond=lambda idx, g: oracle.beyond_errors(c.ref, st, x[idx], g, job.ref_params,
+                                                   None if x2 is None else x2[idx]))
     s = Summary(exact_p99=job.dom.count <= EXACT_P99_LIMIT)
     s.add(e, st)
     found, hid, edges = [], [], None

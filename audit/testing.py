@@ -26,15 +26,16 @@ def callable_candidate(func, reference: str, dtype) -> Candidate:
 def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="fp16",
                     compute=None, *, max_ulp: float | None = None, p99_ulp: float | None = None,
                     max_abs: float | None = None, max_rel: float | None = None,
-                    nan: bool = False, inf: bool = False, specials: bool = False, range=None,
-                    samples=None, seed: int = 0, params: dict | None = None,
-                    semantics=None) -> SweepResult:
+                    nan: bool = False, inf: bool = False, overflow: bool = False,
+                    specials: bool = False, range=None, samples=None, seed: int = 0,
+                    params: dict | None = None, semantics=None) -> SweepResult:
     """Sweep and raise AssertionError naming the worst input when a tolerance is exceeded.
 
-    nan / inf: whether NaN / infinite results (where the exact value is a number) are
-    allowed; specials: whether wrong results at the special inputs +-inf and NaN are
-    (by default they fail: GELU(-inf) must be -0, not NaN).  semantics: one machine
-    semantics (audit.semantics), e.g. "ftz,daz" or "ascend_sat"."""
+    nan / inf / overflow: whether NaN results, infinite results (where the exact value is
+    a number) and finite results where the exact value overflows the format are allowed;
+    specials: whether wrong results at the special inputs +-inf and NaN are (by default
+    they fail: GELU(-inf) must be -0, not NaN).  semantics: one machine semantics
+    (audit.semantics), e.g. "ftz,daz" or "ascend_sat"."""
     __tracebackhide__ = True  # pytest: show the message, not this function's source
     c = candidate_or_callable
     if isinstance(c, str):
@@ -68,6 +69,9 @@ def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="
         problems.append(f"{r.nan_count} NaN results")
     if not inf and r.inf_count:
         problems.append(f"{r.inf_count} infinite results")
+    if not overflow and r.overflow_miss_count:
+        problems.append(f"{r.overflow_miss_count} finite results where the exact value overflows "
+                        f"{fmt.name}")
     if not specials and r.special_failures:
         bad = [s for s in r.specials if not s["ok"]]
         problems.append("wrong at special inputs: " + ", ".join(
