@@ -15,7 +15,6 @@ from typing import List, Optional
 import numpy as np
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.text import Text
@@ -66,7 +65,7 @@ def sweep(
     targets: Optional[List[str]] = typer.Argument(None, help="Candidates (gelu.tanh), families (gelu), torch:NAME, jax:NAME or pkg.module:function."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
     compute: Optional[str] = typer.Option(None, "--compute", "-c",
-                                          help="Compute format(s) of intermediates (default: the storage format)."),
+                                          help="Compute format(s) of intermediates (default 'auto': for storage formats under 32 bits both the storage format itself and fp32, else the storage format)."),
     range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
     samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
@@ -87,6 +86,8 @@ def sweep(
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of the Dask scheduler (tcp://host:8786) for --executor dask."),
     checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="Save chunked sweeps' progress in DIR; rerun the command to resume."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
+    wide: bool = typer.Option(False, "--wide", "-w", help="Every column of the summary (as wide as it needs)."),
+    format_: str = typer.Option("table", "--format", help="Summary on stdout: table, markdown, csv or json."),
     details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
@@ -96,8 +97,14 @@ def sweep(
     params = parse_params(param)
     if samples is not None and samples < 1:
         raise BadOptionError(f"--samples must be positive, got {samples}")
+    from reports import table as table_report
+
+    if format_ not in table_report.FORMATS:
+        raise BadOptionError(f"--format must be one of {', '.join(table_report.FORMATS)}, got '{format_}'")
+    if json_out == "-" and format_ != "table":
+        raise BadOptionError("--json - already prints the JSON document on stdout; drop --format")
     with _progress() as bar:
-        results = run_sweep(targets, dtype, compute, range=rng, samples=samples, seed=seed,
+        results = run_sweep(targets, dtype, "auto" if compute is None else compute, range=rng, samples=samples, seed=seed,
                             exhaustive=exhaustive, params=params, grad=grad, grid=grid,
                             keep_points=csv_out is not None or report_dir is not None, progress=bar,
                             reference=reference, device=device,
@@ -112,15 +119,31 @@ def sweep(
 
         html_report.build(results, report_dir, _command_line())
     doc = document(results, command=_command_line())
-    if json_out == "-":
+    if json_out == "-" or (format_ == "json" and not quiet):
         sys.stdout.write(dumps(doc))
-        return
-    if json_out:
+        if json_out in (None, "-"):
+            return
+    if json_out and json_out != "-":
         write_text(json_out, dumps(doc))
-    if not quiet:
-        out.print(results_table(results))
+    if not quiet and format_ != "json":
+        sys.stdout.write(summary(results, format_, wide))
         if details:
             print_findings(results)
+
+
+def summary(results: list[SweepResult], format_: str = "table", wide: bool = False) -> str:
+    """The sweep summary in a format (reports/table.py), at the terminal's width."""
+    import shutil
+
+    from reports import table as table_report
+
+    if format_ == "markdown":
+        return table_report.markdown(results)
+    if format_ == "csv":
+        return table_report.csv_text(results)
+    if wide:
+        return table_report.wide(results)
+    return table_report.compact(results, width=shutil.get_terminal_size((80, 24)).columns)
 
 
 def _tolerance(v, name):
@@ -147,7 +170,7 @@ def print_findings(results: list[SweepResult]) -> None:
 def clip(
     targets: List[str] = typer.Argument(..., help="Candidates or families."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s) (16 bits or fewer)."),
-    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s)."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s) (default 'auto': the storage format itself and fp32)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance in ULP (default: the candidate's error on its core)."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance."),
@@ -161,7 +184,8 @@ def clip(
             raise BadOptionError(f"clip ranges need every value of the format; {f.name} has too many "
                                  "(use a format of 16 bits or fewer)")
     with _progress() as bar:
-        results = run_sweep(targets, dtype, compute, params=parse_params(param), progress=bar,
+        results = run_sweep(targets, dtype, "auto" if compute is None else compute,
+                            params=parse_params(param), progress=bar,
                             max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
     results = [r for r in results if r.clip is not None]
     if not results:
@@ -354,48 +378,6 @@ class _progress:
 
 def _command_line() -> str:
     return " ".join(["actaudit", *sys.argv[1:]])
-
-
-def results_table(results: list[SweepResult]) -> Table:
-    t = Table(title="actaudit sweep", title_justify="left", header_style="bold")
-    for col, just in [("candidate", "left"), ("dtype", "left"), ("compute", "left"),
-                      ("inputs", "right"), ("max ULP", "right"), ("at x (bits)", "left"),
-                      ("mean", "right"), ("p99", "right"), ("max abs", "right"),
-                      ("max rel", "right"), ("CR %", "right"), ("NaN", "right"),
-                      ("inf", "right"), ("findings", "left")]:
-        if col == "findings":
-            t.add_column(col, justify=just, overflow="fold", max_width=30)
-        else:
-            t.add_column(col, justify=just, no_wrap=True)
-    for r in results:
-        w = r.worst
-        where = f"{fmt_num(w['x'], 6)} ({w['x_hex']})" if w else "-"
-        if w and "b" in w:
-            where = f"a={fmt_num(w['x'], 4)}, b={fmt_num(w['b'], 4)}"
-        n = f"{r.domain.count}" + ("" if r.domain.exhaustive else "~")
-        spec = findings_summary(r)
-        name = r.candidate + "".join(f" {k}={v:g}" for k, v in r.params.items()
-                                     if v != catalog()[r.candidate].params.get(k))
-        t.add_row(escape(name), r.dtype, r.compute, n, fmt_num(r.max_ulp), where,
-                  fmt_num(r.mean_ulp), fmt_num(r.p99_ulp), fmt_num(r.max_abs),
-                  fmt_num(r.max_rel), f"{100 * r.correctly_rounded_fraction:.2f}",
-                  str(r.nan_count), str(r.inf_count), spec)
-    if any(not r.domain.exhaustive for r in results):
-        t.caption = "~ sampled: the maximum is a lower bound; otherwise exhaustive: an upper bound"
-    return t
-
-
-SHORT = {"nan": "nan", "overflow": "ovf", "underflow": "unf", "sign": "sign", "range": "range",
-         "monotonicity": "mono", "special": "spec"}
-
-
-def findings_summary(r: SweepResult) -> str:
-    parts = [f"{SHORT[f.kind]} {f.count}" for f in r.findings]
-    if r.hidden:
-        parts.append(f"hidden {len(r.hidden)}")
-    if not r.findings and r.special_failures:
-        parts.append(f"spec {r.special_failures}")
-    return ", ".join(parts) or "-"
 
 
 def write_csv(results: list[SweepResult], path: Path) -> None:

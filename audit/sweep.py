@@ -29,6 +29,8 @@ from .metrics import EXACT_P99_LIMIT, PointErrors, Summary, point_errors
 
 SCHEMA = "actaudit.sweep/1"
 KEEP_LIMIT = 1 << 24  # inputs whose per-input data may be kept in memory
+NATIVE = "native"  # the compute of callables and framework ops: their own arithmetic
+AUTO = "auto"  # compute: the storage format itself, and fp32 for formats narrower than 32 bits
 
 
 @dataclass
@@ -320,7 +322,8 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     summary = merged.summary
     points = _concat(merged.kept)
     specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []
-    res = SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
+    res = SweepResult(cand.id, cand.reference, storage.name,
+                      NATIVE if cand.native else compute_fmt.name, params, dom,
                       summary, specials, merged.n_mpmath, 0.0, points if keep_points else None)
     if analyze:
         res.findings = list(merged.findings.values())
@@ -449,7 +452,10 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     'local' or 'dask' (with scheduler, the address of a Dask scheduler).  checkpoint: a
     directory where chunked sweeps save their progress and from which they resume.
     dtype: storage format(s), a name, 'fp16,bf16' or a list.
-    compute: compute format(s); default: each storage format itself.
+    compute: compute format(s); default: each storage format itself.  'auto' (the
+    command line's default): both the storage format itself and fp32 for storage formats
+    narrower than 32 bits, the storage format alone otherwise; a candidate whose compute
+    is fixed (bit tricks, callables) runs once per storage format.
     range: (lo, hi) to restrict the inputs; samples/seed for fp32 and fp64;
     exhaustive: every fp32 value, or every pair of a 16-bit gated unit (chunked).
     params: candidate parameters, each a
@@ -472,7 +478,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
             if c.reference != reference:
                 raise BadOptionError(f"{c.id} approximates {c.reference}, not --reference {reference}")
     storages = _formats(dtype)
-    computes = _formats(compute) if compute is not None else None
+    auto = isinstance(compute, str) and compute.strip().lower() == AUTO
+    computes = _formats(compute) if compute is not None and not auto else None
     for k in params or {}:
         if not any(k in c.params for c in cands):
             raise BadOptionError(f"no selected candidate has a parameter '{k}'")
@@ -511,8 +518,15 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     for st in storages:
         doms: dict[int, Domain] = {}
         ext = [adapters.external_candidate(t, reference, st, device) for t in external]
-        for cf in computes or [st]:
+        paths = computes or ([st, get_format("fp32")] if auto and st.bits < 32 else [st])
+        done: set = set()
+        for cf in paths:
             for c in cands + ext:
+                if auto or c.native:  # a fixed compute gives the same result on every path
+                    key = (c.id, "native" if c.native else c.compute_format(cf).name)
+                    if key in done:
+                        continue
+                    done.add(key)
                 if c.arity not in doms:
                     doms[c.arity] = (domain(st, range, samples=None if st.enumerable else samples,
                                             seed=seed, exhaustive=exhaustive)
