@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.special as sc
+from .special import sc
 
 from .formats import Format
 
