@@ -85,7 +85,7 @@ def sweep(
     executor: str = typer.Option("local", "--executor", help="Where chunked sweeps run: local (processes) or dask."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of the Dask scheduler (tcp://host:8786) for --executor dask."),
     checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="Save chunked sweeps' progress in DIR; rerun the command to resume."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary table (--findings still lists the findings)."),
     wide: bool = typer.Option(False, "--wide", "-w", help="Every column of the summary (as wide as it needs)."),
     format_: str = typer.Option("table", "--format", help="Summary on stdout: table, markdown, csv or json."),
     details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
@@ -127,8 +127,8 @@ def sweep(
         write_text(json_out, dumps(doc))
     if not quiet and format_ != "json":
         sys.stdout.write(summary(results, format_, wide))
-        if details:
-            print_findings(results)
+    if details and format_ == "table":
+        print_findings(results)
 
 
 def summary(results: list[SweepResult], format_: str = "table", wide: bool = False) -> str:
@@ -153,17 +153,11 @@ def _tolerance(v, name):
 
 
 def print_findings(results: list[SweepResult]) -> None:
-    for r in results:
-        if not (r.findings or r.hidden):
-            continue
-        out.print(f"[bold]{r.candidate}[/bold] {r.dtype} (compute {r.compute})", highlight=False)
-        for f in r.findings:
-            iv = ", ".join(f"[{fmt_num(a, 6)}, {fmt_num(b, 6)}]" for a, b in f.intervals[:4])
-            more = f" (+{f.intervals_total - 4} more)" if f.intervals_total > 4 else ""
-            cause = f"; {f.cause['text']}" if f.cause else ""
-            out.print(f"  {f.kind:<12} {f.count:>6} inputs  {iv}{more}{cause}", markup=False, highlight=False)
-        for h in r.hidden:
-            out.print(f"  {h['kind']:<12} {h['text']}", markup=False, highlight=False)
+    import shutil
+
+    from reports import table as table_report
+
+    sys.stdout.write(table_report.findings_text(results, shutil.get_terminal_size((80, 24)).columns))
 
 
 @app.command()

@@ -268,3 +268,26 @@ def csv_text(results) -> str:
 
 
 FORMATS = ("table", "markdown", "csv", "json")
+
+
+# --------------------------------------------------------------------------- findings
+
+def findings_text(results, width: int = 80) -> str:
+    """``--findings``: per result, each finding (kind, count, first intervals) and its cause,
+    then hidden overflows and lossy constants; wrapped at ``width``."""
+    from audit.io import format_number
+
+    out: list[str] = []
+    for r in results:
+        if not (r.findings or r.hidden):
+            continue
+        out.append(f"{name(r)} ({path_title(r.dtype, r.compute)})")
+        for f in r.findings:
+            iv = ", ".join(f"[{format_number(a, 6)}, {format_number(b, 6)}]" for a, b in f.intervals[:4])
+            more = f" (+{f.intervals_total - 4} more)" if f.intervals_total > 4 else ""
+            out += _wrap(f"{f.kind} {f.count} inputs: {iv}{more}", width, "  ")
+            if f.cause:
+                out += _wrap(f"cause: {f.cause['text']}", width, "      ")
+        for h in r.hidden:
+            out += _wrap(f"{h['kind']}: {h['text']}", width, "  ")
+    return "\n".join(out) + ("\n" if out else "")
