@@ -30,6 +30,7 @@ from .metrics import CLASS_NAMES
 from .sweep import SweepResult, document, sweep as run_sweep
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,
                   help="Audit the accuracy and stability of activation functions and their "
                        "approximations against an exact mpmath oracle.")
 out = Console()

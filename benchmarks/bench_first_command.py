@@ -5,7 +5,10 @@ run that warms the oracle cache (a temporary cache directory, so the figure does
 on what this machine has cached before).  Also: the process that only imports the CLI, and
 the same command with a cold cache.
 
-    python benchmarks/bench_first_command.py
+    python benchmarks/bench_first_command.py [--against OTHER_SOURCE_TREE]
+
+--against also times another checkout (e.g. the previous release), runs interleaved with
+this tree's, so that both see the same load.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ def wall(cmd, env) -> float:
 
 def main() -> None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if "--against" in sys.argv:
+        return against(root, sys.argv[sys.argv.index("--against") + 1])
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "ACTAUDIT_CACHE_DIR": cache, "COLUMNS": "80",
                "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -47,6 +52,20 @@ def main() -> None:
     print(f"| whole process, cold oracle cache | {statistics.median(cold):.2f} s |")
     print(f"| of which: `import audit.cli` (a process that only imports) | {statistics.median(imports):.2f} s |")
     print(f"| of which: the Python interpreter itself | {statistics.median(bare):.2f} s |")
+
+
+def against(root: str, other: str) -> None:
+    times: dict = {root: [], other: []}
+    with tempfile.TemporaryDirectory() as cache:
+        envs = {t: {**os.environ, "ACTAUDIT_CACHE_DIR": cache, "COLUMNS": "80", "PYTHONPATH": t}
+                for t in times}
+        for t in times:
+            wall(CMD, envs[t])  # warm the cache
+        for _ in range(RUNS):
+            for t in times:
+                times[t].append(wall(CMD, envs[t]))
+    for t, v in times.items():
+        print(f"{t}: median {statistics.median(v):.2f} s of {RUNS} (warm cache)")
 
 
 if __name__ == "__main__":

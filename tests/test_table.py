@@ -113,3 +113,12 @@ def test_framework_ops_compute_natively():
     pytest.importorskip("torch")
     res = audit.sweep("torch:gelu", dtype="fp16", compute="auto")
     assert [(r.dtype, r.compute) for r in res] == [("fp16", "native")]  # once, not per path
+
+
+@pytest.mark.parametrize("cmd", [[], ["sweep"], ["clip"], ["report"], ["check"], ["baseline"],
+                                 ["list"], ["formats"], ["selftest"], ["golden"]])
+def test_help_has_no_bool_placeholders_and_fits_80_columns(capsys, monkeypatch, cmd):
+    code, out, _ = run(capsys, monkeypatch, 80, *cmd, "--help")
+    assert code == 0 and "Usage: actaudit" in out
+    assert "<bool>" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
