@@ -18,7 +18,7 @@ import numpy as np
 
 from . import clip as clip_mod
 from . import findings as findings_mod
-from . import adapters, golden, oracle
+from . import adapters, arguments, golden, oracle
 from .candidates import Candidate, catalog, families, resolve
 from .errors import BadOptionError, UnknownNameError
 from .formats import Format, get_format, parse_formats
@@ -445,8 +445,9 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           progress: Callable[[int], None] | None = None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
-    targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu'
-    or 'pkg.module:function' (with reference=).  dump: a file of device outputs to audit
+    targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu',
+    'pkg.module:function' or a Python callable f(array) -> array (both with reference=), a
+    Candidate, or a list of them.  Wrong arguments raise ActauditError subclasses.  dump: a file of device outputs to audit
     against reference (dump_dtype: the dtype of a raw binary dump).  workers: processes
     for chunked (exhaustive fp32 or pair) sweeps; default: every core.  executor:
     'local' or 'dask' (with scheduler, the address of a Dask scheduler).  checkpoint: a
@@ -465,12 +466,21 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     analyze: add findings, hidden overflows, saturation and the clip recommendation
     (tolerance max_ulp / atol; default: the candidate's error on its core).
     """
-    names = [targets] if isinstance(targets, str) else list(targets or [])
-    names = [n.strip() for t in names for n in t.split(",") if n.strip()]
+    names, funcs, objs = arguments.split_targets(targets)
+    range, params = arguments.input_range(range), arguments.params(params)
+    samples, seed = arguments.integer("samples", samples, 1), arguments.integer("seed", seed, 0)
+    grid, workers = arguments.integer("grid", grid), arguments.integer("workers", workers, 1)
+    max_ulp, atol = arguments.tolerance("max_ulp", max_ulp), arguments.tolerance("atol", atol)
+    for k, v in (("reference", reference), ("device", device), ("dump_dtype", dump_dtype),
+                 ("executor", executor), ("scheduler", scheduler)):
+        arguments.text(k, v)
+    if funcs and reference is None:
+        raise BadOptionError("a callable target needs reference= (the function it computes, e.g. 'gelu')")
     external = [n for n in names if adapters.is_external(n)]
     cands = resolve([n for n in names if not adapters.is_external(n)]) if len(external) < len(names) else []
+    cands += [c for c in objs if c not in cands]
     if grad:
-        if external or dump is not None:
+        if external or funcs or dump is not None:
             raise BadOptionError("--grad applies to catalog candidates")
         cands = grad_candidates(cands)
     if reference is not None:
@@ -488,7 +498,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
             raise BadOptionError("a dump holds one format: give a single --dtype")
         if reference is None:
             raise BadOptionError("--dump needs --reference (the function the device computed)")
-    if not cands and not external and dump is None:
+    if not cands and not external and not funcs and dump is None:
         raise UnknownNameError("no candidate given")
     if samples is not None and all(st.enumerable for st in storages):
         raise BadOptionError(f"{', '.join(st.name for st in storages)} are swept exhaustively; "
@@ -518,6 +528,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     for st in storages:
         doms: dict[int, Domain] = {}
         ext = [adapters.external_candidate(t, reference, st, device) for t in external]
+        ext += [adapters.wrap_callable(f, reference, st) for f in funcs]
         paths = computes or ([st, get_format("fp32")] if auto and st.bits < 32 else [st])
         done: set = set()
         for cf in paths:
