@@ -216,3 +216,33 @@ def test_first_screen_is_the_first_command_at_80_columns():
     assert shown[2] < 60, "the output of the first command is on the README's first screen"
     assert max(len(x) for x in shown[1]) <= 80
     assert text.index(f"$ {first_cmd}") < text.index("## ")
+
+
+def update_readme() -> None:
+    """`python tests/test_readme.py --update`: rewrite the output shown after each `$ actaudit`
+    line of the README with what the command prints now (at 80 columns, in a fresh directory),
+    for blocks that do not elide lines with '...'. Read the diff before committing it."""
+    import tempfile
+
+    lines = README.read_text().splitlines()
+    out, i = [], 0
+    with tempfile.TemporaryDirectory() as d:
+        work = Path(d)
+        while i < len(lines):
+            out.append(lines[i])
+            if lines[i].startswith("$ actaudit"):
+                j = i + 1
+                while j < len(lines) and not lines[j].startswith(("$ ", "```")):
+                    j += 1
+                if "..." not in lines[i + 1:j]:
+                    p = _run(lines[i][2:], work, [])
+                    out += [x.rstrip() for x in p.stdout.splitlines()]
+                    i = j
+                    continue
+            i += 1
+    README.write_text("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--update"]:
+        update_readme()
