@@ -14,6 +14,7 @@ this tree's, so that both see the same load.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -24,10 +25,24 @@ RUNS = 5
 CMD = [sys.executable, "-m", "audit.cli", "sweep", "gelu", "--dtype", "fp16"]
 
 
+CPU: list = []  # CPU seconds (user + system) of each run, beside its wall time
+
+
 def wall(cmd, env) -> float:
+    """Wall seconds of one run; its CPU seconds are appended to CPU (on a busy machine the
+    wall time grows with the load, the CPU time much less: both are printed)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - t0
+    t = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    return t
+
+
+def timed(cmd, env) -> tuple[float, float]:
+    w = wall(cmd, env)
+    return w, CPU[-1]
 
 
 def main() -> None:
@@ -41,17 +56,19 @@ def main() -> None:
         for _ in range(RUNS):
             for f in os.listdir(cache):
                 os.remove(os.path.join(cache, f))
-            cold.append(wall(CMD, env))
+            cold.append(timed(CMD, env))
         wall(CMD, env)  # warm the cache
-        warm = [wall(CMD, env) for _ in range(RUNS)]
-        imports = [wall([sys.executable, "-c", "import audit.cli"], env) for _ in range(RUNS)]
-        bare = [wall([sys.executable, "-c", "pass"], env) for _ in range(RUNS)]
-    print(f"| `{' '.join(['actaudit', *CMD[3:]])}` | median of {RUNS} |")
-    print("|---|---|")
-    print(f"| whole process, warm oracle cache | {statistics.median(warm):.2f} s |")
-    print(f"| whole process, cold oracle cache | {statistics.median(cold):.2f} s |")
-    print(f"| of which: `import audit.cli` (a process that only imports) | {statistics.median(imports):.2f} s |")
-    print(f"| of which: the Python interpreter itself | {statistics.median(bare):.2f} s |")
+        warm = [timed(CMD, env) for _ in range(RUNS)]
+        imports = [timed([sys.executable, "-c", "import audit.cli"], env) for _ in range(RUNS)]
+        bare = [timed([sys.executable, "-c", "pass"], env) for _ in range(RUNS)]
+    print(f"load average (1 min) after the runs: {os.getloadavg()[0]:.1f}")
+    print(f"| `{' '.join(['actaudit', *CMD[3:]])}` | wall, median of {RUNS} | CPU time, median |")
+    print("|---|---|---|")
+    for label, v in (("whole process, warm oracle cache", warm), ("whole process, cold oracle cache", cold),
+                     ("of which: `import audit.cli` (a process that only imports)", imports),
+                     ("of which: the Python interpreter itself", bare)):
+        print(f"| {label} | {statistics.median(w for w, _ in v):.2f} s | "
+              f"{statistics.median(c for _, c in v):.2f} s |")
 
 
 def against(root: str, other: str) -> None:
@@ -63,9 +80,10 @@ def against(root: str, other: str) -> None:
             wall(CMD, envs[t])  # warm the cache
         for _ in range(RUNS):
             for t in times:
-                times[t].append(wall(CMD, envs[t]))
+                times[t].append(timed(CMD, envs[t]))
     for t, v in times.items():
-        print(f"{t}: median {statistics.median(v):.2f} s of {RUNS} (warm cache)")
+        print(f"{t}: median wall {statistics.median(w for w, _ in v):.2f} s, CPU "
+              f"{statistics.median(c for _, c in v):.2f} s, of {RUNS} runs (warm cache)")
 
 
 if __name__ == "__main__":
