@@ -1,13 +1,14 @@
 """scipy.special, imported without loading numpy's unused heavy submodules.
 
 scipy 1.17's ``scipy.special`` builds an array-API copy of the ``numpy`` namespace on
-import: it reads every name that ``dir(numpy)`` and ``numpy.__all__`` list, and so imports numpy's lazily
-loaded ``f2py``, ``testing`` and ``ma`` (0.25 s here, half of the command line's start-up;
-nothing in actaudit or in scipy.special's functions uses them).  While scipy.special
-is imported, both leave out those of them that are not loaded yet; it is
-restored at once, and ``numpy.f2py``, ``numpy.testing``, ``numpy.ma`` still import on
-first use as usual.  The functions are scipy's own: erf, erfc, expit, ... give the same
-values bit for bit.
+import: it reads every name that ``dir(numpy)`` and ``numpy.__all__`` list, and so imports
+numpy's lazily loaded ``f2py``, ``testing``, ``ma``, ``random`` (with hashlib),
+``ctypeslib`` and ``polynomial`` (0.3 s here, half of the command line's start-up;
+scipy.special's functions do not use them, and actaudit imports ``numpy.random`` where it
+samples).  While scipy.special is imported, both leave out those of them that are not
+loaded yet; both are restored at once, and the submodules still import on first use as
+usual.  The functions are scipy's own: erf, erfc, expit, ... give the same values bit for
+bit.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 
 import numpy as np
 
-HEAVY = ("f2py", "testing", "ma")
+HEAVY = ("f2py", "testing", "ma", "random", "ctypeslib", "polynomial")
 
 
 def _load():
