@@ -76,7 +76,7 @@ def _bound_y(ax, u, label_floor: bool = True):
     """y from the floor to the largest error (at most CAP), whole decades; the floor is
     labelled as what it is: correctly rounded or nearly exact results."""
     top = float(np.max(u)) if len(u) else 1.0
-    top = 10.0 ** np.ceil(np.log10(max(min(top, CAP), 1.0)) + 1e-9)
+    top = 10.0 ** np.ceil(np.log10(max(min(top, CAP), 1.0)) - 1e-9)
     ax.set_ylim(FLOOR / 2, top * 1.5)
     if label_floor:
         ax.axhline(FLOOR, color="#888", lw=0.8, ls="-")

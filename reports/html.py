@@ -413,7 +413,7 @@ def _explorer(r, color, key: str) -> str:
             "u": [float(f"{v:.4g}") for v in u], "lin": max(fmt.smallest_normal, 1e-30),
             "xmax": fmt.max_finite, "floor": figures.FLOOR, "color": to_hex(color),
             "top": float(10 ** np.ceil(np.log10(min(max(float(u.max()) if len(u) else 1.0, 1.0),
-                                                    figures.CAP)) + 1e-9))}
+                                                    figures.CAP)) - 1e-9))}
     blob = json.dumps(data, allow_nan=False).replace("<", "\\u003c")
     return (f"<div class='explorer' data-points='{key}'><canvas width='900' height='300'></canvas>"
             f"<div class='tip'></div><div class='hint'>hover: x, got, exact; drag: zoom; "

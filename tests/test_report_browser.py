@@ -63,3 +63,4 @@ def test_only_view_opens_one_candidate(page):
     m = re.search(rf'<details class="cand" id="{re.escape(anchor)}"( open="")?', dom)
     assert m and m.group(1), "the candidate named in the link is open"
     assert 'id="summary" style="display: none;"' in dom
+
