@@ -27,7 +27,7 @@ SHORT = {"nan": "nan", "overflow": "ovf", "underflow": "unf", "sign": "sign", "r
 LEGEND = [
     ("~", "sampled (a lower bound)"),
     ("CR %", "correctly rounded"),
-    ("nan", "NaN for a number"),
+    ("nan", "NaN"),
     ("ovf", "overflow"),
     ("unf", "flushed to 0"),
     ("sign", "wrong sign"),
@@ -199,7 +199,7 @@ def compact(results, width: int = 80) -> str:
 def legend(used: set[str]) -> str:
     """The abbreviations that appear, explained; then where to read more."""
     items = [f"{k} {v}" for k, v in LEGEND if k in used]
-    return "ULP error vs the exact value; " + ", ".join(items) + " (--findings: where, why)"
+    return ", ".join(items) + " (--findings: where, why)"
 
 
 # --------------------------------------------------------------------------- wide, markdown, csv
