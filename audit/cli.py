@@ -105,8 +105,8 @@ def sweep(
     if json_out == "-" and format_ != "table":
         raise BadOptionError("--json - already prints the JSON document on stdout; drop --format")
     with _progress() as bar:
-        results = run_sweep(targets, dtype, "auto" if compute is None else compute, range=rng, samples=samples, seed=seed,
-                            exhaustive=exhaustive, params=params, grad=grad, grid=grid,
+        results = run_sweep(targets, dtype, "auto" if compute is None else compute, range=rng,
+                            samples=samples, seed=seed, exhaustive=exhaustive, params=params, grad=grad, grid=grid,
                             keep_points=csv_out is not None or report_dir is not None, progress=bar,
                             reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
