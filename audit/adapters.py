@@ -128,7 +128,7 @@ def wrap_callable(func, reference: str, dtype, name: str | None = None,
         with np.errstate(all="ignore"):
             return out.astype(np.float64)
 
-    return Candidate(f"{label}", reference, f"{label}(x)", source, fn, compute=fmt.name)
+    return Candidate(f"{label}", reference, f"{label}(x)", source, fn, compute=fmt.name, native=True)
 
 
 class _stdout_to_stderr:

@@ -34,6 +34,7 @@ class Candidate:
     notes: str = ""
     compute: str | None = None  # a compute format the candidate always uses (bit tricks)
     special_inputs: tuple | None = None  # non-finite inputs to check (None: the format's)
+    native: bool = False  # a callable or framework op: it computes in its own arithmetic
     semantics: object = None  # an audit.semantics.Semantics other than ieee (None: ieee)
 
     def with_semantics(self, sem) -> "Candidate":

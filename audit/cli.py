@@ -15,7 +15,6 @@ from typing import List, Optional
 import numpy as np
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.text import Text
@@ -36,6 +35,7 @@ SEM_HELP = ("Machine semantics: flags joined by commas (ftz,daz,contract,saturat
             "bf16_trunc); repeat the option to compare semantics side by side.")
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,
                   help="Audit the accuracy and stability of activation functions and their "
                        "approximations against an exact mpmath oracle.")
 out = Console()
@@ -71,7 +71,7 @@ def sweep(
     targets: Optional[List[str]] = typer.Argument(None, help="Candidates (gelu.tanh), families (gelu), torch:NAME, jax:NAME or pkg.module:function."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
     compute: Optional[str] = typer.Option(None, "--compute", "-c",
-                                          help="Compute format(s) of intermediates (default: the storage format)."),
+                                          help="Compute format(s) of intermediates (default 'auto': for storage formats under 32 bits both the storage format itself and fp32, else the storage format)."),
     range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
     samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
@@ -91,7 +91,9 @@ def sweep(
     executor: str = typer.Option("local", "--executor", help="Where chunked sweeps run: local (processes) or dask."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of the Dask scheduler (tcp://host:8786) for --executor dask."),
     checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="Save chunked sweeps' progress in DIR; rerun the command to resume."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No table."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary table (--findings still lists the findings)."),
+    wide: bool = typer.Option(False, "--wide", "-w", help="Every column of the summary (as wide as it needs)."),
+    format_: str = typer.Option("table", "--format", help="Summary on stdout: table, markdown, csv or json."),
     details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
@@ -108,9 +110,15 @@ def sweep(
             raise BadOptionError(f"{name} needs a path, got an empty string")
     if samples is not None and samples < 1:
         raise BadOptionError(f"--samples must be positive, got {samples}")
+    from reports import table as table_report
+
+    if format_ not in table_report.FORMATS:
+        raise BadOptionError(f"--format must be one of {', '.join(table_report.FORMATS)}, got '{format_}'")
+    if json_out == "-" and format_ != "table":
+        raise BadOptionError("--json - already prints the JSON document on stdout; drop --format")
     with _progress() as bar:
-        results = run_sweep(targets, dtype, compute, range=rng, samples=samples, seed=seed,
-                            exhaustive=exhaustive, params=params, grad=grad, grid=grid,
+        results = run_sweep(targets, dtype, "auto" if compute is None else compute, range=rng,
+                            samples=samples, seed=seed, exhaustive=exhaustive, params=params, grad=grad, grid=grid,
                             keep_points=csv_out is not None or report_dir is not None, progress=bar,
                             reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
@@ -125,15 +133,31 @@ def sweep(
 
         html_report.build(results, report_dir, _command_line())
     doc = document(results, command=_command_line())
-    if json_out == "-":
+    if json_out == "-" or (format_ == "json" and not quiet):
         sys.stdout.write(dumps(doc))
-        return
-    if json_out:
+        if json_out in (None, "-"):
+            return
+    if json_out and json_out != "-":
         write_text(json_out, dumps(doc))
-    if not quiet:
-        out.print(results_table(results))
-        if details:
-            print_findings(results)
+    if not quiet and format_ != "json":
+        sys.stdout.write(summary(results, format_, wide))
+    if details and format_ == "table":
+        print_findings(results)
+
+
+def summary(results: list[SweepResult], format_: str = "table", wide: bool = False) -> str:
+    """The sweep summary in a format (reports/table.py), at the terminal's width."""
+    import shutil
+
+    from reports import table as table_report
+
+    if format_ == "markdown":
+        return table_report.markdown(results)
+    if format_ == "csv":
+        return table_report.csv_text(results)
+    if wide:
+        return table_report.wide(results)
+    return table_report.compact(results, width=shutil.get_terminal_size((80, 24)).columns)
 
 
 def _tolerance(v, name):
@@ -143,25 +167,18 @@ def _tolerance(v, name):
 
 
 def print_findings(results: list[SweepResult]) -> None:
-    for r in results:
-        if not (r.findings or r.hidden):
-            continue
-        out.print(f"[bold]{escape(r.candidate + _sem_label(r))}[/bold] {r.dtype} (compute {r.compute})",
-                  highlight=False)
-        for f in r.findings:
-            iv = ", ".join(f"[{fmt_num(a, 6)}, {fmt_num(b, 6)}]" for a, b in f.intervals[:4])
-            more = f" (+{f.intervals_total - 4} more)" if f.intervals_total > 4 else ""
-            cause = f"; {f.cause['text']}" if f.cause else ""
-            out.print(f"  {f.kind:<12} {f.count:>6} inputs  {iv}{more}{cause}", markup=False, highlight=False)
-        for h in r.hidden:
-            out.print(f"  {h['kind']:<12} {h['text']}", markup=False, highlight=False)
+    import shutil
+
+    from reports import table as table_report
+
+    sys.stdout.write(table_report.findings_text(results, shutil.get_terminal_size((80, 24)).columns))
 
 
 @app.command()
 def clip(
     targets: List[str] = typer.Argument(..., help="Candidates or families."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s) (16 bits or fewer)."),
-    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s)."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s) (default 'auto': the storage format itself and fp32)."),
     param: List[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance in ULP (default: the candidate's error on its core)."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance."),
@@ -176,8 +193,9 @@ def clip(
             raise BadOptionError(f"clip ranges need every value of the format; {f.name} has too many "
                                  "(use a format of 16 bits or fewer)")
     with _progress() as bar:
-        results = run_sweep(targets, dtype, compute, params=parse_params(param), progress=bar,
-                            semantics=semantics or None, max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
+        results = run_sweep(targets, dtype, "auto" if compute is None else compute,
+                            params=parse_params(param), progress=bar, semantics=semantics or None,
+                            max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
     results = [r for r in results if r.clip is not None]
     if not results:
         raise BadOptionError("no univariate candidate selected: clip ranges apply to f(x)")
@@ -190,6 +208,8 @@ def clip(
             sys.stdout.write(dumps(doc))
             return
         write_text(json_out, dumps(doc))
+    from reports import table as table_report
+
     t = Table(title="actaudit clip", title_justify="left", header_style="bold")
     for col in ("candidate", "dtype", "compute", "lo", "below lo", "hi", "above hi", "tolerance",
                 "max ULP after", "saturation (low / high)", "note"):
@@ -201,7 +221,7 @@ def clip(
                                         (f"{fmt_num(tol['atol'])} abs" if tol["atol"] is not None else "")) if x)
         sat = " / ".join("-" if v is None else f"{fmt_num(v['x'], 6)} -> {v['value'] if isinstance(v['value'], str) else fmt_num(v['value'])}"
                          for v in (s["low"], s["high"]))
-        t.add_row(r.candidate + _sem_label(r), r.dtype, r.compute, fmt_num(c["lo"], 6), c["lo_action"],
+        t.add_row(r.candidate + table_report.sem_label(r), r.dtype, r.compute, fmt_num(c["lo"], 6), c["lo_action"],
                   fmt_num(c["hi"], 6), c["hi_action"], tol_s, fmt_num(c["max_ulp_inside"]), sat,
                   c["note"] or "")
     out.print(t)
@@ -301,7 +321,7 @@ def fit(
               highlight=False, soft_wrap=True)
     for key, pth in paths.items():
         out.print(f"wrote {pth}", markup=False, highlight=False)
-    out.print(results_table(results))
+    sys.stdout.write(summary(results))
     return 0 if results[0].max_ulp <= 0.5 and results[0].nan_count == 0 else 1
 
 
@@ -499,60 +519,6 @@ class _progress:
 
 def _command_line() -> str:
     return " ".join(["actaudit", *sys.argv[1:]])
-
-
-def results_table(results: list[SweepResult]) -> Table:
-    t = Table(title="actaudit sweep", title_justify="left", header_style="bold")
-    show_sem = any(r.semantics is not None for r in results)  # a column only when asked for
-    for col, just in [("candidate", "left"), ("dtype", "left"), ("compute", "left"),
-                      *([("semantics", "left")] if show_sem else []),
-                      ("inputs", "right"), ("max ULP", "right"), ("at x (bits)", "left"),
-                      ("mean", "right"), ("p99", "right"), ("max abs", "right"),
-                      ("max rel", "right"), ("CR %", "right"), ("NaN", "right"),
-                      ("inf", "right"), ("ovf", "right"), ("findings", "left")]:
-        if col == "findings":
-            t.add_column(col, justify=just, overflow="fold", max_width=30)
-        else:
-            t.add_column(col, justify=just, no_wrap=True)
-    for r in results:
-        w = r.worst
-        where = f"{fmt_num(w['x'], 6)} ({w['x_hex']})" if w else "-"
-        if w and "b" in w:
-            where = f"a={fmt_num(w['x'], 4)}, b={fmt_num(w['b'], 4)}"
-        n = f"{r.domain.count}" + ("" if r.domain.exhaustive else "~")
-        spec = findings_summary(r)
-        name = r.candidate + "".join(f" {k}={v:g}" for k, v in r.params.items()
-                                     if v != catalog()[r.candidate].params.get(k))
-        t.add_row(escape(name), r.dtype, r.compute,
-                  *([escape(semantics_mod.label(r.semantics, r.stochastic))] if show_sem else []),
-                  n, fmt_num(r.max_ulp), where,
-                  fmt_num(r.mean_ulp), fmt_num(r.p99_ulp), fmt_num(r.max_abs),
-                  fmt_num(r.max_rel), f"{100 * r.correctly_rounded_fraction:.2f}",
-                  str(r.nan_count), str(r.inf_count), str(r.overflow_miss_count), spec)
-    if any(not r.domain.exhaustive for r in results):
-        t.caption = "~ sampled: the maximum is a lower bound; otherwise exhaustive: an upper bound"
-    if show_sem:
-        notes = [escape(n) for n in semantics_mod.table_notes(results)]
-        if notes:
-            t.caption = "; ".join(([t.caption] if t.caption else []) + notes)
-    return t
-
-
-def _sem_label(r) -> str:
-    return "" if r.semantics is None else f" [{semantics_mod.label(r.semantics, r.stochastic)}]"
-
-
-SHORT = {"nan": "nan", "overflow": "ovf", "underflow": "unf", "sign": "sign", "range": "range",
-         "monotonicity": "mono", "special": "spec"}
-
-
-def findings_summary(r: SweepResult) -> str:
-    parts = [f"{SHORT[f.kind]} {f.count}" for f in r.findings]
-    if r.hidden:
-        parts.append(f"hidden {len(r.hidden)}")
-    if not r.findings and r.special_failures:
-        parts.append(f"spec {r.special_failures}")
-    return ", ".join(parts) or "-"
 
 
 def write_csv(results: list[SweepResult], path: Path) -> None:

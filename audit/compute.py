@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.special as sc
+from .special import sc
 
 from .formats import Format
 

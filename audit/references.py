@@ -19,7 +19,7 @@ from typing import Callable
 
 import mpmath as mp
 import numpy as np
-import scipy.special as sc
+from .special import sc
 
 from .errors import UnknownNameError
 

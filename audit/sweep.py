@@ -18,7 +18,7 @@ import numpy as np
 
 from . import clip as clip_mod
 from . import findings as findings_mod
-from . import adapters, golden, oracle
+from . import adapters, arguments, golden, oracle
 from . import semantics as semantics_mod
 from .candidates import Candidate, catalog, families, resolve
 from .errors import BadOptionError, UnknownNameError
@@ -30,6 +30,8 @@ from .metrics import EXACT_P99_LIMIT, PointErrors, Summary, point_errors
 
 SCHEMA = "actaudit.sweep/1"
 KEEP_LIMIT = 1 << 24  # inputs whose per-input data may be kept in memory
+NATIVE = "native"  # the compute of callables and framework ops: their own arithmetic
+AUTO = "auto"  # compute: the storage format itself, and fp32 for formats narrower than 32 bits
 
 
 @dataclass
@@ -335,7 +337,8 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     summary = merged.summary
     points = _concat(merged.kept)
     specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []
-    res = SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
+    res = SweepResult(cand.id, cand.reference, storage.name,
+                      NATIVE if cand.native else compute_fmt.name, params, dom,
                       summary, specials, merged.n_mpmath, 0.0, points if keep_points else None)
     if cand.semantics is not None and points is not None and len(points.got) == dom.count:
         res._sem_got = points.got  # for semantics.changed_inputs, which drops it
@@ -469,8 +472,9 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     semantics: the machine (audit.semantics): None (ieee), flags ('ftz,daz'), a profile
     name, or a list of them to compare side by side (one result each).
 
-    targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu'
-    or 'pkg.module:function' (with reference=).  dump: a file of device outputs to audit
+    targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu',
+    'pkg.module:function' or a Python callable f(array) -> array (both with reference=), a
+    Candidate, or a list of them.  Wrong arguments raise ActauditError subclasses.  dump: a file of device outputs to audit
     against reference (dump_dtype: the dtype of a raw binary dump).  workers: processes
     for chunked (exhaustive fp32 or pair) sweeps; default: every core.  executor:
     'local' or 'dask' (with scheduler, the address of a Dask scheduler).  checkpoint: a
@@ -478,7 +482,10 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     timeout: seconds one call of a user's function (pkg.module:function or a callable)
     may take; beyond, an ActauditError.
     dtype: storage format(s), a name, 'fp16,bf16' or a list.
-    compute: compute format(s); default: each storage format itself.
+    compute: compute format(s); default: each storage format itself.  'auto' (the
+    command line's default): both the storage format itself and fp32 for storage formats
+    narrower than 32 bits, the storage format alone otherwise; a candidate whose compute
+    is fixed (bit tricks, callables) runs once per storage format.
     range: (lo, hi) to restrict the inputs; samples/seed for fp32 and fp64;
     exhaustive: every fp32 value, or every pair of a 16-bit gated unit (chunked).
     params: candidate parameters, each a
@@ -488,24 +495,21 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     analyze: add findings, hidden overflows, saturation and the clip recommendation
     (tolerance max_ulp / atol; default: the candidate's error on its core).
     """
-    raw = [targets] if isinstance(targets, (str, Candidate)) or callable(targets) else targets
-    try:
-        raw = list(raw or [])
-    except TypeError:
-        raise BadOptionError(f"targets must be names, candidates or callables, not {targets!r}") from None
-    bad = [t for t in raw if not isinstance(t, (str, Candidate)) and not callable(t)]
-    if bad:
-        raise BadOptionError(f"not a candidate name, a Candidate or a callable: {bad[0]!r}")
-    funcs = [t for t in raw if not isinstance(t, (str, Candidate))]  # f(array) -> array
-    given = [t for t in raw if isinstance(t, Candidate)]
-    names = [n.strip() for t in raw if isinstance(t, str) for n in t.split(",") if n.strip()]
+    names, funcs, objs = arguments.split_targets(targets)
+    range, params = arguments.input_range(range), arguments.params(params)
+    samples, seed = arguments.integer("samples", samples, 1), arguments.integer("seed", seed, 0)
+    grid, workers = arguments.integer("grid", grid), arguments.integer("workers", workers, 1)
+    max_ulp, atol = arguments.tolerance("max_ulp", max_ulp), arguments.tolerance("atol", atol)
+    for k, v in (("reference", reference), ("device", device), ("dump_dtype", dump_dtype),
+                 ("executor", executor), ("scheduler", scheduler)):
+        arguments.text(k, v)
     if funcs and reference is None:
-        raise BadOptionError("a callable needs reference= (the function it approximates, e.g. 'gelu')")
+        raise BadOptionError("a callable target needs reference= (the function it computes, e.g. 'gelu')")
     external = [n for n in names if adapters.is_external(n)]
     cands = resolve([n for n in names if not adapters.is_external(n)]) if len(external) < len(names) else []
-    cands = cands + given
+    cands += [c for c in objs if c not in cands]
     if grad:
-        if external or dump is not None:
+        if external or funcs or dump is not None:
             raise BadOptionError("--grad applies to catalog candidates")
         cands = grad_candidates(cands)
     if reference is not None:
@@ -513,7 +517,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
             if c.reference != reference:
                 raise BadOptionError(f"{c.id} approximates {c.reference}, not --reference {reference}")
     storages = _formats(dtype)
-    computes = _formats(compute) if compute is not None else None
+    auto = isinstance(compute, str) and compute.strip().lower() == AUTO
+    computes = _formats(compute) if compute is not None and not auto else None
     sems = semantics_mod.parse_list(semantics)
     if cflags is not None and not any(t.startswith("c:") for t in external):
         raise BadOptionError("--cflags applies to C kernels (c:FILE.c:FUNCTION)")
@@ -575,8 +580,15 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                      "operations, which an external kernel does not expose; "
                                      "give conversion flags only (or compile with --cflags)")
         ext += [adapters.wrap_callable(f, reference, st, timeout=timeout) for f in funcs]
-        for cf in computes or [st]:
+        paths = computes or ([st, get_format("fp32")] if auto and st.bits < 32 else [st])
+        done: set = set()
+        for cf in paths:
             for c in cands + ext:
+                if auto or c.native:  # a fixed compute gives the same result on every path
+                    key = (c.id, "native" if c.native else c.compute_format(cf).name)
+                    if key in done:
+                        continue
+                    done.add(key)
                 if c.arity not in doms:
                     doms[c.arity] = (domain(st, range, samples=None if st.enumerable else samples,
                                             seed=seed, exhaustive=exhaustive)

@@ -29,25 +29,33 @@ def color_of(names: list[str]) -> dict[str, str]:
 def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    # bbox 'tight': legends placed outside the axes stay in the picture
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None}, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
 
 
-def _xaxis(ax, fmt_name: str):
+def _xaxis(ax, fmt_name: str, small: bool = False):
     """Symmetric-log x axis over the format's range, with a few decade ticks (matplotlib's
-    default symlog locators are slow over 80 decades)."""
+    default symlog locators are slow over 80 decades); ``small`` panels get only
+    -max, -1, 0, 1, max, so that no labels collide."""
     fmt = get_format(fmt_name)
     lin = max(fmt.smallest_normal, 1e-30)
     ax.set_xscale("symlog", linthresh=lin, linscale=0.3)
     top = int(np.floor(np.log10(fmt.max_finite)))
     bottom = int(np.ceil(np.log10(lin))) + 1
-    step = max(1, int(np.ceil((top - bottom) / 4)))
-    dec = [10.0**k for k in range(top, bottom - 1, -step)]
+    if small:
+        dec = [10.0**top, 1.0]
+    else:
+        step = max(1, int(np.ceil((top - bottom) / 4)))
+        dec = [10.0**k for k in range(top, bottom - 1, -step)]
     ax.xaxis.set_major_locator(FixedLocator([-d for d in dec] + [0.0] + dec[::-1]))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(PLAIN)
-    ax.set_xlabel(f"input x ({fmt_name}, symmetric-log scale)")
+    ax.set_xlabel("x (symlog)" if small else f"input x ({fmt_name}, symmetric-log scale)",
+                  fontsize=8 if small else None)
+    if small:
+        ax.tick_params(labelsize=7)
 
 
 # plain tick labels: matplotlib's default log labels go through mathtext, slow to lay out
@@ -59,6 +67,31 @@ def _logy(ax):
     ax.set_yscale("log")
     ax.yaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_major_formatter(PLAIN)
+
+
+CAP = 1e6  # the y axis of error maps stops here: larger errors are drawn on the top edge
+
+
+def _bound_y(ax, u, label_floor: bool = True):
+    """y from the floor to the largest error (at most CAP), whole decades; the floor is
+    labelled as what it is: correctly rounded or nearly exact results."""
+    top = float(np.max(u)) if len(u) else 1.0
+    top = 10.0 ** np.ceil(np.log10(max(min(top, CAP), 1.0)) - 1e-9)
+    ax.set_ylim(FLOOR / 2, top * 1.5)
+    if label_floor:
+        ax.axhline(FLOOR, color="#888", lw=0.8, ls="-")
+        ax.annotate(f"floor: error < {FLOOR:g} ULP", (0.005, FLOOR), xycoords=("axes fraction", "data"),
+                    xytext=(0, 2), textcoords="offset points", fontsize=7, color="#555", va="bottom")
+    return top
+
+
+def _plot_capped(ax, x, u, top, color, ms, label=None):
+    """Points, those above the axis drawn as triangles on its top edge."""
+    hi = u > top
+    ax.plot(x[~hi], u[~hi], ".", ms=ms, color=color, rasterized=True, label=label)
+    if hi.any():
+        ax.plot(x[hi], np.full(hi.sum(), top), "^", ms=ms + 2, color=color, rasterized=True,
+                label=f"above {top:.0e} ULP (drawn at the edge)" if label else None)
 
 
 ENVELOPE = 2500  # points drawn per curve: the worst input of each run of consecutive inputs
@@ -82,7 +115,9 @@ def error_map(r, color="#1f77b4") -> bytes:
     saturation thresholds and clip range marked."""
     fig, ax = plt.subplots(figsize=(9, 3.8))
     x, u = _errors(r)
-    ax.plot(x, u, ".", ms=2, color=color, rasterized=True, label=f"{r.candidate} (worst of each run of inputs)")
+    _logy(ax)
+    top = _bound_y(ax, u)
+    _plot_capped(ax, x, u, top, color, 2, f"{r.candidate} (worst of each run of inputs)")
     for f in r.findings:
         if f.kind in SHADES:
             c, label = SHADES[f.kind]
@@ -101,14 +136,13 @@ def error_map(r, color="#1f77b4") -> bytes:
         if c.get(k) is not None:
             ax.axvline(c[k], color="#2ca02c", ls="--", lw=1.2,
                        label=f"clip {k} = {c[k]:g} ({c[k + '_action']})")
-    _logy(ax)
-    ax.set_ylabel(f"ULP error (floor {FLOOR:g})")
+    ax.set_ylabel("ULP error")
     _xaxis(ax, r.dtype)
     kind = "exhaustive" if r.domain.exhaustive else "sampled"
     ax.set_title(f"{r.candidate}: {r.dtype} storage, {r.compute} compute ({kind}, "
                  f"{r.domain.count} inputs)")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=7, framealpha=0.8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=7)
     return _png(fig)
 
 
@@ -117,6 +151,9 @@ def histogram(r, color="#1f77b4") -> bytes:
     _, u = _errors(r, envelope=False)
     bins = np.logspace(np.log10(FLOOR), np.log10(max(u.max(), 1.0)) + 0.01, 40)
     ax.hist(u, bins=bins, color=color)
+    ax.axvline(FLOOR * 1.5, color="#888", lw=0.8)
+    ax.annotate(f"first bar: error < {FLOOR:g} ULP", (FLOOR * 1.6, 0.97), xycoords=("data", "axes fraction"),
+                fontsize=7, color="#555", va="top")
     ax.set_xscale("log")
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(PLAIN)
@@ -128,18 +165,35 @@ def histogram(r, color="#1f77b4") -> bytes:
 
 
 def family_map(results, colors) -> bytes:
-    """All candidates of one family and path on one error map, one color each."""
-    fig, ax = plt.subplots(figsize=(9, 3.8))
-    for r in results:
+    """Small multiples: one panel per candidate of a family in one path, the same axes in
+    every panel (x over the whole format, y from the floor to the family's largest error)."""
+    n = len(results)
+    cols = min(4, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.3 * rows), squeeze=False,
+                             sharex=True, sharey=True)
+    top = max(float(np.max(_errors(r)[1])) if r.points is not None and (r.points.cls == 0).any() else 1.0
+              for r in results)
+    for i, ax in enumerate(axes.flat):
+        if i >= n:
+            ax.set_visible(False)
+            continue
+        r = results[i]
         x, u = _errors(r)
-        ax.plot(x, u, ".", ms=1.5, color=colors[r.candidate], rasterized=True, label=r.candidate)
+        _logy(ax)
+        t = _bound_y(ax, np.array([top]), label_floor=(i == 0))
+        if i:
+            ax.axhline(FLOOR, color="#888", lw=0.8)
+        _plot_capped(ax, x, u, t, colors[r.candidate], 1.5)
+        _xaxis(ax, r.dtype, small=True)
+        bad = f", {r.nan_count} NaN" if r.nan_count else ""
+        ax.set_title(f"{r.candidate}: max {r.max_ulp:.3g}{bad}", fontsize=8)
+        ax.grid(True, alpha=0.3)
+        if i % cols == 0:
+            ax.set_ylabel("ULP error", fontsize=8)
     r0 = results[0]
-    _logy(ax)
-    ax.set_ylabel("ULP error")
-    _xaxis(ax, r0.dtype)
-    ax.set_title(f"family {r0.candidate.split('.')[0]}: {r0.dtype} storage, {r0.compute} compute")
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper left", fontsize=7, markerscale=6, framealpha=0.8)
+    fig.suptitle(f"family {r0.candidate.split('.')[0]}: {r0.dtype} storage, {r0.compute} compute",
+                 fontsize=10)
     return _png(fig)
 
 
@@ -149,9 +203,10 @@ def formats_side_by_side(results, color) -> bytes:
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.4), squeeze=False, sharey=True)
     for ax, r in zip(axes[0], results):
         x, u = _errors(r)
-        ax.plot(x, u, ".", ms=1.5, color=color, rasterized=True)
         _logy(ax)
-        _xaxis(ax, r.dtype)
+        t = _bound_y(ax, np.array([max(float(np.max(_errors(q)[1])) for q in results)]))
+        _plot_capped(ax, x, u, t, color, 1.5)
+        _xaxis(ax, r.dtype, small=True)
         ax.set_title(f"{r.dtype} / {r.compute}: max {r.max_ulp:.3g} ULP", fontsize=9)
         ax.grid(True, alpha=0.3)
     axes[0][0].set_ylabel("ULP error")

@@ -31,7 +31,19 @@ TIERS = [(0.5, "t0", "correctly rounded"), (4, "t1", "<= 4 ULP"), (64, "t2", "<=
          (1024, "t3", "<= 1024 ULP"), (float("inf"), "t4", "> 1024 ULP or NaN/inf")]
 
 CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1200px}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222}
+nav{position:fixed;top:0;left:0;bottom:0;width:210px;overflow-y:auto;background:#f7f7f9;
+ border-right:1px solid #ddd;padding:12px 10px;font-size:13px;box-sizing:border-box}
+nav a{display:block;color:#1a4f8b;text-decoration:none;padding:1px 0;overflow-wrap:anywhere}
+nav a:hover{text-decoration:underline}nav .grp{margin-top:10px;font-weight:600;color:#444}
+nav .sub{padding-left:10px;font-size:12px}
+main{margin-left:230px;padding:16px 24px;max-width:1150px}
+details.cand{border:1px solid #e3e3e3;border-radius:4px;margin:8px 0;padding:4px 10px}
+details.cand>summary{cursor:pointer;font-weight:600;font-size:14px;padding:4px 0}
+.explorer{position:relative;margin:6px 0}.explorer canvas{border:1px solid #ddd;cursor:crosshair;display:block}
+.tip{position:absolute;pointer-events:none;background:rgba(255,255,255,.95);border:1px solid #888;
+ font:12px monospace;padding:3px 6px;white-space:pre;display:none}
+.hint{font-size:12px;color:#666}.rec td{text-align:left}
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
 h3{font-size:15px;margin-bottom:4px}table{border-collapse:collapse;font-size:12px;margin:8px 0}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f3f3f3;cursor:pointer}
@@ -40,6 +52,87 @@ td.l,th.l{text-align:left}code{background:#f6f6f6;padding:1px 3px}
 img{max-width:100%;border:1px solid #eee;margin:4px 0}.meta td{text-align:left}
 .finding{margin:2px 0 2px 12px;font-size:13px}.note{color:#555;font-size:13px}
 .legend span{padding:2px 8px;margin-right:4px;font-size:12px}
+"""
+
+# Interactive error maps (no network, no library): each <div class=explorer> holds a canvas
+# and the id of a JSON block of points; hover shows x, got, exact and the ULP error of the
+# nearest point; drag across to zoom into an x range; double-click to zoom out.  A page
+# check records script errors, images that did not load and overlapping blocks in
+# data-* attributes of <body> (read by the tests through a headless browser).
+EXPLORER_JS = """
+(function(){
+var errs=[];window.addEventListener('error',function(ev){errs.push(String(ev.message));});
+function sl(v,l){var a=Math.abs(v);return (v<0?-1:1)*(a<=l?a/l:1+Math.log10(a/l));}
+function isl(t,l){var a=Math.abs(t);return (t<0?-1:1)*(a<=1?a*l:l*Math.pow(10,a-1));}
+function fmt(v){if(v===0)return '0';var a=Math.abs(v);return (a>=1e4||a<1e-3)?v.toExponential(2).replace(/\\.?0+e/,'e').replace('e+','e'):String(+v.toPrecision(4));}
+function setup(div){
+  var d=JSON.parse(document.getElementById(div.dataset.points).textContent);
+  var cv=div.querySelector('canvas'),tip=div.querySelector('.tip'),g=cv.getContext('2d');
+  var W=cv.width,H=cv.height,L=58,R=10,T=22,B=30,n=d.x.length;
+  var tx=d.x.map(function(v){return sl(v,d.lin);});
+  var ty=d.u.map(function(v){return Math.log10(Math.max(v,d.floor));});
+  var full=[sl(-d.xmax,d.lin),sl(d.xmax,d.lin)],y0=Math.log10(d.floor)-0.3,y1=Math.log10(d.top)+0.15;
+  var v=full.slice(),drag=null;
+  function X(t){return L+(t-v[0])/(v[1]-v[0])*(W-L-R);}
+  function Y(t){return H-B-(Math.min(t,y1)-y0)/(y1-y0)*(H-T-B);}
+  function draw(sel){
+    g.clearRect(0,0,W,H);g.font='11px sans-serif';g.fillStyle='#333';g.strokeStyle='#ddd';
+    var ys=Math.max(1,Math.ceil((y1-y0)/8));
+    for(var k=Math.ceil(y0);k<=Math.floor(y1);k++){if(k!==Math.log10(d.floor)&&(k%ys)!==0)continue;var y=Y(k);g.beginPath();g.moveTo(L,y);g.lineTo(W-R,y);g.stroke();
+      g.fillText(k===Math.log10(d.floor)?'floor':(Math.abs(k)>=4?'1e'+k:String(Math.pow(10,k))),4,y+4);}
+    var ts=[0],kmax=Math.floor(Math.log10(d.xmax)),kmin=Math.ceil(Math.log10(d.lin));
+    for(var k2=kmin;k2<=kmax;k2++){ts.push(sl(Math.pow(10,k2),d.lin));ts.push(sl(-Math.pow(10,k2),d.lin));}
+    var one=sl(1,d.lin),wide=v[0]<-one&&v[1]>one;
+    ts=ts.filter(function(t){return t>=v[0]&&t<=v[1]&&(!wide||t===0||Math.abs(t)>=one);}).sort(function(a,b){return a-b;});
+    var kstep=Math.max(1,Math.ceil(ts.length/9)),step=1;
+    ts=ts.filter(function(t){if(t===0)return true;var k=Math.round(Math.log10(Math.abs(isl(t,d.lin))));return k===0||k%kstep===0;});
+    if(ts.length<3){ts=[];for(var i=0;i<=4;i++)ts.push(v[0]+(v[1]-v[0])*i/4);}
+    for(var i2=0;i2<ts.length;i2+=step){var t=ts[i2],x=X(t);g.beginPath();g.moveTo(x,T);g.lineTo(x,H-B);g.stroke();
+      var s=fmt(isl(t,d.lin));g.fillText(s,Math.min(Math.max(x-g.measureText(s).width/2,L),W-R-g.measureText(s).width),H-B+14);}
+    g.fillText('ULP error (log)',4,12);g.fillText('x (symlog)',W-R-60,H-4);
+    g.fillStyle=d.color;
+    for(var j=0;j<n;j++){if(tx[j]<v[0]||tx[j]>v[1])continue;var px=X(tx[j]),py=Y(ty[j]);g.fillRect(px-1,py-1,2.5,2.5);}
+    if(sel){g.fillStyle='rgba(30,90,200,.15)';g.fillRect(Math.min(sel[0],sel[1]),T,Math.abs(sel[1]-sel[0]),H-T-B);}
+  }
+  function tpos(e){var r=cv.getBoundingClientRect();return [e.clientX-r.left,e.clientY-r.top];}
+  cv.addEventListener('mousemove',function(e){var p=tpos(e);
+    if(drag!==null){draw([drag,p[0]]);return;}
+    var best=-1,bd=1e9;for(var j=0;j<n;j++){if(tx[j]<v[0]||tx[j]>v[1])continue;
+      var dx=X(tx[j])-p[0],dy=Y(ty[j])-p[1],dd=dx*dx+dy*dy;if(dd<bd){bd=dd;best=j;}}
+    if(best<0||bd>400){tip.style.display='none';return;}
+    tip.textContent='x     '+d.x[best]+'\\ngot   '+d.got[best]+'\\nexact '+d.exact[best]+'\\nerror '+fmt(d.u[best])+' ULP';
+    tip.style.display='block';tip.style.left=Math.min(p[0]+12,W-230)+'px';tip.style.top=(p[1]+12)+'px';});
+  cv.addEventListener('mouseleave',function(){tip.style.display='none';});
+  cv.addEventListener('mousedown',function(e){drag=tpos(e)[0];});
+  cv.addEventListener('mouseup',function(e){var a=drag,b=tpos(e)[0];drag=null;
+    if(a!==null&&Math.abs(b-a)>4){var t0=v[0]+(Math.min(a,b)-L)/(W-L-R)*(v[1]-v[0]),t1=v[0]+(Math.max(a,b)-L)/(W-L-R)*(v[1]-v[0]);v=[t0,t1];}
+    draw();});
+  cv.addEventListener('dblclick',function(){v=full.slice();draw();});
+  draw();
+}
+function openTarget(){var h=decodeURIComponent(location.hash.slice(1));if(!h)return;
+  var only=h.indexOf('only:')===0;if(only)h=h.slice(5);var el=document.getElementById(h);
+  if(!el||el.tagName!=='DETAILS')return;el.open=true;
+  if(only)Array.from(el.parentNode.children).forEach(function(c){if(c!==el&&c.tagName!=='H1'&&c.tagName!=='SCRIPT')c.style.display='none';});
+  el.scrollIntoView();}
+window.addEventListener('hashchange',openTarget);
+window.addEventListener('load',function(){
+  try{document.querySelectorAll('.explorer').forEach(setup);openTarget();}catch(ex){errs.push(String(ex));}
+  var imgs=Array.from(document.images),bad=imgs.filter(function(i){return !(i.complete&&i.naturalWidth>0);});
+  document.querySelectorAll('details').forEach(function(x){x.dataset.wasOpen=x.open?'1':'0';x.open=true;});
+  var els=Array.from(document.querySelectorAll('main img, main canvas, main table, nav')).filter(function(x){
+    return x.offsetParent!==null||x.tagName==='NAV';}),rs=els.map(function(x){return x.getBoundingClientRect();}),ov=[];
+  for(var i=0;i<els.length;i++)for(var j=i+1;j<els.length;j++){
+    if(els[i].contains(els[j])||els[j].contains(els[i]))continue;var a=rs[i],b=rs[j];
+    var w=Math.min(a.right,b.right)-Math.max(a.left,b.left),h=Math.min(a.bottom,b.bottom)-Math.max(a.top,b.top);
+    if(w>1&&h>1&&a.width>0&&b.width>0)ov.push(els[i].tagName+'/'+els[j].tagName);}
+  document.querySelectorAll('details').forEach(function(x){x.open=x.dataset.wasOpen==='1';});
+  var b=document.body;b.dataset.images=imgs.length;b.dataset.imagesBad=bad.length;
+  b.dataset.overlaps=ov.length;b.dataset.overlapList=ov.slice(0,5).join(',');b.dataset.errors=errs.join(' | ');
+  b.dataset.checked='1';
+  openTarget();
+});
+})();
 """
 
 JS = """
@@ -139,7 +232,8 @@ def build(results, out_dir, command: str = "") -> Path:
     uni = [r for r in results if r.points is not None and r.points.x2 is None]
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<title>actaudit report</title><style>{CSS}</style></head><body>",
-             "<h1>actaudit report</h1>", _meta(results, command), _summary(results)]
+             _nav(results), "<main>", "<h1>actaudit report</h1>", _recommend(results),
+             _summary(results), _meta(results, command)]
 
     # family views: all candidates of a family on one map, per path
     groups = defaultdict(list)
@@ -147,7 +241,9 @@ def build(results, out_dir, command: str = "") -> Path:
         groups[(r.candidate.split(".")[0], r.dtype, r.compute)].append(r)
     fam = [g for g in groups.values() if len(g) > 1]
     if fam:
-        parts.append("<h2 id='families'>Families</h2>")
+        parts.append("<h2 id='families'>Families</h2><p class='note'>One panel per candidate "
+                     "(the same axes in each panel of a figure): the worst input of each run of "
+                     "consecutive inputs. Triangles on the top edge: errors beyond the axis.</p>")
         for g in fam:
             parts.append(rep.img(f"family-{g[0].candidate.split('.')[0]}-{g[0].dtype}-{g[0].compute}",
                                  (figures.family_map, g, colors), "family error map"))
@@ -161,10 +257,12 @@ def build(results, out_dir, command: str = "") -> Path:
         for k, v in multi.items():
             parts.append(rep.img(f"formats-{k}", (figures.formats_side_by_side, v, colors[k]),
                                  f"{k} across formats"))
-    parts.append("<h2 id='candidates'>Candidates</h2>")
-    for r in results:
-        parts.append(_candidate(rep, r, colors[r.candidate]))
-    parts.append(f"<script>{JS}</script></body></html>")
+    parts.append("<h2 id='candidates'>Candidates</h2><p class='note'>Click a candidate to open "
+                 "it (a link to it alone: index.html#only:ID). Its error map is interactive: hover to read x, got and exact; drag across "
+                 "to zoom; double-click to zoom out.</p>")
+    for i, r in enumerate(results):
+        parts.append(_candidate(rep, r, colors[r.candidate], i))
+    parts.append(f"</main><script>{JS}{EXPLORER_JS}</script></body></html>")
     page = "\n".join(parts)
     images = rep.render()
     for fname, png in images:
@@ -203,7 +301,7 @@ def _meta(results, command) -> str:
             ("inputs", "; ".join(sorted({f"{r.dtype}: {'exhaustive (every finite value; maxima are bounds)' if r.domain.exhaustive else 'sampled (maxima are lower bounds)'}" for r in results})))]
     body = "".join(f"<tr><th class='l'>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows)
     legend = "".join(f"<span class='{c}'>{e(t)}</span>" for _, c, t in TIERS)
-    return f"<table class='meta'>{body}</table><div class='legend'>{legend}</div>"
+    return (f"<h2 id='run'>How the run was made</h2><table class='meta'>{body}</table>")
 
 
 def _findings_text(r) -> str:
@@ -229,8 +327,9 @@ def _summary(results) -> str:
             f"<td class='{tier(r.p99_ulp)}' data-v='{r.p99_ulp}'>{num(r.p99_ulp)}</td>"
             f"<td data-v='{r.mean_ulp}'>{num(r.mean_ulp)}</td><td data-v='{r.max_abs}'>{num(r.max_abs)}</td>"
             f"<td>{r.nan_count}</td><td>{r.inf_count}</td><td class='l'>{e(_findings_text(r))}</td></tr>")
+    legend = "".join(f"<span class='{c}'>{e(t)}</span>" for _, c, t in TIERS)
     return (f"<h2 id='summary'>Summary</h2><p class='note'>Click a column to sort. Colors: tier of "
-            f"the error (NaN or inf results count as the worst tier).</p>"
+            f"the error (NaN or inf results count as the worst tier).</p><div class='legend'>{legend}</div>"
             f"<table class='sortable'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
@@ -240,11 +339,12 @@ def _ptext(r, lead="") -> str:
     return (f"{lead}({p})" if p else "") + (f" [{sem.name}]" if sem is not None else "")
 
 
-def _candidate(rep: Report, r, color) -> str:
+def _candidate(rep: Report, r, color, index: int = 0) -> str:
     cand = catalog().get(r.candidate)
     anchor = slug(f"{r.candidate}-{r.dtype}-{r.compute}-{_ptext(r)}")
-    out = [f"<h3 id='{anchor}'>{e(r.candidate)}{e(_ptext(r, ' '))}: {e(r.dtype)} storage, "
-           f"{e(r.compute)} compute</h3>"]
+    out = [f"<details class='cand' id='{anchor}'><summary>{e(r.candidate)}{e(_ptext(r, ' '))}: "
+           f"{e(r.dtype)} storage, {e(r.compute)} compute &middot; max {e(num(r.max_ulp))} ULP"
+           f"{f' &middot; {r.nan_count} NaN' if r.nan_count else ''}</summary>"]
     out.append(_semantics_section(r))
     if cand is not None:
         out.append(f"<p class='note'>reference <code>{e(cand.reference)}</code>; formula "
@@ -255,13 +355,16 @@ def _candidate(rep: Report, r, color) -> str:
                    f"{e(repr(w['got']))}, exact {e(repr(w['exact']))}. "
                    f"{'Exhaustive: this is the true maximum.' if r.domain.exhaustive else 'Sampled: a lower bound.'}</p>")
     if r.points is None:
-        return "\n".join(out)
+        return "\n".join(out + ["</details>"])
     if r.points.x2 is not None:
         out.append(rep.img(f"heatmap-{r.candidate}-{r.dtype}-{r.compute}", (figures.heatmap, r),
                            f"{r.candidate} heatmap"))
     else:
-        out.append(rep.img(f"errmap-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
-                           (figures.error_map, r, color), f"{r.candidate} error map"))
+        out.append(_explorer(r, color, f"pts{index}"))
+        out.append("<details><summary>Error map as a picture (with failure regions, saturation and "
+                   "clip marked)</summary>" +
+                   rep.img(f"errmap-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
+                           (figures.error_map, r, color), f"{r.candidate} error map") + "</details>")
         out.append(rep.img(f"hist-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
                            (figures.histogram, r, color), f"{r.candidate} histogram"))
         rows = "".join(
@@ -292,6 +395,7 @@ def _candidate(rep: Report, r, color) -> str:
         txt = "; ".join(f"{k}: x = {num(v['x'], 6)} -> {v['value'] if isinstance(v['value'], str) else num(v['value'])}"
                         for k, v in s.items() if v)
         out.append(f"<p class='note'>saturation of the exact function in {e(r.dtype)}: {e(txt or 'none')}</p>")
+    out.append("</details>")
     return "\n".join(out)
 
 
@@ -303,3 +407,71 @@ def _semantics_section(r) -> str:
                                   getattr(r, "changed", None))
     items = "".join(f"<li>{e(t)}</li>" for t in lines)
     return f"<div class='semantics'><b>Semantics</b><ul>{items}</ul></div>"
+
+
+def _explorer(r, color, key: str) -> str:
+    """An interactive error map: the worst input of each of figures.ENVELOPE runs."""
+    import json
+
+    from audit.formats import get_format
+    from matplotlib.colors import to_hex
+
+    p = r.points
+    ok = np.flatnonzero(p.cls == 0)
+    if len(ok) > figures.ENVELOPE:
+        edges = np.linspace(0, len(ok), figures.ENVELOPE + 1).astype(int)
+        u = p.ulp_err[ok]
+        ok = np.array([ok[a + int(np.argmax(u[a:b]))] for a, b in zip(edges[:-1], edges[1:]) if b > a])
+    fmt = get_format(r.dtype)
+    u = p.ulp_err[ok]
+    data = {"x": [float(v) for v in p.x[ok]], "got": [float(v) for v in p.got[ok]],
+            "exact": [float(f"{v:.9g}") for v in p.exact[ok]],
+            "u": [float(f"{v:.4g}") for v in u], "lin": max(fmt.smallest_normal, 1e-30),
+            "xmax": fmt.max_finite, "floor": figures.FLOOR, "color": to_hex(color),
+            "top": float(10 ** np.ceil(np.log10(min(max(float(u.max()) if len(u) else 1.0, 1.0),
+                                                    figures.CAP)) - 1e-9))}
+    blob = json.dumps(data, allow_nan=False).replace("<", "\\u003c")
+    return (f"<div class='explorer' data-points='{key}'><canvas width='900' height='300'></canvas>"
+            f"<div class='tip'></div><div class='hint'>hover: x, got, exact; drag: zoom; "
+            f"double-click: zoom out. Errors below {figures.FLOOR:g} ULP are drawn on the floor, "
+            f"above {figures.CAP:g} ULP on the top edge.</div></div><script type='application/json' id='{key}'>{blob}</script>")
+
+
+def _spec(r) -> str:
+    return f"; {r.special_failures} special input{'s' if r.special_failures > 1 else ''} wrong" \
+        if r.special_failures else ""
+
+
+def _nav(results) -> str:
+    links = ["<a href='#recommend'>Which candidate</a>", "<a href='#summary'>Summary</a>",
+             "<a href='#run'>How the run was made</a>", "<a href='#families'>Families</a>",
+             "<a href='#candidates'>Candidates</a>"]
+    by_path: dict = defaultdict(list)
+    for r in results:
+        by_path[(r.dtype, r.compute)].append(r)
+    for (d, c), rs in by_path.items():
+        links.append(f"<div class='grp'>{e(d)} / {e(c)}</div>")
+        links += [f"<a class='sub' href='#{slug(f'{r.candidate}-{r.dtype}-{r.compute}-{_ptext(r)}')}'>"
+                  f"{e(r.candidate)}{e(_ptext(r, ' '))}</a>" for r in rs]
+    return "<nav>" + "".join(links) + "</nav>"
+
+
+def _recommend(results) -> str:
+    """Per evaluation path: the candidates without NaN, inf or wrong specials, lowest max ULP
+    first (at most 3)."""
+    by_path: dict = defaultdict(list)
+    for r in results:
+        by_path[(r.dtype, r.compute)].append(r)
+    rows = []
+    for (d, c), rs in by_path.items():
+        clean = sorted((r for r in rs if not (r.nan_count or r.inf_count) and np.isfinite(r.max_ulp)),
+                       key=lambda r: (r.special_failures > 0, r.max_ulp, r.p99_ulp))
+        best = ", ".join(f"<b>{e(r.candidate)}</b> ({e(num(r.max_ulp))} ULP max, {e(num(r.p99_ulp))} p99"
+                         f"{_spec(r)})" if i == 0 else f"{e(r.candidate)} ({e(num(r.max_ulp))}{_spec(r)})"
+                         for i, r in enumerate(clean[:3])) or "none without NaN or inf results"
+        rows.append(f"<tr><td>{e(d)} storage, {e(c)} compute</td><td>{best}</td></tr>")
+    return ("<h2 id='recommend'>Which candidate to use</h2><p class='note'>Per evaluation path, "
+            "the candidates with no NaN or infinite result over the finite inputs: those with every "
+            "special input (+-inf, NaN) right first, then lowest maximum ULP error.</p>"
+            f"<table class='rec'><tr><th class='l'>path</th><th class='l'>best (max ULP)</th></tr>"
+            f"{''.join(rows)}</table>")

@@ -23,7 +23,9 @@ def test_sweep_json_stdout(capsys):
     code, out, _ = run(capsys, "sweep", "gelu.tanh", "--dtype", "fp16,bf16", "--json", "-")
     assert code == 0
     doc = json.loads(out)
-    assert [r["dtype"] for r in doc["results"]] == ["fp16", "bf16"]
+    # the default compute ('auto'): the storage format itself, then fp32, for each 16-bit format
+    assert [(r["dtype"], r["compute"]) for r in doc["results"]] == [
+        ("fp16", "fp16"), ("fp16", "fp32"), ("bf16", "bf16"), ("bf16", "fp32")]
 
 
 def test_sweep_json_and_csv_files(capsys, tmp_path):
@@ -32,7 +34,8 @@ def test_sweep_json_and_csv_files(capsys, tmp_path):
     assert code == 0
     assert json.loads(j.read_text())["results"][0]["inputs"]["count"] == 254
     rows = list(csv.DictReader(c.open()))
-    assert len(rows) == 254
+    # two evaluation paths by default (fp8_e4m3 itself and fp32), 254 finite inputs each
+    assert [sum(r["compute"] == c for r in rows) for c in ("fp8_e4m3", "fp32")] == [254, 254]
     assert set(rows[0]) >= {"x", "x_hex", "got", "exact", "ulp_error", "class"}
     assert not list(tmp_path.glob("**/*.tmp"))
 

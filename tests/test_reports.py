@@ -90,3 +90,20 @@ def test_report_cli(tmp_path):
     assert main(["sweep", "relu.max", "--dtype", "fp8_e4m3", "--report", str(tmp_path / "s"), "-q"]) == 0
     assert (tmp_path / "s" / "index.html").exists()
     assert np.all([f.stat().st_size > 1000 for f in (tmp_path / "r").glob("*.png")])
+
+
+def test_y_axis_bounds_hand_worked():
+    """The y axis ends at the decade above the largest error, at most figures.CAP; the floor
+    is below every point."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from reports import figures
+
+    for u_max, top in ((2043.0, 1e4), (1000.0, 1e3), (0.4, 1.0), (6.38e37, figures.CAP), (1e6, 1e6)):
+        fig, ax = plt.subplots()
+        ax.set_yscale("log")
+        assert figures._bound_y(ax, np.array([0.1, u_max])) == top
+        lo, hi = ax.get_ylim()
+        assert lo < figures.FLOOR and top <= hi < 2 * top
+        plt.close(fig)

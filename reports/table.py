@@ -1,0 +1,322 @@
+"""The sweep summary for people and tools: a compact table, a wide table, Markdown, CSV.
+
+* ``compact`` (the default of ``actaudit sweep``): one block per evaluation path, whose
+  title says the path in words ("fp16 storage, every operation rounded to fp16"); per
+  candidate one line of well-chosen columns (max ULP, where, p99, mean, CR %, NaN, inf)
+  and its findings on their own indented line; a legend of the abbreviations used.  It
+  fits the terminal's width (80 columns and up) without cutting any cell: narrower
+  terminals move the worst input, then the candidate's name, onto their own lines.
+* ``wide`` (``--wide``): every column in one table, as wide as it needs.
+* ``markdown``: every column, a GitHub table (pull-request comments, CI summaries).
+* ``csv``: one row per result, full-precision numbers (not per input: that is ``--csv``).
+
+Plain text (no rich) so that it is fast to import and identical on every terminal.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import textwrap
+
+SHORT = {"nan": "nan", "overflow": "ovf", "underflow": "unf", "sign": "sign", "range": "range",
+         "monotonicity": "mono", "special": "spec"}
+
+# legend entries, in the order they are listed; each shown only when its abbreviation appears
+LEGEND = [
+    ("~", "sampled (a lower bound)"),
+    ("CR %", "correctly rounded"),
+    ("nan", "NaN"),
+    ("ovf", "overflow"),
+    ("unf", "flushed to 0"),
+    ("sign", "wrong sign"),
+    ("range", "out of range"),
+    ("mono", "monotonicity breaks"),
+    ("spec", "wrong at +-inf/NaN"),
+    ("hidden", "intermediate overflow"),
+]
+
+GAP = "  "
+
+
+def num(v) -> str:
+    """A number in at most 10 characters, 3 significant digits: 2040, 15.2, 0.251, 1.92e-3,
+    7.07e4; '-' for missing or NaN; integers below 10^5 in full."""
+    if v is None:
+        return "-"
+    v = float(v)
+    if math.isnan(v):
+        return "-"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if v == int(v) and a < 1e5:
+        return str(int(v))
+    if 1e-3 <= a < 1e5:
+        decimals = max(0, 2 - math.floor(math.log10(a)))
+        s = f"{v:.{decimals}f}"
+        if float(s) != 0 and abs(float(s)) >= 1e5:  # 99999.7 rounds up to 100000
+            return _exp(v)
+        return s
+    return _exp(v)
+
+
+def _exp(v: float) -> str:
+    m, _, e = f"{v:.2e}".partition("e")
+    m = m.rstrip("0").rstrip(".")
+    return f"{m}e{int(e)}"
+
+
+def percent(frac) -> str:
+    """The correctly rounded share in percent, truncated (not rounded) to 2 decimals: 100.00
+    only when every input is correctly rounded."""
+    if frac is None or math.isnan(float(frac)):
+        return "-"
+    return f"{math.floor(float(frac) * 10000) / 100:.2f}"
+
+
+def findings_summary(r) -> str:
+    parts = [f"{SHORT.get(f.kind, f.kind)} {f.count}" for f in r.findings]
+    if r.hidden:
+        parts.append(f"hidden {len(r.hidden)}")
+    if not any(f.kind == "special" for f in r.findings) and r.special_failures:
+        parts.append(f"spec {r.special_failures}")
+    return ", ".join(parts)
+
+
+def sem_label(r) -> str:
+    """The machine semantics of a result ('' for ieee), e.g. ' [ftz,daz]'."""
+    if getattr(r, "semantics", None) is None:
+        return ""
+    from audit import semantics as semantics_mod
+
+    return f" [{semantics_mod.label(r.semantics, r.stochastic)}]"
+
+
+def path_title(dtype: str, compute: str, sem: str = "") -> str:
+    """The evaluation path in words (``sem``: the machine semantics, when not ieee)."""
+    if sem:
+        return path_title(dtype, compute) + f"; semantics{sem}"
+    if compute == "native":
+        return f"{dtype} storage, native compute (the function's own arithmetic)"
+    if compute == dtype:
+        return f"{dtype} storage, every operation rounded to {dtype}"
+    return f"{dtype} storage, {compute} compute (operations in {compute}, the result rounded to {dtype})"
+
+
+def name(r) -> str:
+    from audit.candidates import catalog
+
+    defaults = catalog()[r.candidate].params if r.candidate in catalog() else {}
+    return r.candidate + "".join(f" {k}={v:g}" for k, v in r.params.items() if v != defaults.get(k))
+
+
+def where(r, digits: int = 6, bits: bool = True) -> str:
+    w = r.worst
+    if not w:
+        return "-"
+    if "b" in w:
+        return f"a={num(w['x'])}, b={num(w['b'])}"
+    from audit.io import format_number
+
+    x = format_number(w["x"], digits)
+    return f"{x} ({w['x_hex']})" if bits else x
+
+
+def inputs(r) -> str:
+    d = r.domain
+    return f"{d.count}" + ("" if d.exhaustive else "~")
+
+
+# --------------------------------------------------------------------------- compact
+
+COMPACT = [("candidate", "<"), ("max ULP", ">"), ("at x", ">"), ("p99", ">"), ("mean", ">"),
+           ("CR %", ">"), ("NaN", ">"), ("inf", ">")]
+OVF = ("ovf", ">")  # a column only where some result has overflow misses
+
+
+def _compact_row(r, ovf: bool = False) -> list[str]:
+    return [name(r), num(r.max_ulp), where(r, 6, bits=False), num(r.p99_ulp), num(r.mean_ulp),
+            percent(r.correctly_rounded_fraction), str(r.nan_count), str(r.inf_count)] + \
+        ([str(r.overflow_miss_count)] if ovf else [])
+
+
+def _groups(results):
+    groups: dict = {}
+    for r in results:
+        key = (r.dtype, r.compute, r.domain.count, r.domain.exhaustive, sem_label(r))
+        groups.setdefault(key, []).append(r)
+    return groups
+
+
+def _line(cells, widths, aligns) -> str:
+    parts = [c.ljust(w) if a == "<" else c.rjust(w) for c, w, a in zip(cells, widths, aligns)]
+    return GAP.join(parts).rstrip()
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    return textwrap.wrap(text, width=max(20, width), initial_indent=indent,
+                         subsequent_indent=indent + "  ", break_on_hyphens=False,
+                         break_long_words=False) or [indent.rstrip()]
+
+
+def compact(results, width: int = 80) -> str:
+    """The default table: fits ``width`` columns, no cell cut."""
+    out: list[str] = []
+    used: set[str] = {"CR %"}
+    for (dtype, compute, count, exhaustive, sem), rs in _groups(results).items():
+        n = f"all {count:,} finite inputs" if exhaustive else f"{count:,} sampled inputs (~)"
+        if not exhaustive:
+            used.add("~")
+        if out:
+            out.append("")
+        out += _wrap(f"{path_title(dtype, compute, sem)}; {n}", width, "")
+        ovf = any(r.overflow_miss_count for r in rs)
+        if ovf:
+            used.add("ovf")
+        cols = COMPACT + ([OVF] if ovf else [])
+        heads = [h for h, _ in cols]
+        aligns = [a for _, a in cols]
+        rows = [_compact_row(r, ovf) for r in rs]
+        widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(heads)]
+        # what does not fit moves onto its own line: first the worst input, then the name
+        drop_x = sum(widths) + len(GAP) * (len(widths) - 1) > width
+        if drop_x:
+            heads, aligns = heads[:2] + heads[3:], aligns[:2] + aligns[3:]
+            xs = [row[2] for row in rows]
+            rows = [row[:2] + row[3:] for row in rows]
+            widths = widths[:2] + widths[3:]
+        name_alone = sum(widths) + len(GAP) * (len(widths) - 1) > width
+        if name_alone:
+            names = [row[0] for row in rows]
+            widths[0] = len(heads[0]) if sum(widths[1:]) + len(GAP) * len(widths[1:]) + len(heads[0]) <= width else 0
+            rows = [[""] + row[1:] for row in rows]
+        out.append(_line(heads, widths, aligns))
+        for i, (r, row) in enumerate(zip(rs, rows)):
+            if name_alone:
+                out.append(names[i])
+            out.append(_line(row, widths, aligns))
+            extra = []
+            if drop_x:
+                extra.append(f"worst at x = {xs[i]}")
+            f = findings_summary(r)
+            if f:
+                extra.append(f)
+                used.update(p.split(" ")[0] for p in f.split(", "))
+            if extra:
+                out += _wrap("; ".join(extra), width, "    ")
+    out.append("")
+    out += _wrap(legend(used), width, "")
+    for note in _sem_notes(results):
+        out += _wrap(note, width, "")
+    return "\n".join(out) + "\n"
+
+
+def _sem_notes(results) -> list[str]:
+    """What a semantics run adds to read the table: envelopes, changes against ieee."""
+    if not any(getattr(r, "semantics", None) is not None for r in results):
+        return []
+    from audit import semantics as semantics_mod
+
+    return semantics_mod.table_notes(results)
+
+
+def legend(used: set[str]) -> str:
+    """The abbreviations that appear, explained; then where to read more."""
+    items = [f"{k} {v}" for k, v in LEGEND if k in used]
+    return ", ".join(items) + " (--findings: where, why)"
+
+
+# --------------------------------------------------------------------------- wide, markdown, csv
+
+WIDE = [("candidate", "<"), ("dtype", "<"), ("compute", "<"), ("inputs", ">"), ("max ULP", ">"),
+        ("at x (bits)", "<"), ("mean", ">"), ("p99", ">"), ("max abs", ">"), ("max rel", ">"),
+        ("ULP dist", ">"), ("CR %", ">"), ("NaN", ">"), ("inf", ">"), ("ovf", ">"), ("findings", "<")]
+
+
+def _wide_row(r) -> list[str]:
+    return [name(r) + sem_label(r), r.dtype, r.compute, inputs(r), num(r.max_ulp), where(r),
+            num(r.mean_ulp), num(r.p99_ulp), num(r.max_abs), num(r.max_rel), str(r.max_ulp_distance),
+            percent(r.correctly_rounded_fraction), str(r.nan_count), str(r.inf_count),
+            str(r.overflow_miss_count), findings_summary(r) or "-"]
+
+
+def wide(results, title: str = "actaudit sweep") -> str:
+    heads = [h for h, _ in WIDE]
+    aligns = [a for _, a in WIDE]
+    rows = [_wide_row(r) for r in results]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(heads)]
+    used = {"CR %"} | {p.split(" ")[0] for row in rows for p in row[-1].split(", ")}
+    if any(not r.domain.exhaustive for r in results):
+        used.add("~")
+    lines = [f"{title} (compute: every operation rounded to that format; native: the function's own)"]
+    lines += [_line(heads, widths, aligns)]
+    lines += [_line(row, widths, aligns) for row in rows]
+    lines += ["", legend(used)] + _sem_notes(results)
+    return "\n".join(lines) + "\n"
+
+
+def markdown(results, title: str = "actaudit sweep") -> str:
+    heads = [h for h, _ in WIDE]
+    align = {"<": ":---", ">": "---:"}
+    lines = [f"**{title}** (compute: every operation rounded to that format; native: the "
+             "function's own arithmetic)", "",
+             "| " + " | ".join(heads) + " |", "|" + "|".join(align[a] for _, a in WIDE) + "|"]
+    for r in results:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _wide_row(r)) + " |")
+    used = {"CR %"} | {p.split(" ")[0] for r in results
+                                     for p in findings_summary(r).split(", ") if p}
+    return "\n".join(lines) + "\n\n" + legend(used) + "\n"
+
+
+CSV_FIELDS = ["candidate", "reference", "dtype", "compute", "semantics", "params", "inputs",
+              "exhaustive", "max_ulp", "worst_x", "worst_x_hex", "mean_ulp", "p99_ulp", "max_abs",
+              "max_rel", "max_ulp_distance", "correctly_rounded_fraction", "nan_count", "inf_count",
+              "overflow_miss_count", "special_failures", "findings"]
+
+
+def csv_text(results) -> str:
+    """One row per result; numbers as repr (round-trip exact), NaN and inf as nan, inf."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for r in results:
+        wst = r.worst or {}
+        params = ";".join(f"{k}={v!r}" for k, v in r.params.items())
+        w.writerow([r.candidate, r.reference, r.dtype, r.compute, sem_label(r).strip(" []") or "ieee",
+                    params, r.domain.count,
+                    r.domain.exhaustive, repr(float(r.max_ulp)), repr(wst.get("x")) if wst else "",
+                    wst.get("x_hex", ""), repr(float(r.mean_ulp)), repr(float(r.p99_ulp)),
+                    repr(float(r.max_abs)), repr(float(r.max_rel)), r.max_ulp_distance,
+                    repr(float(r.correctly_rounded_fraction)), r.nan_count, r.inf_count,
+                    r.overflow_miss_count, r.special_failures, findings_summary(r)])
+    return buf.getvalue()
+
+
+FORMATS = ("table", "markdown", "csv", "json")
+
+
+# --------------------------------------------------------------------------- findings
+
+def findings_text(results, width: int = 80) -> str:
+    """``--findings``: per result, each finding (kind, count, first intervals) and its cause,
+    then hidden overflows and lossy constants; wrapped at ``width``."""
+    from audit.io import format_number
+
+    out: list[str] = []
+    for r in results:
+        if not (r.findings or r.hidden):
+            continue
+        out.append(f"{name(r)} ({path_title(r.dtype, r.compute, sem_label(r))})")
+        for f in r.findings:
+            iv = ", ".join(f"[{format_number(a, 6)}, {format_number(b, 6)}]" for a, b in f.intervals[:4])
+            more = f" (+{f.intervals_total - 4} more)" if f.intervals_total > 4 else ""
+            out += _wrap(f"{f.kind} {f.count} inputs: {iv}{more}", width, "  ")
+            if f.cause:
+                out += _wrap(f"cause: {f.cause['text']}", width, "      ")
+        for h in r.hidden:
+            out += _wrap(f"{h['kind']}: {h['text']}", width, "  ")
+    return "\n".join(out) + ("\n" if out else "")

@@ -1,0 +1,248 @@
+"""The README's examples run as written: every code block, in order, in one fresh directory.
+
+* ``bash`` blocks and blocks without a language: each command is run (``actaudit ...`` as
+  ``python -m audit.cli ...`` from this source tree) and must exit 0. A line ``$ COMMAND``
+  is followed by the output the README shows: the real output (at COLUMNS=80) must equal it
+  line for line, where a line ``...`` stands for any number of lines.
+* ``python`` blocks are executed; one whose first line is ``# file: NAME`` is also saved as
+  NAME (a module that later commands import).
+* ``toml`` blocks are parsed; one whose first line starts with ``# NAME.toml`` is saved as NAME.toml.
+* ``text`` blocks are command synopses: every ``--option`` they show must be in the command's
+  ``--help``.
+
+Exemptions, each stated in the README: the set-up commands of its first block (``pip install``
+and the test suite itself, see EXEMPT); a block introduced by "the docs test runs this block
+with `ARGS` appended" runs with ARGS appended; the placeholder scheduler address
+``tcp://host:8786`` must give the one-line error (exit 2); a missing optional extra ("X is not
+installed: pip install ...", exit 2) is accepted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+# Commands that are not run, and why (exact command texts, not patterns).
+EXEMPT = {
+    "pip install .": "installs the package: this test runs the source tree itself",
+    'pip install -e ".[test]" torch==2.13.0': "installs the test dependencies: already installed",
+    "python -m pytest": "the test suite, which this test is part of",
+}
+_EXEMPT = {shlex.join(shlex.split(k)) for k in EXEMPT}  # as _commands writes them
+PLACEHOLDER_SCHEDULER = "tcp://host:8786"
+APPENDED = re.compile(r"docs test runs this block with `([^`]+)` appended")
+
+
+def parse_blocks(text: str):
+    """(language, lines, first line number, the prose since the previous block)."""
+    out, lines, i, prose = [], text.splitlines(), 0, []
+    while i < len(lines):
+        m = re.match(r"^```(\w*)\s*$", lines[i])
+        if not m:
+            prose.append(lines[i])
+            i += 1
+            continue
+        start, body = i + 1, []
+        i += 1
+        while i < len(lines) and not lines[i].startswith("```"):
+            body.append(lines[i])
+            i += 1
+        out.append((m.group(1) or "", body, start + 1, " ".join(prose)))
+        prose = []
+        i += 1
+    return out
+
+
+BLOCKS = parse_blocks(README.read_text())
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("readme")
+    # the project's own gate (`actaudit check` in the first block) reads its spec and baseline
+    shutil.copy(ROOT / "pyproject.toml", d / "pyproject.toml")
+    (d / "data").mkdir()
+    shutil.copy(ROOT / "data" / "baseline.json", d / "data" / "baseline.json")
+    return d
+
+
+def _env(workdir: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("ACTAUDIT_NO_CACHE",)}
+    env.update(COLUMNS="80", LINES="50", ACTAUDIT_CACHE_DIR=str(workdir / ".cache"),
+               PYTHONPATH=str(ROOT) + os.pathsep + str(workdir), MPLBACKEND="Agg")
+    return env
+
+
+def _commands(line: str) -> list[str]:
+    """The commands of one shell line: '&&'-separated, comments dropped."""
+    words = shlex.split(line, comments=True)
+    cmds, cur = [], []
+    for w in words + ["&&"]:
+        if w == "&&":
+            if cur:
+                cmds.append(shlex.join(cur))
+            cur = []
+        else:
+            cur.append(w)
+    return cmds
+
+
+def _run(cmd: str, workdir: Path, extra: list[str]) -> subprocess.CompletedProcess:
+    argv = shlex.split(cmd)
+    assert argv[0] == "actaudit", f"README command {cmd!r}: only actaudit commands are run " \
+                                  "(add an exemption to EXEMPT, with its reason, or make it one)"
+    argv = [sys.executable, "-m", "audit.cli", *argv[1:], *extra]
+    env = _env(workdir)
+    if PLACEHOLDER_SCHEDULER in cmd:  # no need to wait dask's 20 s to learn it is unreachable
+        env["ACTAUDIT_DASK_TIMEOUT"] = "1"
+    return subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _check_rc(cmd: str, p: subprocess.CompletedProcess) -> None:
+    if PLACEHOLDER_SCHEDULER in cmd:  # (the README says: it stands for your scheduler)
+        assert p.returncode == 2 and p.stderr.startswith("actaudit: error:") \
+            and p.stderr.count("\n") == 1, (cmd, p.stderr)
+        return
+    if p.returncode == 2 and re.match(r"actaudit: error: \w+ is not installed: pip install", p.stderr):
+        return  # an optional extra this machine lacks (jax)
+    assert p.returncode == 0, f"{cmd}\nexit {p.returncode}\n{p.stderr[-3000:]}"
+
+
+def matches(expected: list[str], actual: list[str]) -> bool:
+    """Line for line; a line '...' matches any number of lines."""
+    if not expected:
+        return not actual
+    if expected[0] == "...":
+        return any(matches(expected[1:], actual[k:]) for k in range(len(actual) + 1))
+    return bool(actual) and actual[0] == expected[0] and matches(expected[1:], actual[1:])
+
+
+def _ids():
+    return [f"README.md:{line}:{lang or 'plain'}" for lang, _, line, _ in BLOCKS]
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=_ids())
+def test_readme_block(block, workdir, capsys):
+    lang, body, line, prose = block
+    if lang in ("", "bash", "sh"):
+        m = APPENDED.search(" ".join(prose.split()))
+        extra = shlex.split(m.group(1)) if m else []
+        if any(x.startswith("$ ") for x in body):
+            _shown_output(body, workdir, extra)
+            return
+        for text in body:
+            for cmd in _commands(text):
+                if cmd in _EXEMPT:
+                    continue
+                _check_rc(cmd, _run(cmd, workdir, extra))
+    elif lang == "python":
+        src = "\n".join(body) + "\n"
+        m = re.match(r"# file: ([\w.]+)", body[0]) if body else None
+        if m:
+            (workdir / m.group(1)).write_text(src)
+        p = subprocess.run([sys.executable, "-"], input=src, cwd=workdir, env=_env(workdir),
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, f"README.md:{line}: python block failed\n{p.stderr[-3000:]}"
+    elif lang == "toml":
+        src = "\n".join(body) + "\n"
+        tomllib.loads(src)
+        m = re.match(r"# ([\w.-]+\.toml)\b", body[0]) if body else None
+        if m:
+            (workdir / m.group(1)).write_text(src)
+    elif lang == "text":
+        _synopsis(body, capsys)
+    else:
+        pytest.fail(f"README.md:{line}: a ```{lang} block: give it a language this test runs "
+                    "(bash, python, toml, text)")
+
+
+def _shown_output(body: list[str], workdir: Path, extra: list[str]) -> None:
+    steps: list[tuple[str, list[str]]] = []
+    for x in body:
+        if x.startswith("$ "):
+            steps.append((x[2:], []))
+        else:
+            assert steps, "output before the first '$ ' command"
+            steps[-1][1].append(x.rstrip())
+    for cmd, shown in steps:
+        p = _run(cmd, workdir, extra)
+        _check_rc(cmd, p)
+        got = [x.rstrip() for x in p.stdout.splitlines()]
+        assert matches(shown, got), f"$ {cmd}\nREADME shows:\n" + "\n".join(shown) + \
+            "\n\nthe command prints:\n" + "\n".join(got)
+
+
+def _synopsis(body: list[str], capsys) -> None:
+    from audit.cli import main
+
+    entries: list[tuple[str, str]] = []
+    for x in body:
+        m = re.match(r"actaudit (\w+)", x)
+        if m:
+            entries.append((m.group(1), x))
+        elif x.startswith(" ") and entries:
+            entries[-1] = (entries[-1][0], entries[-1][1] + " " + x)
+    assert entries
+    for cmd, text in entries:
+        main([cmd, "--help"])
+        help_text = capsys.readouterr().out
+        for opt in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", text.split("#")[0]):
+            assert opt in help_text, f"the synopsis of 'actaudit {cmd}' shows {opt}, its --help does not"
+
+
+def test_matcher_hand_cases():
+    assert matches(["a", "...", "d"], ["a", "b", "c", "d"])
+    assert matches(["a", "...", "d"], ["a", "d"])
+    assert not matches(["a", "...", "d"], ["a", "b"])
+    assert not matches(["a", "b"], ["a", "b", "c"])
+
+
+def test_first_screen_is_the_first_command_at_80_columns():
+    """The README opens with the first command, then shows what it prints at 80 columns."""
+    text = README.read_text()
+    first_cmd = next(c for b in BLOCKS[:1] for x in b[1] for c in _commands(x) if c.startswith("actaudit"))
+    shown = next(b for b in BLOCKS if any(x == f"$ {first_cmd}" for x in b[1]))
+    assert shown[2] < 60, "the output of the first command is on the README's first screen"
+    assert max(len(x) for x in shown[1]) <= 80
+    assert text.index(f"$ {first_cmd}") < text.index("## ")
+
+
+def update_readme() -> None:
+    """`python tests/test_readme.py --update`: rewrite the output shown after each `$ actaudit`
+    line of the README with what the command prints now (at 80 columns, in a fresh directory),
+    for blocks that do not elide lines with '...'. Read the diff before committing it."""
+    import tempfile
+
+    lines = README.read_text().splitlines()
+    out, i = [], 0
+    with tempfile.TemporaryDirectory() as d:
+        work = Path(d)
+        while i < len(lines):
+            out.append(lines[i])
+            if lines[i].startswith("$ actaudit"):
+                j = i + 1
+                while j < len(lines) and not lines[j].startswith(("$ ", "```")):
+                    j += 1
+                if "..." not in lines[i + 1:j]:
+                    p = _run(lines[i][2:], work, [])
+                    out += [x.rstrip() for x in p.stdout.splitlines()]
+                    i = j
+                    continue
+            i += 1
+    README.write_text("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--update"]:
+        update_readme()
