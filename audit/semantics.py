@@ -524,7 +524,7 @@ def table_notes(results) -> list[str]:
     for r in results:
         ch = getattr(r, "changed", None)
         if ch is not None:
-            notes.append(f"{r.candidate} {r.dtype} [{r.semantics.name}]: {ch['count']} inputs give "
+            notes.append(f"{r.candidate} {r.dtype}/{r.compute} [{r.semantics.name}]: {ch['count']} inputs give "
                          "another result than under ieee")
         if r.stochastic:
             st = r.stochastic
