@@ -74,6 +74,7 @@ def sweep(
     param: List[str] = typer.Option([], "--param", "-p",
                                     help="Candidate parameter NAME=VALUE, or NAME=V1,V2,... to sweep it (repeatable)."),
     grad: bool = typer.Option(False, "--grad", help="Sweep the derivative (backward) candidates instead."),
+    backward: bool = typer.Option(False, "--backward", help="Sweep the backward kernels dx = dy * f'(x) over pairs (x, dy)."),
     grid: Optional[int] = typer.Option(None, "--grid", help="Values per axis of the (a, b) grid of gated units (default 1024; 8-bit formats: all)."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
     csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write one row per input to PATH."),
@@ -98,8 +99,8 @@ def sweep(
         raise BadOptionError(f"--samples must be positive, got {samples}")
     with _progress() as bar:
         results = run_sweep(targets, dtype, compute, range=rng, samples=samples, seed=seed,
-                            exhaustive=exhaustive, params=params, grad=grad, grid=grid,
-                            keep_points=csv_out is not None or report_dir is not None, progress=bar,
+                            exhaustive=exhaustive, params=params, grad=grad, backward=backward,
+                            grid=grid, keep_points=csv_out is not None or report_dir is not None, progress=bar,
                             reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             workers=workers, executor=executor, scheduler=scheduler,
@@ -251,6 +252,7 @@ def report(
     seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
     param: List[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE[,VALUE...]."),
     grad: bool = typer.Option(False, "--grad", help="Report the derivative candidates."),
+    backward: bool = typer.Option(False, "--backward", help="Report the backward kernels over (x, dy)."),
     grid: Optional[int] = typer.Option(256, "--grid", help="Values per axis of gated units' grid (default 256 in reports)."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Output directory."),
 ):
@@ -259,8 +261,8 @@ def report(
 
     with _progress() as bar:
         results = run_sweep(targets, dtype, compute, range=parse_range(range_), samples=samples,
-                            seed=seed, params=parse_params(param), grad=grad, grid=grid,
-                            keep_points=True, progress=bar)
+                            seed=seed, params=parse_params(param), grad=grad, backward=backward,
+                            grid=grid, keep_points=True, progress=bar)
     path = html_report.build(results, out_dir, _command_line())
     out.print(f"wrote {path}", highlight=False)
 

@@ -112,6 +112,7 @@ class Ops:
         # fp32 and fp64 compute natively: numpy's float32/float64 + - * / are IEEE operations,
         # correctly rounded, so values stay in the format's own dtype (no rounding passes)
         self.native = {"fp32": np.float32, "fp64": np.float64}.get(fmt.name)
+        self.storage: Format | None = None  # the storage format of the evaluation (store())
 
     # values --------------------------------------------------------------
     def op(self, name: str, a, ins=()) -> Val:
@@ -153,6 +154,13 @@ class Ops:
     def clip(self, x, lo, hi): return self.minimum(self.maximum(x, lo), hi)
     def fma(self, a, b, c): return self._f("fma", lambda p, q, r: p * q + r, a, b, c)
 
+    def store(self, v) -> Val:
+        """v as a tensor saved in the storage format and loaded again: rounded to storage,
+        then to the compute format (the saved output y of a forward, read by a backward
+        kernel; a fused kernel's intermediate written out and read back)."""
+        a = np.asarray(self.lift(v).a, dtype=np.float64)
+        return self.op("store", (self.storage or self.fmt).round(a), (a,))
+
     def where(self, cond, a, b) -> Val:
         out = np.where(cond, self.lift(a).a, self.lift(b).a)
         return Val(out.astype(self.native) if self.native else out, self)
@@ -183,6 +191,7 @@ def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
     values; return storage values.  ``trace``: a list to record every operation in
     (``watch``: only constants and operations with non-finite outputs)."""
     ops = Ops(compute, trace, watch)
+    ops.storage = storage
     with np.errstate(all="ignore"):
         cast = (lambda v: compute.round(v).astype(ops.native)) if ops.native else compute.round
         args = [Val(cast(x), ops)]
