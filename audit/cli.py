@@ -144,6 +144,71 @@ def print_findings(results: list[SweepResult]) -> None:
             out.print(f"  {h['kind']:<12} {h['text']}", markup=False, highlight=False)
 
 
+@app.command("diff")
+def diff_cmd(
+    a: str = typer.Argument(..., help="First candidate: catalog id, torch:NAME, jax:NAME, pkg.module:function or dump:FILE."),
+    b: str = typer.Argument(..., help="Second candidate (the same kinds)."),
+    dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format (default: the storage format)."),
+    range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
+    samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample or grid."),
+    exhaustive: bool = typer.Option(False, "--exhaustive", help="Every fp32 input, or every pair of a 16-bit format."),
+    grid: Optional[int] = typer.Option(None, "--grid", help="Values per axis of a bivariate grid."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Parameter NAME=VALUE of both candidates."),
+    param_b: List[str] = typer.Option([], "--param-b", help="Parameter NAME=VALUE of B only."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of callables and dumps."),
+    device: str = typer.Option("cpu", "--device", help="Device of torch: ops."),
+    expect_identical: bool = typer.Option(False, "--expect-identical", help="Exit 1 unless every output has the same bits."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
+):
+    """Run two implementations on the same inputs: identical share, ULP distance between them,
+    where they disagree and which is closer to the exact value."""
+    from .diff import diff as run_diff, document as diff_document
+    from .formats import parse_formats
+
+    params, pb = parse_params(param), parse_params(param_b)
+    for k, v in {**params, **pb}.items():
+        if isinstance(v, list):
+            raise BadOptionError(f"parameter '{k}': diff takes one value per parameter")
+    rng = parse_range(range_)
+    results = []
+    with _progress() as bar:
+        for f in parse_formats(dtype):
+            results.append(run_diff(a, b, f, compute, range=rng, samples=samples, seed=seed,
+                                    exhaustive=exhaustive, grid=grid, reference=reference,
+                                    params=params, params_b=pb, device=device, progress=bar))
+    doc = diff_document(results, command=_command_line())
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+    else:
+        if json_out:
+            write_text(json_out, dumps(doc))
+        for r in results:
+            print_diff(r)
+    differ = any(r.verdict != "identical" for r in results)
+    return 1 if expect_identical and differ else 0
+
+
+def print_diff(r) -> None:
+    n = "" if r.exhaustive else " (sampled)"
+    out.print(f"{r.a} vs {r.b}  {r.dtype} (compute {r.compute}): {r.count} inputs{n}, "
+              f"{r.same} identical ({100 * r.identical_fraction:.2f}%), max distance "
+              f"{r.max_distance} ULP{f', NaN in one only at {r.nan_mismatch}' if r.nan_mismatch else ''}; A closer at {r.a_closer}, B closer at {r.b_closer}, "
+              f"ties {r.ties}; max error A {fmt_num(r.a_max_ulp)} ULP, B {fmt_num(r.b_max_ulp)} ULP; "
+              f"verdict: {r.verdict}", markup=False, highlight=False, soft_wrap=True)
+    for iv in r.intervals[:8]:
+        out.print(f"  [{fmt_num(iv['lo'], 6)}, {fmt_num(iv['hi'], 6)}]  {iv['count']} differ, "
+                  f"A closer {iv['a_closer']}, B closer {iv['b_closer']}, max distance "
+                  f"{iv['max_distance']}", markup=False, highlight=False)
+    if r.intervals_total > 8:
+        out.print(f"  (+{r.intervals_total - 8} more intervals)", highlight=False)
+    for s in r.specials:
+        if not s["same"]:
+            out.print(f"  special x = {s['x']}: A {s['a']}, B {s['b']}, exact {s['expected']}",
+                      markup=False, highlight=False)
+
+
 @app.command()
 def clip(
     targets: List[str] = typer.Argument(..., help="Candidates or families."),
