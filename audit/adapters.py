@@ -110,6 +110,10 @@ def external_candidate(target: str, reference: str | None, fmt: Format, device: 
         return torch_candidate(name, fmt, device, reference)
     if kind == "jax":
         return jax_candidate(name, fmt, reference)
+    if kind == "torch-compile":  # torch.compile of the op (audit/consistency.py)
+        from .consistency import compiled_candidate
+
+        return compiled_candidate(name, fmt, reference)
     if reference is None:
         raise BadOptionError(f"{target}: give the function's reference with --reference (e.g. gelu)")
     return wrap_callable(load_callable(target), reference, fmt, target, "user callable")

@@ -210,6 +210,59 @@ def print_diff(r) -> None:
 
 
 @app.command()
+def consistency(
+    target: str = typer.Argument(..., help="Catalog candidate, torch:NAME, jax:NAME or pkg.module:function."),
+    dtype: str = typer.Option("fp32", "--dtype", "-d", help="Storage format(s)."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format of catalog candidates."),
+    param: List[str] = typer.Option([], "--param", "-p", help="NAME=V1,V2,...: check that the parameter changes some output (repeatable)."),
+    layout: bool = typer.Option(False, "--layout", help="Check 0-d, lengths 1..--max-length and non-contiguous views against one contiguous call."),
+    max_length: int = typer.Option(65, "--max-length", help="Longest 1-D length of the layout check (a vector width plus one and beyond)."),
+    values: int = typer.Option(4096, "--values", help="Values of the layout check (a seeded sample, plus the specials)."),
+    range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict the parameter check's inputs to LO:HI."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
+):
+    """Consistency checks: a parameter that changes nothing, results that depend on the
+    tensor's shape. Exit 1 when there is a finding."""
+    from . import consistency as cons
+    from .formats import parse_formats
+
+    if not param and not layout:
+        raise BadOptionError("give --param NAME=V1,V2 (parameter effect) and/or --layout")
+    checks: list = []
+    rng = parse_range(range_)
+    for f in parse_formats(dtype):
+        for text in param:
+            if "=" not in text:
+                raise BadOptionError(f"--param '{text}' is not NAME=V1,V2")
+            name, vals = text.split("=", 1)
+            checks.append(cons.param_effect(target, name.strip(), cons.parse_values(vals), f,
+                                            compute, range=rng))
+        if layout:
+            checks.append(cons.layout_check(target, f, max_length=max_length, values=values))
+    failed = [c for c in checks if (c.findings if isinstance(c, cons.LayoutReport) else c.failed)]
+    doc = cons.document(checks, command=_command_line())
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+    else:
+        if json_out:
+            write_text(json_out, dumps(doc))
+        for c in checks:
+            if isinstance(c, cons.LayoutReport):
+                out.print(f"{c.target} {c.dtype}: layout: {len(c.shapes)} shapes, {c.values} values; "
+                          f"{len(c.findings)} differ from one contiguous call", markup=False, highlight=False)
+                for f in c.findings[:12]:
+                    ex = f.example
+                    out.print(f"  {f.text}; e.g. x = {ex['x']!r} ({ex['x_hex']}): {ex['got']!r}, "
+                              f"contiguous {ex['contiguous']!r}", markup=False, highlight=False)
+                if len(c.findings) > 12:
+                    out.print(f"  (+{len(c.findings) - 12} more shapes)", highlight=False)
+            else:
+                mark = "FINDING " if c.failed else "ok "
+                out.print(f"{c.target} {c.dtype}: {mark}{c.text}", markup=False, highlight=False)
+    return 1 if failed else 0
+
+
+@app.command()
 def clip(
     targets: List[str] = typer.Argument(..., help="Candidates or families."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s) (16 bits or fewer)."),
