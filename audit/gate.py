@@ -42,7 +42,7 @@ METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count")
 TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range"}
 AUDIT_KEYS = {"name", "targets", "dtype", "compute", "range", "params", "samples", "seed",
-              "tolerance", "grid"}
+              "tolerance", "grid", "backward"}
 
 
 @dataclass
@@ -57,6 +57,7 @@ class Audit:
     seed: int = 0
     grid: int | None = None
     tolerance: dict = field(default_factory=dict)
+    backward: bool = False  # sweep the targets' backward kernels dy * f'(x) over pairs
 
 
 @dataclass
@@ -171,12 +172,14 @@ def _audit(p: Path, raw, where: str) -> Audit:
         if k == "safe_range" and not (isinstance(v, list) and len(v) == 2 and
                                       all(isinstance(x, (int, float)) for x in v)):
             bad(f"tolerance.{k}", "must be [lo, hi]")
+    if not isinstance(raw.get("backward", False), bool):
+        bad("backward", "must be true or false")
     compute = raw.get("compute")
     return Audit(raw["name"], strings("targets"), strings("dtype"),
                  None if compute is None else strings("compute"),
                  None if rng is None else (float(rng[0]), float(rng[1])),
                  {k: v for k, v in params.items()}, raw.get("samples"), raw.get("seed", 0),
-                 raw.get("grid"), dict(tol))
+                 raw.get("grid"), dict(tol), raw.get("backward", False))
 
 
 def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]:
@@ -184,7 +187,8 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
     for a in spec.audits:
         try:
             res = sweep(a.targets, a.dtype, a.compute, range=a.range, samples=a.samples,
-                        seed=a.seed, params=a.params or None, grid=a.grid, progress=progress)
+                        seed=a.seed, params=a.params or None, grid=a.grid, progress=progress,
+                        backward=a.backward)
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
         out.append((a, res))

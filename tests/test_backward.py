@@ -160,3 +160,25 @@ def test_cli_backward(capsys):
     assert main(["sweep", "relu", "--backward"]) == 2
     _, err = capsys.readouterr()
     assert err.startswith("actaudit: error:")
+
+
+def test_gate_spec_backward_entry(tmp_path, monkeypatch, capsys):
+    # PyTorch's tanh-GELU backward in fp16 compute gives NaN for |x| >= 256 (x * x
+    # overflows; test_gelu_tanh_backward_nan_in_fp16), which a 64-value grid reaches: a
+    # "no NaN" tolerance fails there, and only there (sigmoid's backward has none).
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "actaudit.toml").write_text(
+        'baseline = "base.json"\n\n[[audit]]\nname = "bwd"\ntargets = ["gelu.tanh", "sigmoid"]\n'
+        'dtype = "fp16"\ngrid = 64\nbackward = true\ntolerance = { nan = false }\n')
+    assert main(["baseline"]) == 0
+    base = json.loads((tmp_path / "base.json").read_text())
+    assert "bwd/gelu_bwd.tanh/fp16/fp16" in json.dumps(base)
+    capsys.readouterr()
+    assert main(["check"]) == 1
+    out, _ = capsys.readouterr()
+    fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert fails and all("gelu_bwd.tanh" in line for line in fails)
+    (tmp_path / "actaudit.toml").write_text('[[audit]]\nname = "x"\ntargets = ["gelu"]\n'
+                                            'dtype = "fp16"\nbackward = "yes"\n')
+    assert main(["check"]) == 2
+    assert "backward" in capsys.readouterr()[1]
