@@ -173,6 +173,8 @@ def diff(a: str, b: str, dtype="fp16", compute=None, *, range=None, samples: int
     res = DiffResult(ca.id, cb.id, ca.reference, fmt.name, cf.name, 0, dom.exhaustive,
                      params={"a": pa, "b": pb})
     last_run = None  # the run open at the end of the previous chunk
+    if progress and hasattr(progress, "start"):
+        progress.start(f"diff {ca.id} {cb.id} {fmt.name}", dom.count)
     for part in dom.chunks():
         x, x2 = part if isinstance(part, tuple) else (part, None)
         ga = ca.evaluate(x, fmt, cf, pa, x2)

@@ -72,3 +72,14 @@ def test_bad_diff_is_one_line(capsys, args):
     assert main(args) == 2
     _, err = capsys.readouterr()
     assert err.startswith("actaudit: error:") and err.count("\n") == 1
+
+
+def test_dump_against_catalog(tmp_path, capsys):
+    # golden vectors are correctly rounded: against them a candidate is never closer, and
+    # where it differs the dump is closer (gelu.tanh in E4M3 differs somewhere: 14 ULP off)
+    g = tmp_path / "g.npz"
+    assert main(["golden", "gelu", "--dtype", "fp8_e4m3", "-o", str(g)]) == 0
+    r = diff(f"dump:{g}", "gelu.tanh", "fp8_e4m3", reference="gelu")
+    assert r.count == 254 and r.b_closer == 0 and r.a_closer == r.count - r.same > 0
+    assert r.verdict == "A better" and r.a_max_ulp <= 0.5
+    assert main(["diff", f"dump:{g}", "gelu.tanh", "--dtype", "fp8_e4m3"]) == 2  # no --reference
