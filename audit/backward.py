@@ -23,6 +23,7 @@ ties dy * f'(0) at odd subnormal dy without mpmath.  The derivative fast paths d
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import mpmath as mp
@@ -35,6 +36,7 @@ TAYLOR_TINY = 2.0**-30  # |scale x| below which the Taylor double-double applies
 # bound on the fast value's extra error: the float64 product dy * g (2**-53) and, where g
 # came from mpmath near a root, its rounding to float64 (2**-53)
 PRODUCT_REL = 2.0**-52
+G_CACHE = 4096  # derivative values kept by each backward reference's mpmath function
 
 
 @dataclass(frozen=True)
@@ -106,9 +108,19 @@ def backward_reference(grad_name: str) -> BackwardReference:
     if name in REFERENCES:
         return REFERENCES[name]
     gf = _g_fast(g)
+    cache: OrderedDict = OrderedDict()
 
     def mpf(x, dy, **p):
-        return dy * g.mp(x, **p)
+        """dy * f'(x) at the working precision; f'(x) is remembered per (x, precision,
+        parameters): a chunk of pairs holds few distinct x (the slow axis), and the pairs
+        mpmath decides share them (the same value as recomputing: mpmath is deterministic)."""
+        key = (x._mpf_, mp.mp.prec, tuple(sorted(p.items())))
+        v = cache.get(key)
+        if v is None:
+            v = cache[key] = g.mp(x, **p)
+            if len(cache) > G_CACHE:
+                cache.popitem(last=False)
+        return dy * v
 
     def near(x, dy, **p):
         pg = g.near(x, **p) if g.near is not None else None
