@@ -53,6 +53,14 @@ def _g_fast(g: Reference):
     cancels) evaluated in mpmath once per distinct x (rounded to float64: 2**-53)."""
 
     def fast(x, **p):
+        x = np.asarray(x, dtype=np.float64)
+        if len(x) > 64:  # runs of equal x (the slow axis of a pair chunk): f' once per run
+            new = np.empty(len(x), bool)
+            new[0] = True
+            np.not_equal(x[1:], x[:-1], out=new[1:])  # (-0 and +0: one run, f'(-0) = f'(+0))
+            starts = np.flatnonzero(new)
+            if len(starts) * 8 < len(x):
+                return np.repeat(fast(x[starts], **p), np.diff(np.append(starts, len(x))))
         v = g.fast(x, **p)
         bad = np.isnan(v) & np.isfinite(x)
         if bad.any():
