@@ -66,6 +66,7 @@ class Spec:
     audits: list
     baseline: Path
     slack: float = 1e-9
+    diffs: list = field(default_factory=list)  # [[diff]] entries (audit/gate_diff.py)
 
 
 # ------------------------------------------------------------------- spec
@@ -120,7 +121,9 @@ def load_spec(path: str | Path | None = None) -> Spec:
     slack = doc.get("slack", 1e-9)
     if not isinstance(slack, (int, float)) or isinstance(slack, bool) or not slack >= 0:
         raise BadFileError(f"{p}: key '{key('slack')}' must be a number >= 0")
-    return Spec(p, audits, (p.parent / base), float(slack))
+    from .gate_diff import parse as parse_diffs
+
+    return Spec(p, audits, (p.parent / base), float(slack), parse_diffs(p, doc.get("diff"), key("diff")))
 
 
 def _audit(p: Path, raw, where: str) -> Audit:
@@ -362,4 +365,6 @@ def check_command(spec_path=None, baseline_path=None, progress=None) -> tuple[Sp
     spec = load_spec(spec_path)
     base = load_baseline(Path(baseline_path) if baseline_path else spec.baseline)
     runs = run_spec(spec, progress)
-    return spec, compare(spec, runs, base)
+    from .gate_diff import run as run_diffs
+
+    return spec, compare(spec, runs, base) + run_diffs(spec.path, spec.diffs, progress)

@@ -98,3 +98,26 @@ def test_pairs_chunked_equal_in_memory():
               "intervals_total", "verdict"):
         assert da[k] == db[k], k
     assert a.intervals_total >= 1
+
+
+def test_gate_diff_entries(tmp_path, monkeypatch, capsys):
+    # relu6.clamp against the clamp at 5.5: A is exact wherever they differ (hand-derived
+    # above), so "not-worse" holds and "identical" fails, naming the first interval (x = -0,
+    # where only the sign of zero differs)
+    monkeypatch.chdir(tmp_path)
+    spec = ('[[audit]]\nname = "s"\ntargets = ["relu6.clamp"]\ndtype = "fp8_e4m3"\n\n'
+            '[[diff]]\nname = "low"\na = "relu6.clamp"\nb = "diff_funcs:relu6_low"\n'
+            'reference = "relu6"\ndtype = "fp16"\nexpect = "EXPECT"\n')
+    (tmp_path / "actaudit.toml").write_text(spec.replace("EXPECT", "not-worse"))
+    assert main(["baseline"]) == 0
+    assert main(["check"]) == 0
+    capsys.readouterr()
+    (tmp_path / "actaudit.toml").write_text(spec.replace("EXPECT", "identical"))
+    assert main(["check"]) == 1
+    out, _ = capsys.readouterr()
+    (line,) = [x for x in out.splitlines() if x.startswith("FAIL")]
+    assert "diff/low/fp16" in line and "expected identical, got A better" in line
+    assert "13952 of 63488 inputs differ" in line
+    (tmp_path / "actaudit.toml").write_text(spec.replace("EXPECT", "same"))
+    assert main(["check"]) == 2
+    assert "expect" in capsys.readouterr()[1]
