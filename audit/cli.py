@@ -161,6 +161,7 @@ def diff_cmd(
     device: str = typer.Option("cpu", "--device", help="Device of torch: ops."),
     expect_identical: bool = typer.Option(False, "--expect-identical", help="Exit 1 unless every output has the same bits."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
+    report_dir: Optional[Path] = typer.Option(None, "--report", help="Write an HTML report (distance maps) to DIR."),
 ):
     """Run two implementations on the same inputs: identical share, ULP distance between them,
     where they disagree and which is closer to the exact value."""
@@ -177,7 +178,12 @@ def diff_cmd(
         for f in parse_formats(dtype):
             results.append(run_diff(a, b, f, compute, range=rng, samples=samples, seed=seed,
                                     exhaustive=exhaustive, grid=grid, reference=reference,
-                                    params=params, params_b=pb, device=device, progress=bar))
+                                    params=params, params_b=pb, device=device, progress=bar,
+                                    keep=report_dir is not None))
+    if report_dir is not None:
+        from reports import diff as diff_report
+
+        diff_report.build(results, report_dir, _command_line())
     doc = diff_document(results, command=_command_line())
     if json_out == "-":
         sys.stdout.write(dumps(doc))

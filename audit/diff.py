@@ -40,6 +40,7 @@ from .metrics import FINITE, OVERFLOW_OK, _ordinals, point_errors
 
 SCHEMA = "actaudit.diff/1"
 MAX_INTERVALS = 64
+KEEP_LIMIT = 1 << 24  # inputs whose per-input data a report may keep
 
 
 @dataclass
@@ -65,6 +66,7 @@ class DiffResult:
     intervals_total: int = 0
     specials: list = field(default_factory=list)
     params: dict = field(default_factory=dict)
+    points: dict | None = field(default=None, repr=False)  # per input, with keep=True (reports)
 
     @property
     def identical_fraction(self) -> float:
@@ -141,10 +143,12 @@ def load(target: str, fmt: Format, reference: str | None, device: str = "cpu"):
 def diff(a: str, b: str, dtype="fp16", compute=None, *, range=None, samples: int | None = None,
          seed: int = 0, exhaustive: bool = False, grid: int | None = None,
          reference: str | None = None, params: dict | None = None, params_b: dict | None = None,
-         device: str = "cpu", progress=None) -> DiffResult:
+         device: str = "cpu", progress=None, keep: bool = False) -> DiffResult:
     """Run candidates ``a`` and ``b`` on the same inputs of storage format ``dtype`` and
     compare them with each other and with the exact value.  params: parameters of both
-    (those each has); params_b: parameters of b only (overriding params)."""
+    (those each has); params_b: parameters of b only (overriding params).  keep: keep per
+    input x (and x2), the distance and which is closer (0 same bits, 1 A, 2 B, 3 tie), as
+    ``points`` (for reports; at most KEEP_LIMIT inputs)."""
     fmt = get_format(dtype)
     ca, da = load(a, fmt, reference, device)
     cb, db = load(b, fmt, reference, device)
@@ -170,8 +174,12 @@ def diff(a: str, b: str, dtype="fp16", compute=None, *, range=None, samples: int
     else:
         dom = domain(fmt, range, samples=None if fmt.enumerable else samples, seed=seed,
                      exhaustive=exhaustive)
+    if keep and dom.count > KEEP_LIMIT:
+        raise BadOptionError(f"per-input data (reports) of {dom.count} inputs would not fit in "
+                             f"memory (limit {KEEP_LIMIT}): narrow --range or --grid")
     res = DiffResult(ca.id, cb.id, ca.reference, fmt.name, cf.name, 0, dom.exhaustive,
                      params={"a": pa, "b": pb})
+    kept: list = []
     last_run = None  # the run open at the end of the previous chunk
     if progress and hasattr(progress, "start"):
         progress.start(f"diff {ca.id} {cb.id} {fmt.name}", dom.count)
@@ -185,11 +193,25 @@ def diff(a: str, b: str, dtype="fp16", compute=None, *, range=None, samples: int
         eb = point_errors(x, gb, ov, fmt, x2, settle_a)
         _fold(res, fmt, x, x2, ga, gb, ea, eb)
         last_run = _runs(res, fmt, x, x2, ga, gb, ea, eb, last_run)
+        if keep:
+            kept.append(_points(fmt, x, x2, ga, gb, ea, eb))
         if progress:
             progress(len(x))
     if ref.arity == 1 and da is None and db is None:
         res.specials = _specials(ca, cb, fmt, cf, pa, pb, ref_params)
+    if keep and kept:
+        res.points = {k: (None if kept[0][k] is None else np.concatenate([p[k] for p in kept]))
+                      for k in kept[0]}
     return res
+
+
+def _points(fmt, x, x2, ga, gb, ea, eb) -> dict:
+    same, _ = _same_bits(fmt, ga, gb)
+    sa, sb = _score(ea), _score(eb)
+    closer = np.where(same, 0, np.where(sa < sb, 1, np.where(sb < sa, 2, 3))).astype(np.int8)
+    d, one_nan = _distance(fmt, ga, gb)
+    return {"x": np.asarray(x, dtype=np.float64), "x2": None if x2 is None else np.asarray(x2, dtype=np.float64),
+            "distance": np.where(one_nan, -1, d), "closer": closer}
 
 
 def _distance(fmt: Format, ga, gb) -> tuple[np.ndarray, np.ndarray]:

@@ -121,3 +121,14 @@ def test_gate_diff_entries(tmp_path, monkeypatch, capsys):
     (tmp_path / "actaudit.toml").write_text(spec.replace("EXPECT", "same"))
     assert main(["check"]) == 2
     assert "expect" in capsys.readouterr()[1]
+
+
+def test_diff_report(tmp_path, capsys):
+    out = tmp_path / "rep"
+    assert main(["diff", "diff_funcs:relu6_leaky", "diff_funcs:relu6_low", "--reference", "relu6",
+                 "--report", str(out)]) == 0
+    page = (out / "index.html").read_text()
+    assert "diff_funcs:relu6_leaky vs diff_funcs:relu6_low" in page and "data:image/png;base64," in page
+    assert "<b>mixed</b>" in page and (out / "000-diff.png").stat().st_size > 1000
+    doc = json.loads((out / "run.json").read_text())
+    assert doc["schema"] == "actaudit.diff/1" and doc["results"][0]["max_distance"] == 15360
