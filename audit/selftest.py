@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import mpmath as mp
 import numpy as np
 
-from . import oracle
+from . import backward, fused, oracle  # noqa: F401  (backward, fused: their references are checked too)
 from .formats import FORMATS, Format
 from .references import REFERENCES, Reference
 
