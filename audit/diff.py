@@ -260,11 +260,13 @@ def _runs(res: DiffResult, fmt, x, x2, ga, gb, ea, eb, last_run):
     diff = ~same
     sa, sb = _score(ea), _score(eb)
     d, _ = _distance(fmt, ga, gb)
-    if x2 is not None:  # per distinct x (the slow axis): counts summed over its pairs
-        ux, start = np.unique(x, return_index=True)
-        red = lambda v: np.add.reduceat(v.astype(np.int64), start) if len(x) else v  # noqa: E731
+    if x2 is not None:  # per distinct x (ascending): counts summed over its pairs
+        ux, inv = np.unique(x, return_inverse=True)
+        inv = inv.reshape(-1)
+        red = lambda v: np.bincount(inv, weights=v, minlength=len(ux)).astype(np.int64)  # noqa: E731
         cnt, ac, bc = red(diff), red(diff & (sa < sb)), red(diff & (sb < sa))
-        md = np.maximum.reduceat(np.where(diff, d, 0), start) if len(x) else d
+        md = np.zeros(len(ux), np.int64)
+        np.maximum.at(md, inv, np.where(diff, d, 0))
         xs, mask = ux, cnt > 0
     else:
         xs, mask = x, diff

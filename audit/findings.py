@@ -67,10 +67,10 @@ def runs(x: np.ndarray, mask: np.ndarray, keep: int = KEEP_INTERVALS) -> tuple[l
 
 
 def x_runs(x: np.ndarray, mask: np.ndarray, keep: int = KEEP_INTERVALS) -> tuple[list, list | None, int]:
-    """Runs over the distinct values of x (non-decreasing: the slow axis of a pair chunk)
-    of those at which mask holds for some pair: the x intervals of a backward finding."""
-    ux, start = np.unique(x, return_index=True)
-    hit = np.logical_or.reduceat(np.asarray(mask, dtype=bool), start) if len(x) else np.zeros(0, bool)
+    """Runs over the distinct values of x (ascending) of those at which mask holds for some
+    pair: the x intervals of a backward finding."""
+    ux, inv = np.unique(x, return_inverse=True)
+    hit = np.bincount(inv.reshape(-1), weights=np.asarray(mask, dtype=np.float64), minlength=len(ux)) > 0
     return runs(ux, hit, keep)
 
 
