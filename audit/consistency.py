@@ -29,7 +29,7 @@ import numpy as np
 from . import adapters
 from .candidates import Candidate, resolve
 from .diff import _same_bits
-from .errors import BadOptionError, UnknownNameError
+from .errors import ActauditError, BadOptionError, UnknownNameError
 from .formats import Format, get_format
 from .inputs import domain, pair_domain, special_inputs
 from .io import json_number
@@ -87,6 +87,9 @@ def _torch_op(name: str, fmt: Format, compiled: bool = False):
         cop = _compiled(torch, op, kw0)
 
         def call(arr, **kw):
+            if kw:
+                raise BadOptionError(f"torch-compile:{name} is compiled without parameters; "
+                                     f"check {', '.join(kw)} on torch:{name}")
             flat = np.asarray(arr).reshape(-1)
             out = np.empty_like(flat)
             for i in range(0, len(flat), COMPILE_BLOCK):
@@ -152,6 +155,8 @@ def _run(fn, arr, label, **kw):
         out = fn(arr, **kw)
     except TypeError as e:
         raise BadOptionError(f"{label} does not take {', '.join(kw) or 'these arguments'}: {e}") from None
+    except ActauditError:
+        raise
     except Exception as e:
         raise adapters.UserFunctionError(f"{label} raised {type(e).__name__}: {e}") from None
     out = np.asarray(out)
