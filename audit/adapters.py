@@ -114,6 +114,10 @@ def external_candidate(target: str, reference: str | None, fmt: Format, device: 
         from .consistency import compiled_candidate
 
         return compiled_candidate(name, fmt, reference)
+    if kind == "torch-bwd":  # PyTorch's backward kernel of the op, through autograd
+        from .consistency import torch_backward_candidate
+
+        return torch_backward_candidate(name, fmt, device)
     if reference is None:
         raise BadOptionError(f"{target}: give the function's reference with --reference (e.g. gelu)")
     return wrap_callable(load_callable(target), reference, fmt, target, "user callable")

@@ -344,3 +344,50 @@ def parse_values(text: str) -> list[float]:
             raise BadOptionError(f"parameter values must be finite, got '{p}'")
         out.append(v)
     return out
+
+
+# ------------------------------------------------------- torch backward kernels
+def torch_backward_candidate(name: str, fmt: Format, device: str = "cpu") -> Candidate:
+    """``torch-bwd:NAME``: PyTorch's own backward kernel of torch.nn.functional's op, through
+    autograd: x and dy as tensors of the storage dtype, dx = x.grad after
+    op(x).backward(dy); audited against the exact NAME_bwd(x, dy) = dy * f'(x)."""
+    from .candidates import catalog
+    from .references import REFERENCES
+
+    torch = adapters._need("torch", "torch")
+    F = importlib.import_module("torch.nn.functional")
+    if name not in adapters.TORCH_OPS:
+        raise UnknownNameError(f"unknown torch op '{name}' (known: {', '.join(adapters.TORCH_OPS)})")
+    ref, kw0 = adapters.TORCH_OPS[name]
+    catalog()  # registers the NAME_bwd references
+    bwd = f"{ref}_bwd"
+    if bwd not in REFERENCES:
+        have = sorted(n.removesuffix("_bwd") for n in REFERENCES if n.endswith("_bwd"))
+        raise BadOptionError(f"no exact backward reference for torch:{name} (backward references: "
+                             f"{', '.join(have)})")
+    if fmt.name not in _TORCH_DT:
+        raise BadOptionError(f"torch ops are audited in fp16, bf16, fp32 and fp64, not {fmt.name}")
+    if device != "cpu" and not (device.startswith("cuda") and torch.cuda.is_available()):
+        raise BadOptionError(f"device '{device}' is not available to torch here")
+    op = getattr(F, ref if name != "gelu_tanh" else "gelu")
+    tdt = getattr(torch, _TORCH_DT[fmt.name])
+    ti = {16: torch.int16, 32: torch.int32, 64: torch.int64}[fmt.bits]
+    ni = _INTS[fmt.bits]
+
+    def to_t(a):
+        bits = np.asarray(a, dtype=np.float64).astype(fmt.dtype).view(ni)
+        return torch.from_numpy(bits.copy()).view(tdt).to(device)
+
+    def fn(x, dy, m):
+        xt = to_t(x.a).requires_grad_(True)
+        try:
+            op(xt, **kw0).backward(to_t(dy.a))
+        except Exception as e:
+            raise adapters.UserFunctionError(f"torch-bwd:{name} raised {type(e).__name__}: {e}") from None
+        g = xt.grad.detach().to("cpu").contiguous().view(ti).numpy().view(fmt.dtype)
+        with np.errstate(all="ignore"):
+            return g.astype(np.float64)
+
+    return Candidate(f"torch-bwd:{name}", bwd, f"autograd of torch.nn.functional.{op.__name__}"
+                     f"{'(approximate=tanh)' if kw0 else ''}: x.grad after op(x).backward(dy)",
+                     f"torch {torch.__version__} on {device}", fn, compute=fmt.name)

@@ -182,3 +182,16 @@ def test_gate_spec_backward_entry(tmp_path, monkeypatch, capsys):
                                             'dtype = "fp16"\nbackward = "yes"\n')
     assert main(["check"]) == 2
     assert "backward" in capsys.readouterr()[1]
+
+
+@pytest.mark.parametrize("op, cand", [("gelu_tanh", "gelu_bwd.tanh"), ("tanh", "tanh_bwd.from_output"),
+                                      ("sigmoid", "sigmoid_bwd.from_output"), ("silu", "silu_bwd.torch")])
+def test_catalog_backward_is_pytorchs_kernel(op, cand):
+    # the catalog's transcription of PyTorch's backward kernels, run in fp32 compute on bf16
+    # tensors, gives the bits of PyTorch 2.13's own kernel (autograd on CPU) at every pair
+    # of a 128 x 128 grid: an independent check of the formulas (and of torch-bwd:)
+    pytest.importorskip("torch")
+    from audit.diff import diff
+
+    r = diff(f"torch-bwd:{op}", cand, "bf16", "fp32", grid=128)
+    assert r.count > 128 ** 2 - 1 and r.verdict == "identical", r.intervals[:3]
