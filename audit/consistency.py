@@ -16,6 +16,9 @@
   Inductor's C++ code), a candidate like any other, for ``actaudit diff
   torch-compile:NAME torch:NAME --expect-identical``.  It is called on blocks of a fixed
   length (``COMPILE_BLOCK``, padded), so that it compiles once.
+* **PyTorch's backward kernels**: ``torch-bwd:NAME`` runs autograd on the op (x.grad after
+  op(x).backward(dy)), a candidate of the exact backward ``NAME_bwd`` (audit/backward.py),
+  to diff against the catalog's transcriptions of those kernels.
 """
 
 from __future__ import annotations
