@@ -146,7 +146,7 @@ def print_findings(results: list[SweepResult]) -> None:
 
 @app.command("diff")
 def diff_cmd(
-    a: str = typer.Argument(..., help="First candidate: catalog id, torch:NAME, jax:NAME, pkg.module:function or dump:FILE."),
+    a: str = typer.Argument(..., help="First candidate: catalog id, torch:NAME, jax:NAME, torch-compile:NAME, torch-bwd:NAME, pkg.module:function or dump:FILE."),
     b: str = typer.Argument(..., help="Second candidate (the same kinds)."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
     compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format (default: the storage format)."),
