@@ -192,6 +192,14 @@ def external_candidate(target: str, reference: str | None, fmt: Format, device: 
         return torch_candidate(name, fmt, device, reference)
     if kind == "jax":
         return jax_candidate(name, fmt, reference)
+    if kind == "torch-compile":  # torch.compile of the op (audit/consistency.py)
+        from .consistency import compiled_candidate
+
+        return compiled_candidate(name, fmt, reference)
+    if kind == "torch-bwd":  # PyTorch's backward kernel of the op, through autograd
+        from .consistency import torch_backward_candidate
+
+        return torch_backward_candidate(name, fmt, device)
     obj = load_callable(target)
     if isinstance(obj, Candidate):  # a formula candidate (a fitted kernel's CANDIDATE)
         if reference is not None and obj.reference != reference:

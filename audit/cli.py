@@ -79,6 +79,7 @@ def sweep(
     param: List[str] = typer.Option([], "--param", "-p",
                                     help="Candidate parameter NAME=VALUE, or NAME=V1,V2,... to sweep it (repeatable)."),
     grad: bool = typer.Option(False, "--grad", help="Sweep the derivative (backward) candidates instead."),
+    backward: bool = typer.Option(False, "--backward", help="Sweep the backward kernels dx = dy * f'(x) over pairs (x, dy)."),
     grid: Optional[int] = typer.Option(None, "--grid", help="Values per axis of the (a, b) grid of gated units (default 1024; 8-bit formats: all)."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
     csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write one row per input to PATH."),
@@ -118,7 +119,8 @@ def sweep(
         raise BadOptionError("--json - already prints the JSON document on stdout; drop --format")
     with _progress() as bar:
         results = run_sweep(targets, dtype, "auto" if compute is None else compute, range=rng,
-                            samples=samples, seed=seed, exhaustive=exhaustive, params=params, grad=grad, grid=grid,
+                            samples=samples, seed=seed, exhaustive=exhaustive, params=params, grad=grad,
+                            backward=backward, grid=grid,
                             keep_points=csv_out is not None or report_dir is not None, progress=bar,
                             reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
@@ -172,6 +174,130 @@ def print_findings(results: list[SweepResult]) -> None:
     from reports import table as table_report
 
     sys.stdout.write(table_report.findings_text(results, shutil.get_terminal_size((80, 24)).columns))
+
+
+@app.command("diff")
+def diff_cmd(
+    a: str = typer.Argument(..., help="First candidate: catalog id, torch:NAME, jax:NAME, torch-compile:NAME, torch-bwd:NAME, pkg.module:function or dump:FILE."),
+    b: str = typer.Argument(..., help="Second candidate (the same kinds)."),
+    dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format (default: the storage format)."),
+    range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
+    samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample or grid."),
+    exhaustive: bool = typer.Option(False, "--exhaustive", help="Every fp32 input, or every pair of a 16-bit format."),
+    grid: Optional[int] = typer.Option(None, "--grid", help="Values per axis of a bivariate grid."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Parameter NAME=VALUE of both candidates."),
+    param_b: List[str] = typer.Option([], "--param-b", help="Parameter NAME=VALUE of B only."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of callables and dumps."),
+    device: str = typer.Option("cpu", "--device", help="Device of torch: ops."),
+    expect_identical: bool = typer.Option(False, "--expect-identical", help="Exit 1 unless every output has the same bits."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
+    report_dir: Optional[Path] = typer.Option(None, "--report", help="Write an HTML report (distance maps) to DIR."),
+):
+    """Run two implementations on the same inputs: identical share, ULP distance between them,
+    where they disagree and which is closer to the exact value."""
+    from .diff import diff as run_diff, document as diff_document
+    from .formats import parse_formats
+
+    params, pb = parse_params(param), parse_params(param_b)
+    for k, v in {**params, **pb}.items():
+        if isinstance(v, list):
+            raise BadOptionError(f"parameter '{k}': diff takes one value per parameter")
+    rng = parse_range(range_)
+    results = []
+    with _progress() as bar:
+        for f in parse_formats(dtype):
+            results.append(run_diff(a, b, f, compute, range=rng, samples=samples, seed=seed,
+                                    exhaustive=exhaustive, grid=grid, reference=reference,
+                                    params=params, params_b=pb, device=device, progress=bar,
+                                    keep=report_dir is not None))
+    if report_dir is not None:
+        from reports import diff as diff_report
+
+        diff_report.build(results, report_dir, _command_line())
+    doc = diff_document(results, command=_command_line())
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+    else:
+        if json_out:
+            write_text(json_out, dumps(doc))
+        for r in results:
+            print_diff(r)
+    differ = any(r.verdict != "identical" for r in results)
+    return 1 if expect_identical and differ else 0
+
+
+def print_diff(r) -> None:
+    n = "" if r.exhaustive else " (sampled)"
+    out.print(f"{r.a} vs {r.b}  {r.dtype} (compute {r.compute}): {r.count} inputs{n}, "
+              f"{r.same} identical ({100 * r.identical_fraction:.2f}%), max distance "
+              f"{r.max_distance} ULP{f', NaN in one only at {r.nan_mismatch}' if r.nan_mismatch else ''}; A closer at {r.a_closer}, B closer at {r.b_closer}, "
+              f"ties {r.ties}; max error A {fmt_num(r.a_max_ulp)} ULP, B {fmt_num(r.b_max_ulp)} ULP; "
+              f"verdict: {r.verdict}", markup=False, highlight=False, soft_wrap=True)
+    for iv in r.intervals[:8]:
+        out.print(f"  [{fmt_num(iv['lo'], 6)}, {fmt_num(iv['hi'], 6)}]  {iv['count']} differ, "
+                  f"A closer {iv['a_closer']}, B closer {iv['b_closer']}, max distance "
+                  f"{iv['max_distance']}", markup=False, highlight=False)
+    if r.intervals_total > 8:
+        out.print(f"  (+{r.intervals_total - 8} more intervals)", highlight=False)
+    for s in r.specials:
+        if not s["same"]:
+            out.print(f"  special x = {s['x']}: A {s['a']}, B {s['b']}, exact {s['expected']}",
+                      markup=False, highlight=False)
+
+
+@app.command()
+def consistency(
+    target: str = typer.Argument(..., help="Catalog candidate, torch:NAME, jax:NAME or pkg.module:function."),
+    dtype: str = typer.Option("fp32", "--dtype", "-d", help="Storage format(s)."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format of catalog candidates."),
+    param: List[str] = typer.Option([], "--param", "-p", help="NAME=V1,V2,...: check that the parameter changes some output (repeatable)."),
+    layout: bool = typer.Option(False, "--layout", help="Check 0-d, lengths 1..--max-length and non-contiguous views against one contiguous call."),
+    max_length: int = typer.Option(65, "--max-length", help="Longest 1-D length of the layout check (a vector width plus one and beyond)."),
+    values: int = typer.Option(4096, "--values", help="Values of the layout check (a seeded sample, plus the specials)."),
+    range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict the parameter check's inputs to LO:HI."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
+):
+    """Consistency checks: a parameter that changes nothing, results that depend on the
+    tensor's shape. Exit 1 when there is a finding."""
+    from . import consistency as cons
+    from .formats import parse_formats
+
+    if not param and not layout:
+        raise BadOptionError("give --param NAME=V1,V2 (parameter effect) and/or --layout")
+    checks: list = []
+    rng = parse_range(range_)
+    for f in parse_formats(dtype):
+        for text in param:
+            if "=" not in text:
+                raise BadOptionError(f"--param '{text}' is not NAME=V1,V2")
+            name, vals = text.split("=", 1)
+            checks.append(cons.param_effect(target, name.strip(), cons.parse_values(vals), f,
+                                            compute, range=rng))
+        if layout:
+            checks.append(cons.layout_check(target, f, max_length=max_length, values=values))
+    failed = [c for c in checks if (c.findings if isinstance(c, cons.LayoutReport) else c.failed)]
+    doc = cons.document(checks, command=_command_line())
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+    else:
+        if json_out:
+            write_text(json_out, dumps(doc))
+        for c in checks:
+            if isinstance(c, cons.LayoutReport):
+                out.print(f"{c.target} {c.dtype}: layout: {len(c.shapes)} shapes, {c.values} values; "
+                          f"{len(c.findings)} differ from one contiguous call", markup=False, highlight=False)
+                for f in c.findings[:12]:
+                    ex = f.example
+                    out.print(f"  {f.text}; e.g. x = {ex['x']!r} ({ex['x_hex']}): {ex['got']!r}, "
+                              f"contiguous {ex['contiguous']!r}", markup=False, highlight=False)
+                if len(c.findings) > 12:
+                    out.print(f"  (+{len(c.findings) - 12} more shapes)", highlight=False)
+            else:
+                mark = "FINDING " if c.failed else "ok "
+                out.print(f"{c.target} {c.dtype}: {mark}{c.text}", markup=False, highlight=False)
+    return 1 if failed else 0
 
 
 @app.command()
@@ -386,6 +512,7 @@ def report(
     seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
     param: List[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE[,VALUE...]."),
     grad: bool = typer.Option(False, "--grad", help="Report the derivative candidates."),
+    backward: bool = typer.Option(False, "--backward", help="Report the backward kernels over (x, dy)."),
     grid: Optional[int] = typer.Option(256, "--grid", help="Values per axis of gated units' grid (default 256 in reports)."),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Output directory."),
     reference: Optional[str] = typer.Option(None, "--reference", help="Reference of a callable or a dump (e.g. gelu)."),
@@ -399,7 +526,7 @@ def report(
 
     with _progress() as bar:
         results = run_sweep(targets, dtype, compute, range=parse_range(range_), samples=samples,
-                            seed=seed, params=parse_params(param), grad=grad, grid=grid,
+                            seed=seed, params=parse_params(param), grad=grad, backward=backward, grid=grid,
                             keep_points=True, progress=bar, reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             semantics=semantics or None)

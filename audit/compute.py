@@ -121,6 +121,7 @@ class Ops:
         # fp32 and fp64 compute natively: numpy's float32/float64 + - * / are IEEE operations,
         # correctly rounded, so values stay in the format's own dtype (no rounding passes)
         self.native = {"fp32": np.float32, "fp64": np.float64}.get(fmt.name)
+        self.storage: Format | None = None  # the storage format of the evaluation (store())
 
     # values --------------------------------------------------------------
     def op(self, name: str, a, ins=()) -> Val:
@@ -175,6 +176,13 @@ class Ops:
         """a*b + c with one rounding into the compute format (a fused multiply-add)."""
         ins = tuple(self.lift(v).a for v in (a, b, c))
         return self.op("fma", fused_multiply_add(self.fmt, *ins), ins)
+
+    def store(self, v) -> Val:
+        """v as a tensor saved in the storage format and loaded again: rounded to storage,
+        then to the compute format (the saved output y of a forward, read by a backward
+        kernel; a fused kernel's intermediate written out and read back)."""
+        a = np.asarray(self.lift(v).a, dtype=np.float64)
+        return self.op("store", (self.storage or self.fmt).round(a), (a,))
 
     def where(self, cond, a, b) -> Val:
         out = np.where(cond, self.lift(a).a, self.lift(b).a)
@@ -260,6 +268,7 @@ def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
         return _evaluate_semantics(fn, np.asarray(x, dtype=np.float64), storage, compute, params,
                                    x2, trace, watch, semantics)
     ops = Ops(compute, trace, watch)
+    ops.storage = storage
     with np.errstate(all="ignore"):
         cast = (lambda v: compute.round(v).astype(ops.native)) if ops.native else compute.round
         args = [Val(cast(x), ops)]

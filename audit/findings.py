@@ -66,6 +66,14 @@ def runs(x: np.ndarray, mask: np.ndarray, keep: int = KEEP_INTERVALS) -> tuple[l
     return first, [float(x[starts[-1]]), float(x[ends[-1]])], len(starts)
 
 
+def x_runs(x: np.ndarray, mask: np.ndarray, keep: int = KEEP_INTERVALS) -> tuple[list, list | None, int]:
+    """Runs over the distinct values of x (ascending) of those at which mask holds for some
+    pair: the x intervals of a backward finding."""
+    ux, inv = np.unique(x, return_inverse=True)
+    hit = np.bincount(inv.reshape(-1), weights=np.asarray(mask, dtype=np.float64), minlength=len(ux)) > 0
+    return runs(ux, hit, keep)
+
+
 FAILURE_KINDS = ("nan", "overflow", "underflow", "sign", "range")
 
 
@@ -187,9 +195,16 @@ def find(e: PointErrors, cand: Candidate, storage: Format, compute_fmt: Format, 
         ex = {"x": float(e.x[i]), "got": float(e.got[i]), "exact": float(e.exact[i])}
         if e.x2 is not None:
             ex["b"] = float(e.x2[i])
-        iv, last, total = runs(e.x, mask) if e.x2 is None else ([], None, 0)
+        if e.x2 is None:
+            iv, last, total = runs(e.x, mask)
+        elif getattr(cand.ref, "x_intervals", False):  # backward: the x at which some dy fails
+            iv, last, total = x_runs(e.x, mask)
+        else:
+            iv, last, total = [], None, 0
         cause = explain(cand, storage, compute_fmt, params, e.x[i:i + 1],
                         None if e.x2 is None else e.x2[i:i + 1], kind)
+        if kind == "underflow" and getattr(cand.ref, "x_intervals", False):
+            note = "dead gradient: dx = 0 where dy * f'(x) rounds to a nonzero value"
         out.append(Finding(kind, n, iv, ex, cause, total, note, last))
     return out
 

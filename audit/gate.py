@@ -54,7 +54,7 @@ FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity"
 TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range"}
 AUDIT_KEYS = {"name", "targets", "dtype", "compute", "range", "params", "samples", "seed",
               "tolerance", "grid", "reference", "grad", "device", "dump", "dump_dtype",
-              "semantics"}
+              "semantics", "backward"}
 
 
 @dataclass
@@ -75,6 +75,7 @@ class Audit:
     dump: str | None = None
     dump_dtype: str | None = None
     semantics: list | None = None  # semantics to audit (audit/semantics.py); None: ieee
+    backward: bool = False  # sweep the targets' backward kernels dy * f'(x) over pairs
 
 
 @dataclass
@@ -83,6 +84,7 @@ class Spec:
     audits: list
     baseline: Path
     slack: float = 1e-9
+    diffs: list = field(default_factory=list)  # [[diff]] entries (audit/gate_diff.py)
 
 
 # ------------------------------------------------------------------- spec
@@ -143,7 +145,9 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
     slack = doc.get("slack", 1e-9)
     if not _is_num(slack) or not 0 <= slack < 1:
         raise BadFileError(f"{p}: key '{key('slack')}' must be a number in [0, 1) (a relative slack)")
-    return Spec(p, audits, (p.parent / base), float(slack))
+    from .gate_diff import parse as parse_diffs
+
+    return Spec(p, audits, (p.parent / base), float(slack), parse_diffs(p, doc.get("diff"), key("diff")))
 
 
 def _is_num(v) -> bool:
@@ -208,6 +212,8 @@ def _audit(p: Path, raw, where: str) -> Audit:
         if k == "safe_range" and not (isinstance(v, list) and len(v) == 2 and all(_is_num(x) for x in v)
                                       and v[0] <= 0 <= v[1]):
             bad(f"tolerance.{k}", "must be [lo, hi], finite, with lo <= 0 <= hi")
+    if not isinstance(raw.get("backward", False), bool):
+        bad("backward", "must be true or false")
     compute = raw.get("compute")
     dump = string("dump")
     reference = string("reference")
@@ -226,7 +232,8 @@ def _audit(p: Path, raw, where: str) -> Audit:
                  {k: v for k, v in params.items()}, raw.get("samples"), raw.get("seed", 0),
                  raw.get("grid"), dict(tol), reference, raw.get("grad", False),
                  string("device") or "cpu",
-                 None if dump is None else str(p.parent / dump), string("dump_dtype"), sems)
+                 None if dump is None else str(p.parent / dump), string("dump_dtype"), sems,
+                 raw.get("backward", False))
 
 
 def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]:
@@ -236,7 +243,8 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
             res = sweep(a.targets, a.dtype, a.compute, range=a.range, samples=a.samples,
                         seed=a.seed, params=a.params or None, grid=a.grid, progress=progress,
                         reference=a.reference, grad=a.grad, device=a.device, dump=a.dump,
-                        dump_dtype=a.dump_dtype, semantics=a.semantics)
+                        dump_dtype=a.dump_dtype, semantics=a.semantics,
+                        backward=a.backward)
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
         out.append((a, res))
@@ -557,4 +565,6 @@ def check_command(spec_path=None, baseline_path=None, progress=None, reference=N
     spec = load_spec(spec_path, reference)
     base = load_baseline(Path(baseline_path) if baseline_path else spec.baseline)
     runs = run_spec(spec, progress)
-    return spec, compare(spec, runs, base, strict)
+    from .gate_diff import run as run_diffs
+
+    return spec, compare(spec, runs, base, strict) + run_diffs(spec.path, spec.diffs, progress)

@@ -24,7 +24,7 @@ import numpy as np
 
 import math
 
-from . import metrics, oracle
+from . import backward, fused, metrics, oracle  # noqa: F401  (backward, fused: their references are checked too)
 from .formats import FORMATS, Format
 from .references import REFERENCES, Reference
 

@@ -458,8 +458,8 @@ def param_sets(cand: Candidate, params: dict | None) -> list[dict]:
 
 def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=None,
           samples: int | None = None, seed: int = 0, exhaustive: bool = False,
-          params: dict | None = None, grad: bool = False, grid: int | None = None,
-          keep_points: bool = False, analyze: bool = True, max_ulp: float | None = None,
+          params: dict | None = None, grad: bool = False, backward: bool = False,
+          grid: int | None = None, keep_points: bool = False, analyze: bool = True, max_ulp: float | None = None,
           atol: float | None = None, reference: str | None = None, device: str = "cpu",
           dump: str | None = None, dump_dtype: str | None = None, workers: int | None = None,
           executor: str = "local", scheduler: str | None = None, checkpoint=None,
@@ -490,6 +490,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     exhaustive: every fp32 value, or every pair of a 16-bit gated unit (chunked).
     params: candidate parameters, each a
     value or a list of values to sweep.  grad: sweep the derivative candidates.
+    backward: sweep the backward candidates (dx = dy * f'(x) over pairs (x, dy)).
     grid: values per axis of the (a, b) grid of gated units (default 1024).
     keep_points: keep the per-input errors on each result (for CSV and plots).
     analyze: add findings, hidden overflows, saturation and the clip recommendation
@@ -512,6 +513,15 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
         if external or funcs or dump is not None:
             raise BadOptionError("--grad applies to catalog candidates")
         cands = grad_candidates(cands)
+    if backward:
+        from .backward_sweep import backward_candidates
+
+        if grad:
+            raise BadOptionError("--grad and --backward exclude each other (--grad sweeps f'(x), "
+                                 "--backward dy * f'(x) over pairs)")
+        if external or dump is not None:
+            raise BadOptionError("--backward applies to catalog candidates")
+        cands = backward_candidates(cands)
     if reference is not None:
         for c in cands:
             if c.reference != reference:

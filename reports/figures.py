@@ -229,8 +229,11 @@ def heatmap(r) -> bytes:
     ticks = np.linspace(0, n - 1, 7).astype(int)
     ax.set_xticks(ticks, [f"{ax_vals[t]:.2g}" for t in ticks], rotation=45, fontsize=7)
     ax.set_yticks(ticks, [f"{ax_vals[t]:.2g}" for t in ticks], fontsize=7)
-    ax.set_xlabel("gate input a (grid index; value labels)")
-    ax.set_ylabel("up input b")
+    from audit.references import get_reference
+
+    names = getattr(get_reference(r.reference), "axis_names", None)  # backward: (x, dy)
+    ax.set_xlabel(f"{names[0]} (grid index; value labels)" if names else "gate input a (grid index; value labels)")
+    ax.set_ylabel(names[1] if names else "up input b")
     fig.colorbar(im, ax=ax, label="log10 ULP error (white: NaN/inf)")
-    ax.set_title(f"{r.candidate} ({r.dtype}/{r.compute}) over (a, b)")
+    ax.set_title(f"{r.candidate} ({r.dtype}/{r.compute}) over ({', '.join(names or ('a', 'b'))})")
     return _png(fig)

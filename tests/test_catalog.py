@@ -81,10 +81,16 @@ EXACT = {
 for _f in ("gelu", "sigmoid", "tanh", "silu", "softplus", "mish"):
     EXACT[f"{_f}_grad"] = (lambda g: lambda x: mp.diff(g, x))(EXACT[_f])
 EXACT["elu_grad"] = lambda x: mp.mpf(1) if x > 0 else mp.exp(x)
+# fused forms: gelu of the exact sum, and scale (the default 1) times gelu
+EXACT["gelu_bias"] = lambda x, b: EXACT["gelu"](x + b)
+EXACT["gelu_scale"] = lambda x: EXACT["gelu"](x)
+# backward kernels: dy times the derivative
+for _f in ("gelu", "sigmoid", "tanh", "silu", "softplus", "mish", "elu"):
+    EXACT[f"{_f}_bwd"] = (lambda g: lambda x, dy: dy * g(x))(EXACT[f"{_f}_grad"])
 
 
 PIECEWISE_EXACT = {"relu", "leaky_relu", "relu6", "hardtanh", "hardsigmoid", "hardswish",
-                   "elu_grad", "reglu"}
+                   "elu_grad", "elu_bwd", "reglu"}
 
 
 def ulp_error(r, f, fmt):
