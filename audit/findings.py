@@ -88,6 +88,8 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
         if len(rn_over):
             g = got[rn_over]
             over[rn_over] |= np.isfinite(g) & (np.abs(g) < np.abs(e.exact[rn_over] + e.exact_lo[rn_over]))
+        if fmt.saturate and (np.abs(rn) == m).any():  # below +-max where the exact value overflows
+            over |= (np.abs(rn) == m) & (np.abs(got) < m) & (np.abs(e.exact) >= fmt.overflow_threshold)
         out["overflow"] = (over, "infinite, or saturated to the largest finite value, where the exact "
                                  "value is in range; or finite where the exact value overflows")
         under = got == 0
