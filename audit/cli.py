@@ -449,11 +449,13 @@ def formats(json_: bool = typer.Option(False, "--json", help="Print as JSON.")):
         sys.stdout.write(dumps([f.to_dict() for f in FORMATS.values()]))
         return
     t = Table(title="formats", title_justify="left", header_style="bold")
-    for col in ("name", "aliases", "bits", "p", "emin", "emax", "max finite", "min subnormal", "inf"):
+    for col in ("name", "aliases", "bits", "p", "emin", "emax", "max finite", "min subnormal", "inf",
+                "overflow"):
         t.add_column(col)
     for f in FORMATS.values():
         t.add_row(f.name, ", ".join(f.aliases), str(f.bits), str(f.p), str(f.emin), str(f.emax),
-                  f"{f.max_finite:.6g}", f"{f.smallest_subnormal:.6g}", "yes" if f.has_inf else "no")
+                  f"{f.max_finite:.6g}", f"{f.smallest_subnormal:.6g}", "yes" if f.has_inf else "no",
+                  f.to_dict()["overflow"])
     out.print(t)
 
 
