@@ -47,7 +47,8 @@ def fingerprint(job, n_chunks: int) -> dict:
             "domain": {"count": d.count, "lo": d.lo_ord, "hi": d.hi_ord,
                        "neg_zero": d.include_neg_zero, "pairs": d.axis is not None,
                        "axis": None if d.axis is None else hashlib.sha256(d.axis.tobytes()).hexdigest()},
-            "chunks": n_chunks, "actaudit": __version__, "oracle": oracle.ORACLE_VERSION}
+            "chunks": n_chunks, "actaudit": __version__, "oracle": oracle.ORACLE_VERSION,
+            **({"inputs": d.fmt.name} if d.fmt != job.storage else {})}  # --out-dtype
 
 
 def _plain(d: dict) -> dict:

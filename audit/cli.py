@@ -90,6 +90,7 @@ def sweep(
     details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
+    out_dtype: Optional[str] = typer.Option(None, "--out-dtype", help="Output format (default: --dtype): results, oracle and metrics in it."),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
@@ -103,7 +104,7 @@ def sweep(
                             reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             workers=workers, executor=executor, scheduler=scheduler,
-                            checkpoint=checkpoint,
+                            checkpoint=checkpoint, out_dtype=out_dtype,
                             max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
     if csv_out is not None:
         write_csv(results, csv_out)
@@ -119,6 +120,8 @@ def sweep(
         write_text(json_out, dumps(doc))
     if not quiet:
         out.print(results_table(results))
+        if out_dtype is not None:
+            out.print(f"outputs, oracle and metrics in {results[0].out_dtype}; inputs in --dtype")
         if details:
             print_findings(results)
 

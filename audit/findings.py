@@ -106,6 +106,9 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
         ref = cand.ref
         if ref.bounds is not None and ref.arity == 1:
             lo, hi = ref.bounds(e.x, **ref_params)
+            # RN_F is monotone: a correctly rounded result lies in [RN_F(lo), RN_F(hi)] (with
+            # --out-dtype a bound such as x itself need not be a value of the output format)
+            lo, hi = fmt.round(lo), fmt.round(hi)
             rng = (got < lo) | (got > hi)
             if any_nonfinite:
                 rng &= ~nonfinite

@@ -48,6 +48,7 @@ class SweepResult:
     saturation: dict | None = None
     clip: dict | None = None
     hidden: list = field(default_factory=list)
+    out_dtype: str | None = None  # the output format (--out-dtype) when it differs from dtype
 
     # fields of the JSON document --------------------------------------------
     @property
@@ -103,6 +104,7 @@ class SweepResult:
             "candidate": self.candidate,
             "reference": self.reference,
             "dtype": self.dtype,
+            "out_dtype": self.out_dtype or self.dtype,
             "compute": self.compute,
             "params": self.params,
             "inputs": {"count": self.domain.count, "exhaustive": self.domain.exhaustive,
@@ -145,8 +147,9 @@ def _same(a: float, b: float) -> bool:
 
 
 def check_specials(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
-                   ref_params: dict) -> list[dict]:
-    xs = special_inputs(storage) if cand.special_inputs is None else list(cand.special_inputs)
+                   ref_params: dict, inputs: Format | None = None) -> list[dict]:
+    """The non-finite inputs (of ``inputs``, default the storage format), results in storage."""
+    xs = special_inputs(inputs or storage) if cand.special_inputs is None else list(cand.special_inputs)
     if not xs:
         return []
     got = cand.evaluate(np.array(xs), storage, compute_fmt, params)
@@ -168,6 +171,7 @@ class _Job:
     analyze: bool
     keep: bool
     dom: Domain
+    inputs: Format | None = None  # the input format where it differs from storage (the output)
 
 
 def _chunk(job: _Job, part):
@@ -175,13 +179,21 @@ def _chunk(job: _Job, part):
     None) of one chunk."""
     x, x2 = part if isinstance(part, tuple) else (part, None)
     c, st = job.cand, job.storage
-    ov = oracle.evaluate(c.ref, st, x, job.ref_params, x2)
+    if job.inputs is None:
+        ov = oracle.evaluate(c.ref, st, x, job.ref_params, x2)
+    else:  # inputs of another format: no per-format cache; mpmath alone for fp64 inputs
+        ov = (oracle._compute(c.ref, st, x, job.ref_params, x2) if job.inputs.p <= 24
+              else oracle.exact_points(c.ref, x, st, job.ref_params, x2))
     watched = [] if job.analyze and x2 is None else None  # for the hidden-overflow scan
     got = c.evaluate(x, st, job.compute, job.params, x2, trace=watched, watch=True)
     e = point_errors(x, got, ov, st, x2, settle=lambda idx: oracle.settle(
         c.ref, st, ov, idx, x, job.ref_params, x2))
     s = Summary(exact_p99=job.dom.count <= EXACT_P99_LIMIT)
     s.add(e, st)
+    if job.inputs is not None and s.worst is not None:  # inputs written in their own format
+        for k in ("x", "b"):
+            if k in s.worst:
+                s.worst[k + "_hex"] = job.inputs.hex(s.worst[k])
     found, hid, edges = [], [], None
     if job.analyze:
         found = findings_mod.find(e, c, st, job.compute, job.params, job.ref_params)
@@ -210,7 +222,7 @@ class _Merged:
 
     def add(self, res, job: _Job) -> None:
         s, found, hid, n, e, edges = res
-        fmt = job.storage
+        fmt = job.inputs or job.storage  # (intervals of inputs)
         self.summary.merge(s)
         if edges is not None:  # steps across the chunk edge, before the chunk's own findings
             if self.mono_last is None:
@@ -297,7 +309,7 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
                   progress: Callable[[int], None] | None = None, analyze: bool = True,
                   max_ulp: float | None = None, atol: float | None = None,
                   workers: int = 1, executor: str = "local", scheduler: str | None = None,
-                  checkpoint=None) -> SweepResult:
+                  checkpoint=None, inputs: Format | None = None) -> SweepResult:
     """Sweep one candidate in one evaluation path over a domain.
 
     analyze: also find stability findings (with causes), hidden overflows and lossy
@@ -305,28 +317,33 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     tolerance; the clip needs the whole domain in one chunk).  Chunked domains run on
     ``executor`` ('local': ``workers`` processes; 'dask': the cluster at ``scheduler``)
     and, with a ``checkpoint`` directory, resume from the chunks already merged there.
+    inputs: the format of the domain's values where it differs from ``storage``, which is
+    then the output format (--out-dtype): results, oracle and metrics in ``storage``.
     """
+    inputs = None if inputs is None or inputs == storage else inputs
     t0 = time.perf_counter()
     params = cand.resolve_params(params)
     ref_params = cand.ref.with_defaults(cand.reference_params(params))
     compute_fmt = cand.compute_format(compute_fmt)
     one_chunk = dom.values is not None and len(dom.values) <= CHUNK
     keep = keep_points or (analyze and one_chunk)
-    job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom)
+    job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom, inputs)
     if progress and hasattr(progress, "start"):
-        progress.start(f"{cand.id} {storage.name}" + (f"/{compute_fmt.name}" if compute_fmt != storage else ""),
+        progress.start(f"{cand.id} {(inputs or storage).name}" + (f"->{storage.name}" if inputs else "")
+                       + (f"/{compute_fmt.name}" if compute_fmt != (inputs or storage) else ""),
                        dom.count)
     merged = _run_chunks(job, progress, executor, workers, scheduler, checkpoint)
     summary = merged.summary
     points = _concat(merged.kept)
-    specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []
-    res = SweepResult(cand.id, cand.reference, storage.name, compute_fmt.name, params, dom,
-                      summary, specials, merged.n_mpmath, 0.0, points if keep_points else None)
+    specials = check_specials(cand, storage, compute_fmt, params, ref_params, inputs) if cand.arity == 1 else []
+    res = SweepResult(cand.id, cand.reference, (inputs or storage).name, compute_fmt.name, params, dom,
+                      summary, specials, merged.n_mpmath, 0.0, points if keep_points else None,
+                      out_dtype=storage.name if inputs else None)
     if analyze:
         res.findings = list(merged.findings.values())
         res.findings += findings_mod.special_findings(cand, storage, compute_fmt, params, specials)
         res.hidden = merged.hidden
-        if cand.arity == 1 and (storage.enumerable or dom.values is not None):
+        if cand.arity == 1 and inputs is None and (storage.enumerable or dom.values is not None):
             # (over the swept inputs for sampled formats; none for chunked exhaustive runs)
             res.saturation = clip_mod.saturation(cand.ref, storage, ref_params,
                                                  None if storage.enumerable else dom.values)
@@ -439,7 +456,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           atol: float | None = None, reference: str | None = None, device: str = "cpu",
           dump: str | None = None, dump_dtype: str | None = None, workers: int | None = None,
           executor: str = "local", scheduler: str | None = None, checkpoint=None,
-          progress: Callable[[int], None] | None = None) -> list[SweepResult]:
+          progress: Callable[[int], None] | None = None, out_dtype=None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
     targets: candidate ids or family names ('gelu', 'gelu.tanh'), 'torch:gelu', 'jax:silu'
@@ -458,6 +475,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     keep_points: keep the per-input errors on each result (for CSV and plots).
     analyze: add findings, hidden overflows, saturation and the clip recommendation
     (tolerance max_ulp / atol; default: the candidate's error on its core).
+    out_dtype: the output format (default: each dtype): inputs in dtype, results rounded
+    to out_dtype, oracle and metrics in out_dtype (saturation and clip only without it).
     """
     names = [targets] if isinstance(targets, str) else list(targets or [])
     names = [n.strip() for t in names for n in t.split(",") if n.strip()]
@@ -473,6 +492,9 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                 raise BadOptionError(f"{c.id} approximates {c.reference}, not --reference {reference}")
     storages = _formats(dtype)
     computes = _formats(compute) if compute is not None else None
+    out_fmt = None if out_dtype is None else _out_format(out_dtype)
+    if out_fmt is not None and (external or dump is not None):
+        raise BadOptionError("--out-dtype applies to catalog candidates")
     for k in params or {}:
         if not any(k in c.params for c in cands):
             raise BadOptionError(f"no selected candidate has a parameter '{k}'")
@@ -523,15 +545,26 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                          f"{st.name} inputs would not fit in memory (limit {KEEP_LIMIT}): "
                                          "narrow --range")
                 for p in param_sets(c, params):
-                    results.append(run_candidate(c, st, cf, doms[c.arity], p, keep_points, progress,
-                                                 analyze, max_ulp, atol, nworkers, executor,
-                                                 scheduler, checkpoint))
+                    results.append(run_candidate(c, out_fmt or st, cf, doms[c.arity], p, keep_points,
+                                                 progress, analyze, max_ulp, atol, nworkers, executor,
+                                                 scheduler, checkpoint, inputs=st))
         if dump is not None:
             d = golden.read_dump(dump, st, dump_dtype)
             dc, ddom = golden.dump_candidate(d, reference)
             results.append(run_candidate(dc, st, st, ddom, None, keep_points, progress, analyze,
                                          max_ulp, atol))
     return results
+
+
+def _out_format(spec) -> Format:
+    """The --out-dtype format: one element format."""
+    from .formats import element_format
+
+    if isinstance(spec, Format):
+        return spec
+    if "," in str(spec):
+        raise BadOptionError(f"--out-dtype takes one format, got '{spec}'")
+    return element_format(spec)
 
 
 def _formats(spec) -> list[Format]:
