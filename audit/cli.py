@@ -95,6 +95,10 @@ def sweep(
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
     params = parse_params(param)
+    from . import quant
+
+    if quant.is_quant(dtype) or quant.is_quant(out_dtype):
+        return _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details)
     if samples is not None and samples < 1:
         raise BadOptionError(f"--samples must be positive, got {samples}")
     with _progress() as bar:
@@ -124,6 +128,37 @@ def sweep(
             out.print(f"outputs, oracle and metrics in {results[0].out_dtype}; inputs in --dtype")
         if details:
             print_findings(results)
+
+
+def _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details) -> None:
+    """sweep with a quantized (int8:..., uint8:..., int16:...) input or output format."""
+    from . import quant
+
+    results = quant.sweep(targets, dtype, out_dtype, compute or "fp32", params)
+    doc = quant.document(results, command=_command_line())
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+        return
+    if json_out:
+        write_text(json_out, dumps(doc))
+    if quiet:
+        return
+    t = Table(title="actaudit sweep (quantized)", title_justify="left", header_style="bold")
+    for col in ("candidate", "in", "out", "compute", "inputs", "max code err", "at x (code)", "mean",
+                "max real err", "correct %", "NaN", "findings"):
+        t.add_column(col, justify="left" if col in ("candidate", "in", "out", "compute", "findings") else "right")
+    for r in results:
+        w = r.worst or {}
+        t.add_row(r.candidate, r.dtype, r.out_dtype, r.compute, str(r.count), format_number(r.max_code_err),
+                  f"{format_number(w.get('x', math.nan))} ({w.get('x_code', '')})", format_number(r.mean_code_err),
+                  format_number(r.max_real_err), f"{100 * r.correct_fraction:.2f}", str(r.nan_count),
+                  ", ".join(f"{f['kind']} {f['count']}" for f in r.findings))
+    out.print(t)
+    if details:
+        for r in results:
+            for f in r.findings:
+                iv = ", ".join(f"[{a}, {b}]" for a, b in f["intervals"][:4])
+                out.print(f"{escape(r.candidate)} {r.out_dtype}: {f['kind']} {f['count']} inputs {iv}; {f['note']}")
 
 
 def _tolerance(v, name):
