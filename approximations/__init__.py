@@ -6,4 +6,4 @@ formulas and constants are taken from the cited papers and documentation.
 """
 
 from . import (  # noqa: F401
-    elu, exp, gated, gelu, grads, mish, misc, piecewise, sigmoid, silu, softplus, tanh)
+    elu, exp, gated, gelu, grads, lut, mish, misc, piecewise, sigmoid, silu, softplus, tanh)

@@ -98,7 +98,7 @@ def sweep(
     from . import quant
 
     if quant.is_quant(dtype) or quant.is_quant(out_dtype):
-        return _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details)
+        return _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details, reference)
     if samples is not None and samples < 1:
         raise BadOptionError(f"--samples must be positive, got {samples}")
     with _progress() as bar:
@@ -130,11 +130,12 @@ def sweep(
             print_findings(results)
 
 
-def _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details) -> None:
+def _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details,
+                 reference=None) -> None:
     """sweep with a quantized (int8:..., uint8:..., int16:...) input or output format."""
     from . import quant
 
-    results = quant.sweep(targets, dtype, out_dtype, compute or "fp32", params)
+    results = quant.sweep(targets, dtype, out_dtype, compute or "fp32", params, reference)
     doc = quant.document(results, command=_command_line())
     if json_out == "-":
         sys.stdout.write(dumps(doc))
@@ -250,6 +251,38 @@ def selftest(
     out.print(f"actaudit selftest: {len(checks)} reference x format checks, {n} inputs, "
               f"{len(bad)} failed", highlight=False)
     return 1 if bad else 0
+
+
+@app.command()
+def lut(
+    reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
+    dtype: str = typer.Option(..., "--dtype", "-d", help="Input format: int8:scale=S,zero=Z, uint8:..., int16:..., or a float format of 16 bits or fewer."),
+    out_dtype: Optional[str] = typer.Option(None, "--out-dtype", help="Output format (default: --dtype)."),
+    out_path: Path = typer.Option(..., "--out", "-o", help="Output file: .npy, .npz, .csv, or .h/.c (a C array)."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
+):
+    """Write the correctly rounded lookup table of a reference and print its audit."""
+    from . import lut as lut_mod
+    from .references import get_reference
+
+    ref = get_reference(reference)
+    params = parse_params(param)
+    for k in params:
+        if k not in ref.params:
+            raise BadOptionError(f"{reference} has no parameter '{k}' (parameters: {', '.join(ref.params) or 'none'})")
+    inq, outf = lut_mod.formats_of(dtype, out_dtype)
+    w = lut_mod.write_table(out_path, reference, inq, outf, params)
+    out.print(f"wrote {out_path} ({w['entries']} entries, {w['in_dtype']} -> {w['out_dtype']})", highlight=False)
+    a = lut_mod.audit_table(w, reference, inq, outf, params)
+    if a is None:
+        return
+    if isinstance(a, dict):
+        out.print(f"audit (read back): {a['correct']} of {a['inputs']} finite inputs correctly rounded, "
+                  f"max {format_number(a['max_ulp'])} ULP", highlight=False)
+    else:
+        found = ", ".join(f"{f['kind']} {f['count']}" for f in a.findings) or "none"
+        out.print(f"audit (read back): {a.count} codes, {100 * a.correct_fraction:.2f}% correct, "
+                  f"max code error {format_number(a.max_code_err)}, findings: {found}", highlight=False)
 
 
 @app.command()

@@ -384,10 +384,12 @@ def _findings(r: QuantResult, ref, out: QuantFormat, clamped: np.ndarray) -> lis
     return [f for f in found if f is not None]
 
 
-def sweep(targets, dtype, out_dtype=None, compute="fp32", params: dict | None = None) -> list[QuantResult]:
+def sweep(targets, dtype, out_dtype=None, compute="fp32", params: dict | None = None,
+          reference: str | None = None) -> list[QuantResult]:
     """Audit catalog candidates (as float kernels between quantized codes) and ``lut:FILE``
     tables: inputs every code of ``dtype`` (a quantized format, or a float format of at
-    most 16 bits), outputs in the quantized ``out_dtype`` (default: ``dtype``)."""
+    most 16 bits), outputs in the quantized ``out_dtype`` (default: ``dtype``).
+    reference: the function a ``lut:FILE`` tabulates (default: the file's own record)."""
     from .candidates import resolve
 
     inq = parse_quant(dtype) if is_quant(dtype) else element_format(dtype)
@@ -410,7 +412,7 @@ def sweep(targets, dtype, out_dtype=None, compute="fp32", params: dict | None = 
         if n.startswith("lut:"):
             from . import lut as lut_mod
 
-            qc, ref = lut_mod.lut_candidate(n, inq, outq, params)
+            qc, ref = lut_mod.lut_candidate(n, inq, outq, params, reference)
             out.append(audit_codes(ref, inq, outq, qc, None))
             continue
         for c in resolve([n]):
