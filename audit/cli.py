@@ -91,12 +91,20 @@ def sweep(
     max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
     atol: Optional[float] = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
     out_dtype: Optional[str] = typer.Option(None, "--out-dtype", help="Output format (default: --dtype): results, oracle and metrics in it."),
+    blocks_dist: str = typer.Option("normal:std=1", "--blocks", help="Block-scaled outputs: input distribution (normal:std=S[,mean=M], uniform:lo=A,hi=B, npy:PATH)."),
+    elements: int = typer.Option(1 << 16, "--elements", help="Block-scaled outputs: number of seeded input elements."),
+    scale_rule: str = typer.Option("ocp", "--scale-rule", help="Block-scaled outputs: ocp (OCP MX 6.3 floor rule; NVFP4 round to nearest) or ceil (round-up)."),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
     params = parse_params(param)
     from . import quant
 
+    from . import blocks
+
+    if blocks.is_block(out_dtype):
+        return _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, blocks_dist,
+                            elements, seed, scale_rule)
     if quant.is_quant(dtype) or quant.is_quant(out_dtype):
         return _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details, reference)
     if samples is not None and samples < 1:
@@ -160,6 +168,33 @@ def _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, de
             for f in r.findings:
                 iv = ", ".join(f"[{a}, {b}]" for a, b in f["intervals"][:4])
                 out.print(f"{escape(r.candidate)} {r.out_dtype}: {f['kind']} {f['count']} inputs {iv}; {f['note']}")
+
+
+def _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, dist, elements, seed,
+                 rule) -> None:
+    """sweep with a block-scaled output format (mxfp8_e4m3, ..., nvfp4)."""
+    from . import blocks
+
+    results = blocks.sweep(targets, dtype, out_dtype, compute or "fp32", rule=rule, dist=dist,
+                           elements=elements, seed=seed, params=params)
+    doc = blocks.document(results, command=_command_line())
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+        return
+    if json_out:
+        write_text(json_out, dumps(doc))
+    if quiet:
+        return
+    t = Table(title=f"actaudit sweep (block-scaled, {rule} scale rule)", title_justify="left", header_style="bold")
+    for col in ("candidate", "in", "out", "compute", "elements", "max elem ULP", "mean", "quant. cost",
+                "added ULP", "elems differing", "blocks scale differs", "worst block", "NaN"):
+        t.add_column(col, justify="left" if col in ("candidate", "in", "out", "compute") else "right")
+    for r in results:
+        t.add_row(r.candidate, r.dtype, r.out_dtype, r.compute, str(r.elements), format_number(r.max_elem_ulp),
+                  format_number(r.mean_elem_ulp), format_number(r.ref_max_elem_ulp), format_number(r.max_added_ulp),
+                  str(r.mismatches), f"{r.scale_diff_blocks} of {r.blocks}",
+                  str(r.worst_block["index"]) if r.worst_block else "-", str(r.nan_elements))
+    out.print(t)
 
 
 def _tolerance(v, name):
