@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from fractions import Fraction
 
 import mpmath as mp
@@ -163,13 +161,15 @@ def test_npy_inputs_validated(tmp_path):
         blocks.inputs(f"npy:{p}", 0, 0, FORMATS["bf16"], 32)
 
 
-def test_cli_block_sweep():
-    r = subprocess.run([sys.executable, "-m", "audit.cli", "sweep", "gelu.tanh", "--dtype", "bf16", "--out-dtype",
-                        "nvfp4", "--blocks", "normal:std=2", "--elements", "4096", "--json", "-"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    d = json.loads(r.stdout)["results"][0]
+def test_cli_block_sweep(capsys):
+    from audit.cli import main
+
+    code = main(["sweep", "gelu.tanh", "--dtype", "bf16", "--out-dtype", "nvfp4", "--blocks", "normal:std=2",
+                 "--elements", "4096", "--json", "-"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    d = json.loads(out)["results"][0]
     assert d["blocks"] == 256 and d["out_dtype"] == "nvfp4" and d["rule"] == "ocp"
-    r = subprocess.run([sys.executable, "-m", "audit.cli", "sweep", "gelu.tanh", "--dtype", "bf16", "--out-dtype",
-                        "mxfp8_e4m3", "--scale-rule", "nope"], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.startswith("actaudit: error:")
+    code = main(["sweep", "gelu.tanh", "--dtype", "bf16", "--out-dtype", "mxfp8_e4m3", "--scale-rule", "nope"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("actaudit: error:")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import shutil
 import subprocess
-import sys
 import zipfile
 from fractions import Fraction
 
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 
 from audit import lut, quant
+from audit.cli import main
 from audit.errors import BadFileError
 from audit.formats import get_format
 
@@ -112,7 +112,7 @@ def test_a_wrong_table_is_audited(tmp_path):
 
 @pytest.mark.parametrize("case", ["size", "object", "nan", "range", "fraction", "garbage", "2d",
                                   "strings", "csv_text", "bomb", "nokey", "dir", "missing", "suffix"])
-def test_untrusted_tables_are_refused(tmp_path, case):
+def test_untrusted_tables_are_refused(tmp_path, case, capsys):
     inq = quant.parse_quant("int8:scale=0.0625,zero=0")
     p = tmp_path / "t.npy"
     if case == "size":
@@ -151,20 +151,20 @@ def test_untrusted_tables_are_refused(tmp_path, case):
         p.write_text("1\n")
     with pytest.raises(BadFileError):
         quant.sweep(f"lut:{p}", inq, reference="tanh")
-    r = subprocess.run([sys.executable, "-m", "audit.cli", "sweep", f"lut:{p}", "--dtype",
-                        "int8:scale=0.0625,zero=0", "--reference", "tanh"], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.startswith("actaudit: error:") and "Traceback" not in r.stderr
+    code = main(["sweep", f"lut:{p}", "--dtype", "int8:scale=0.0625,zero=0", "--reference", "tanh"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("actaudit: error:") and "Traceback" not in err
 
 
-def test_lut_command(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "audit.cli", "lut", "sigmoid", "--dtype", "int8:scale=0.0625,zero=0",
-                        "--out-dtype", "uint8:scale=0.00390625,zero=0", "-o", str(tmp_path / "s.csv")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert "100.00% correct" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "audit.cli", "lut", "sigmoid", "--dtype", "fp32", "-o",
-                        str(tmp_path / "s.npy")], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.startswith("actaudit: error:")
+def test_lut_command(tmp_path, capsys):
+    code = main(["lut", "sigmoid", "--dtype", "int8:scale=0.0625,zero=0", "--out-dtype",
+                 "uint8:scale=0.00390625,zero=0", "-o", str(tmp_path / "s.csv")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "100.00% correct" in out
+    code = main(["lut", "sigmoid", "--dtype", "fp32", "-o", str(tmp_path / "s.npy")])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("actaudit: error:")
 
 
 def test_interpolated_family_hand_worked():
