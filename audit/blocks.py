@@ -94,18 +94,20 @@ def div_round(E: Format, y: np.ndarray, d) -> np.ndarray:
     """RN_E(y / d) exactly for float64 y and positive d with a short significand (a power of
     two, or an E4M3 value times an fp32): where the float64 quotient sits on a boundary
     between two E values, y is compared with boundary * d, an exact product."""
+    shape = np.shape(y)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    d = np.broadcast_to(np.asarray(d, dtype=np.float64), shape).ravel()
     with np.errstate(all="ignore"):
         q = y / d
         r = elem_round(E, q)
         a, b = elem_round(E, np.nextafter(q, -np.inf)), elem_round(E, np.nextafter(q, np.inf))
         edge = np.flatnonzero((a != b) & np.isfinite(q))
         if len(edge):
-            dd = d[edge] if np.ndim(d) else d
             m = (a[edge] + b[edge]) / 2
             yy = y[edge]
-            md = m * dd
+            md = m * d[edge]
             r[edge] = np.where(yy > md, b[edge], np.where(yy < md, a[edge], r[edge]))
-    return r
+    return r.reshape(shape)
 
 
 def _elem_round_mpf(E: Format, v) -> float:
@@ -456,6 +458,108 @@ def audit(cand, bf: BlockFormat, x: np.ndarray, in_fmt: Format, compute: Format,
     return res
 
 
+def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
+               params: dict | None = None) -> BlockResult:
+    """Every pair (element input x, block-max input m) of a 16-bit (or smaller) input format,
+    MX formats: the block {x, m} (other elements smaller) has the scale of max(|f(x)|, |f(m)|)
+    for the reference and of max(|y(x)|, |y(m)|) for the candidate; since the scale rule is
+    monotone, that is the larger of the two elements' own exponents, so the N^2 pairs reduce to
+    N inputs times the distinct (reference, candidate) exponent classes of m, each counted
+    with its multiplicity.  Figures are over pairs (x's element error in each pair)."""
+    t0 = time.perf_counter()
+    if bf.nv:
+        raise BadOptionError("the exhaustive block mode is for MX formats (NVFP4's tensor scale "
+                             "depends on the whole tensor)")
+    if not in_fmt.enumerable:
+        raise BadOptionError(f"the exhaustive block mode is for inputs of 16 bits or fewer, not {in_fmt.name}")
+    p = cand.resolve_params(params)
+    ref = cand.ref
+    rp = ref.with_defaults(cand.reference_params(p))
+    cf = cand.compute_format(compute)
+    E = bf.elem
+    x = in_fmt.finite_values()
+    x = x[~((x == 0) & np.signbit(x))]  # one zero
+    n = len(x)
+    y = cand.evaluate(x, cf, cf, p)
+    v, slack = _fast(ref, x, rp)
+    ex = _Exact(ref, x, rp)
+    with np.errstate(all="ignore"):
+        kc = mx_exponent(bf, np.abs(y))
+        k_lo = mx_exponent(bf, np.maximum(np.abs(v) - slack, 0.0))
+        k_hi = mx_exponent(bf, np.abs(v) + slack)
+    kr = k_lo.copy()
+    for i in np.flatnonzero(~(k_lo == k_hi)).tolist():
+        kr[i] = mx_exponent_mpf(bf, abs(ex(i)))
+    # classes of the block-max input m: (reference exponent, candidate exponent), with counts
+    kc_key = np.where(np.isnan(kc), 1000.0, kc)
+    classes, counts = np.unique(np.stack([kr, kc_key], axis=1), axis=0, return_counts=True)
+    w = counts.astype(np.float64)[None, :]
+    nan_class = classes[None, :, 1] == 1000
+    acc = {"max": -1.0, "sum": 0.0, "wsum": 0.0, "rel": 0.0, "ref": 0.0, "mism": 0.0, "added": 0.0,
+           "sdiff": 0.0, "nan": 0.0, "worst": None}
+    f = v.copy()
+    for a in range(0, n, 2048):  # rows of x, all classes of m: memory bounded
+        sl = slice(a, min(a + 2048, n))
+        Kr = np.maximum(kr[sl, None], classes[None, :, 0])
+        Kc = np.where(nan_class | np.isnan(kc[sl, None]), np.nan,
+                      np.maximum(np.nan_to_num(kc[sl], nan=-1e9)[:, None], classes[None, :, 1]))
+        Xr = np.ldexp(1.0, Kr.astype(np.int64))
+        with np.errstate(all="ignore"):
+            vv, ss = v[sl, None], slack[sl, None]
+            e_lo, e_hi = div_round(E, vv - ss + 0 * Xr, Xr), div_round(E, vv + ss + 0 * Xr, Xr)
+            el = e_lo.copy()
+            for i, j in zip(*np.nonzero(~(e_lo == e_hi))):
+                with mp.workprec(300):
+                    el[i, j] = _elem_round_mpf(E, ex(int(i) + a) / mp.mpf(float(Xr[i, j])))
+            for i in range(sl.start, sl.stop):
+                if i in ex.cache:
+                    f[i] = float(ex.cache[i])
+            fr = f[sl, None]
+            rv = el * Xr
+            Xc = np.ldexp(1.0, np.nan_to_num(Kc, nan=0).astype(np.int64))
+            cel = np.where(np.isnan(Kc), np.nan, elem_round(E, y[sl, None] / Xc))
+            cv = cel * Xc
+            u = Xr * E.ulp(fr / Xr)
+            err = np.abs(cv - fr) / u
+            ref_err = np.abs(rv - fr) / u
+            added = np.abs(cv - rv) / u
+            rel = np.where(cv == fr, 0.0, np.abs(cv - fr) / np.abs(fr))
+        ok = np.isfinite(cv) & np.isfinite(err)
+        ww = np.broadcast_to(w, ok.shape)
+        acc["sum"] += float(np.sum(np.where(ok, err * ww, 0.0)))
+        acc["wsum"] += float(np.sum(np.where(ok, ww, 0.0)))
+        acc["mism"] += float(np.sum(np.where(ok & (cel != el), ww, 0.0)))
+        acc["sdiff"] += float(np.sum(np.where(~(Xr == Xc), ww, 0.0)))
+        acc["nan"] += float(np.sum(np.where(np.isfinite(cv), 0.0, ww)))
+        if np.isfinite(ref_err).any():
+            acc["ref"] = max(acc["ref"], float(np.nanmax(np.where(np.isfinite(ref_err), ref_err, np.nan))))
+        if ok.any():
+            acc["rel"] = max(acc["rel"], float(rel[ok].max()))
+            acc["added"] = max(acc["added"], float(added[ok].max()))
+            em = np.where(ok, err, -1.0)
+            i, j = np.unravel_index(int(np.argmax(em)), em.shape)
+            if em[i, j] > acc["max"]:
+                acc["max"] = float(em[i, j])
+                m_idx = int(np.flatnonzero((kr == classes[j, 0]) & (kc_key == classes[j, 1]))[0])
+                acc["worst"] = {"x": json_number(float(x[a + i])), "x_hex": in_fmt.hex(float(x[a + i])),
+                                "pair_input": json_number(float(x[m_idx])),
+                                "max_elem_ulp": json_number(float(err[i, j])),
+                                "scale_ref": json_number(float(Xr[i, j])),
+                                "scale_candidate": json_number(float(Xc[i, j])),
+                                "got": json_number(float(cv[i, j])), "reference": json_number(float(rv[i, j])),
+                                "exact": json_number(float(f[a + i]))}
+    total = n * n
+    have = acc["wsum"] > 0
+    res = BlockResult(cand.id, ref.name, in_fmt.name, bf.name, bf.rule, cf.name,
+                      f"exhaustive: every pair (x, m) of {in_fmt.name} inputs ({n} x {n})", total, total,
+                      acc["max"] if have else math.nan, acc["sum"] / acc["wsum"] if have else math.nan,
+                      acc["rel"] if have else math.nan, acc["ref"], int(acc["mism"]),
+                      acc["added"] if have else math.nan, int(acc["sdiff"]), [], acc["worst"],
+                      int(acc["nan"]), None, ex.n, params=p)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
 def sweep(targets, dtype="bf16", out_dtype="mxfp8_e4m3", compute="fp32", *, rule: str = "ocp",
           dist: str = "normal:std=1", elements: int = 1 << 16, seed: int = 0,
           params: dict | None = None) -> list[BlockResult]:
@@ -464,14 +568,15 @@ def sweep(targets, dtype="bf16", out_dtype="mxfp8_e4m3", compute="fp32", *, rule
     bf = get_block_format(out_dtype, rule)
     in_fmt = element_format(dtype)
     cf = element_format(compute or "fp32")
-    x = inputs(dist, elements, seed, in_fmt, bf.block)
+    exh = str(dist).strip().lower() == "exhaustive"
+    x = None if exh else inputs(dist, elements, seed, in_fmt, bf.block)
     names = [targets] if isinstance(targets, str) else list(targets or [])
     names = [n.strip() for t in names for n in t.split(",") if n.strip()]
     out = []
     for c in resolve(names):
         if c.arity != 1:
             raise BadOptionError(f"{c.id}: block audits are for functions of one input")
-        out.append(audit(c, bf, x, in_fmt, cf, params, dist if not dist.startswith("npy:") else dist))
+        out.append(exhaustive(c, bf, in_fmt, cf, params) if exh else audit(c, bf, x, in_fmt, cf, params, dist))
     return out
 
 

@@ -193,7 +193,8 @@ def _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, di
         t.add_row(r.candidate, r.dtype, r.out_dtype, r.compute, str(r.elements), format_number(r.max_elem_ulp),
                   format_number(r.mean_elem_ulp), format_number(r.ref_max_elem_ulp), format_number(r.max_added_ulp),
                   str(r.mismatches), f"{r.scale_diff_blocks} of {r.blocks}",
-                  str(r.worst_block["index"]) if r.worst_block else "-", str(r.nan_elements))
+                  str(r.worst_block.get("index", r.worst_block.get("x_hex"))) if r.worst_block else "-",
+                  str(r.nan_elements))
     out.print(t)
 
 

@@ -173,3 +173,31 @@ def test_cli_block_sweep(capsys):
     code = main(["sweep", "gelu.tanh", "--dtype", "bf16", "--out-dtype", "mxfp8_e4m3", "--scale-rule", "nope"])
     _, err = capsys.readouterr()
     assert code == 2 and err.startswith("actaudit: error:")
+
+
+@pytest.mark.parametrize("rule", ["ocp", "ceil"])
+def test_exhaustive_pairs_equal_brute_force(rule):
+    """The class reduction of the exhaustive mode against every pair built as a real block:
+    [x, m, 0, ..., 0] for all 253^2 pairs of fp8_e4m3 inputs (one zero), quantized by the
+    sampled-block code; element 0 of each block is x's."""
+    bf = blocks.get_block_format("mxfp8_e4m3", rule)
+    c = catalog()["gelu.tanh"]
+    e4 = FORMATS["fp8_e4m3"]
+    r = blocks.exhaustive(c, bf, e4, FORMATS["fp32"])
+    xs = e4.finite_values()
+    xs = xs[~((xs == 0) & np.signbit(xs))]
+    n = len(xs)
+    blk = np.zeros((n * n, 32))
+    blk[:, 0] = np.repeat(xs, n)
+    blk[:, 1] = np.tile(xs, n)
+    flat = blk.ravel()
+    y = c.evaluate(flat, FORMATS["fp32"], FORMATS["fp32"], {}).reshape(-1, 32)
+    cq = blocks.quantize(bf, y)
+    rq, exact, _ = blocks.reference(bf, c.ref, flat, {})
+    f = exact.reshape(-1, 32)[:, 0]
+    u = rq.scale * e4.ulp(f / rq.scale)
+    err = np.abs(cq.values[:, 0] - f) / u
+    assert r.elements == n * n
+    assert r.mismatches == int(np.count_nonzero(cq.elems[:, 0] != rq.elems[:, 0]))
+    assert r.scale_diff_blocks == int(np.count_nonzero(cq.scale != rq.scale))
+    assert r.max_elem_ulp == float(err.max())
