@@ -42,7 +42,7 @@ METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count")
 TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range"}
 AUDIT_KEYS = {"name", "targets", "dtype", "compute", "range", "params", "samples", "seed",
-              "tolerance", "grid"}
+              "tolerance", "grid", "out_dtype"}
 
 
 @dataclass
@@ -57,6 +57,7 @@ class Audit:
     seed: int = 0
     grid: int | None = None
     tolerance: dict = field(default_factory=dict)
+    out_dtype: str | None = None  # one element format (--out-dtype)
 
 
 @dataclass
@@ -172,11 +173,14 @@ def _audit(p: Path, raw, where: str) -> Audit:
                                       all(isinstance(x, (int, float)) for x in v)):
             bad(f"tolerance.{k}", "must be [lo, hi]")
     compute = raw.get("compute")
+    out_dtype = raw.get("out_dtype")
+    if out_dtype is not None and not isinstance(out_dtype, str):
+        bad("out_dtype", "must be a string (one format)")
     return Audit(raw["name"], strings("targets"), strings("dtype"),
                  None if compute is None else strings("compute"),
                  None if rng is None else (float(rng[0]), float(rng[1])),
                  {k: v for k, v in params.items()}, raw.get("samples"), raw.get("seed", 0),
-                 raw.get("grid"), dict(tol))
+                 raw.get("grid"), dict(tol), out_dtype)
 
 
 def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]:
@@ -184,7 +188,8 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
     for a in spec.audits:
         try:
             res = sweep(a.targets, a.dtype, a.compute, range=a.range, samples=a.samples,
-                        seed=a.seed, params=a.params or None, grid=a.grid, progress=progress)
+                        seed=a.seed, params=a.params or None, grid=a.grid, progress=progress,
+                        out_dtype=a.out_dtype)
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
         out.append((a, res))
@@ -194,7 +199,8 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
 # --------------------------------------------------------------- baseline
 def entry_key(audit: str, r: SweepResult) -> str:
     p = ",".join(f"{k}={v:g}" for k, v in sorted(r.params.items()))
-    return f"{audit}/{r.candidate}/{r.dtype}/{r.compute}" + (f"/{p}" if p else "")
+    dt = r.dtype + (f"->{r.out_dtype}" if r.out_dtype else "")
+    return f"{audit}/{r.candidate}/{dt}/{r.compute}" + (f"/{p}" if p else "")
 
 
 def entry(r: SweepResult) -> dict:

@@ -323,3 +323,29 @@ def test_out_dtype_cli_errors(capsys):
         code = main(["sweep", "silu.exp", "--dtype", "bf16", "--out-dtype", bad])
         err = capsys.readouterr()[1]
         assert code == 2 and err.startswith("actaudit: error:"), (bad, err)
+
+
+def test_gate_spec_with_accelerator_formats_and_out_dtype(tmp_path, monkeypatch, capsys):
+    """A spec auditing in fp8_e4m3fnuz and fp4_e2m1, and bf16 -> fp8_e4m3 with out_dtype: the
+    baseline records keys naming the output format, and check passes on it; an out_dtype
+    that is not a string is refused."""
+    import json
+
+    from audit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "actaudit.toml").write_text(
+        'baseline = "base.json"\n[[audit]]\nname = "accel"\ntargets = ["silu.exp"]\n'
+        'dtype = ["fp8_e4m3fnuz", "fp4_e2m1"]\n'
+        '[[audit]]\nname = "cast"\ntargets = ["silu.exp"]\ndtype = "bf16"\ncompute = "fp32"\n'
+        'out_dtype = "fp8_e4m3"\n')
+    assert main(["baseline"]) == 0
+    keys = set(json.loads((tmp_path / "base.json").read_text())["entries"])
+    assert {"accel/silu.exp/fp8_e4m3fnuz/fp8_e4m3fnuz", "accel/silu.exp/fp4_e2m1/fp4_e2m1",
+            "cast/silu.exp/bf16->fp8_e4m3/fp32"} <= keys
+    assert main(["check"]) == 0
+    capsys.readouterr()
+    (tmp_path / "actaudit.toml").write_text(
+        '[[audit]]\nname = "cast"\ntargets = ["silu.exp"]\ndtype = "bf16"\ncompute = "fp32"\n'
+        'out_dtype = 3\n')
+    assert main(["check"]) == 2
