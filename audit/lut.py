@@ -99,6 +99,7 @@ def read_table(path) -> tuple[np.ndarray, dict]:
         raise BadFileError(f"{p}: not a readable table ({type(e).__name__}: {e})") from None
     if a.dtype.kind not in "iuf":
         raise BadFileError(f"{p}: table has dtype {a.dtype}: expected integers or floats")
+    meta["kind"] = "float" if a.dtype.kind == "f" else "int"
     if a.ndim != 1 or a.shape[0] not in SIZES:
         raise BadFileError(f"{p}: table has shape {a.shape}: expected 256 or 65536 entries")
     return a.astype(np.float64), meta
@@ -128,6 +129,46 @@ def lut_candidate(target: str, inq, outq: QuantFormat, params=None, reference: s
         return table[index(inq, x_codes)]
 
     return QuantCandidate(target, ref.name, f"table[{n}]", str(path), fn, "table"), ref
+
+
+def float_candidate(target: str, in_fmt: Format, out: Format, reference: str | None = None):
+    """A Candidate of ``lut:FILE`` between float formats: the entry at each input's bit
+    pattern, given as bit patterns of the output format (an integer table) or as its values
+    (a float table: each entry must be a value of the output format, NaN or +-inf only where
+    it has them)."""
+    from .candidates import Candidate
+
+    path = target[4:]
+    if not path:
+        raise BadOptionError("lut: needs a file, lut:FILE")
+    table, meta = read_table(path)
+    n = n_codes(in_fmt)
+    if len(table) != n:
+        raise BadFileError(f"{path}: {len(table)} entries, but {in_fmt.name} has {n} bit patterns")
+    if meta["kind"] == "int":
+        if table.min() < 0 or table.max() >= 1 << out.bits:
+            raise BadFileError(f"{path}: entries are not {out.bits}-bit patterns of {out.name}")
+        vals = out.from_bits(table.astype(np.int64))
+    else:
+        vals = table
+        with np.errstate(all="ignore"):
+            fin = np.isfinite(vals)
+            bad = (fin & (out.round(vals) != vals)) | (np.isnan(vals) & (not out.has_nan)) \
+                | (np.isinf(vals) & (not out.has_inf))
+        if bad.any():
+            raise BadFileError(f"{path}: {int(bad.sum())} entries are not values of {out.name}")
+    name = reference or meta.get("reference")
+    if name is None:
+        raise BadOptionError(f"{target}: give the function it tabulates with --reference (e.g. gelu)")
+    ref = get_reference(name)
+    if ref.arity != 1:
+        raise BadOptionError(f"{target}: tables are for functions of one input, not {name}")
+
+    def fn(x, m):
+        return vals[in_fmt.to_bits(np.asarray(x.a, dtype=np.float64)).astype(np.int64)]
+
+    return Candidate(target, ref.name, f"table[{n}] by {in_fmt.name} bit pattern", str(path), fn,
+                     {}, "", in_fmt.name)
 
 
 # ---------------------------------------------------------------------- writer

@@ -493,8 +493,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     storages = _formats(dtype)
     computes = _formats(compute) if compute is not None else None
     out_fmt = None if out_dtype is None else _out_format(out_dtype)
-    if out_fmt is not None and (external or dump is not None):
-        raise BadOptionError("--out-dtype applies to catalog candidates")
+    if out_fmt is not None and (any(not t.startswith("lut:") for t in external) or dump is not None):
+        raise BadOptionError("--out-dtype applies to catalog candidates and lut: tables")
     for k in params or {}:
         if not any(k in c.params for c in cands):
             raise BadOptionError(f"no selected candidate has a parameter '{k}'")
@@ -532,7 +532,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                          f"would not fit in memory (limit {KEEP_LIMIT}): narrow --range")
     for st in storages:
         doms: dict[int, Domain] = {}
-        ext = [adapters.external_candidate(t, reference, st, device) for t in external]
+        ext = [_lut(t, st, out_fmt or st, reference) if t.startswith("lut:")
+               else adapters.external_candidate(t, reference, st, device) for t in external]
         for cf in computes or [st]:
             for c in cands + ext:
                 if c.arity not in doms:
@@ -554,6 +555,12 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
             results.append(run_candidate(dc, st, st, ddom, None, keep_points, progress, analyze,
                                          max_ulp, atol))
     return results
+
+
+def _lut(target: str, st: Format, out: Format, reference: str | None) -> Candidate:
+    from .lut import float_candidate
+
+    return float_candidate(target, st, out, reference)
 
 
 def _out_format(spec) -> Format:

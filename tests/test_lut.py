@@ -180,3 +180,35 @@ def test_interpolated_family_hand_worked():
     assert y[0] == s(0) + 0.5 * (s(1) - s(0)) and y[1] == s(1) and y[2] == s(-1)
     r = audit.sweep("lut.tanh_interp", dtype="fp8_e4m3", compute="fp32", params={"n": [8, 256]})
     assert len(r) == 2 and r[1].max_ulp <= r[0].max_ulp
+
+
+def test_float_tables_in_float_sweeps(tmp_path):
+    """A written fp8_e4m3 table of gelu, swept as a candidate: every entry correctly rounded;
+    one entry moved up by one step (x = 1: gelu(1) = 0.8413 rounds to 0.8125 in E4M3, whose
+    ulp there is 1/16; the next value 0.875 is (0.875 - 0.8413) 16 = 0.54 ULP away): that
+    input alone is wrong."""
+    import audit
+
+    e4 = get_format("fp8_e4m3")
+    lut.write_table(tmp_path / "g.npy", "gelu", e4, e4)
+    r = audit.sweep(f"lut:{tmp_path / 'g.npy'}", dtype="fp8_e4m3", reference="gelu")[0]
+    assert r.correctly_rounded_fraction == 1.0 and r.special_failures == 0
+    t = np.load(tmp_path / "g.npy")
+    b1 = int(e4.to_bits([1.0])[0])
+    assert e4.from_bits([t[b1]])[0] == 0.8125
+    t[b1] += 1
+    np.save(tmp_path / "bad.npy", t)
+    r = audit.sweep(f"lut:{tmp_path / 'bad.npy'}", dtype="fp8_e4m3", reference="gelu")[0]
+    g1 = float(MPF["gelu"](mp.mpf(1)))
+    assert r.summary.correct == r.summary.count - 1 and r.worst["x"] == 1.0
+    assert abs(r.max_ulp - (0.875 - g1) * 16) < 1e-9
+    # values that are not E4M3 values, and bit patterns wider than 8 bits, are refused
+    np.save(tmp_path / "v.npy", np.full(256, 0.3))
+    np.save(tmp_path / "w.npy", np.full(256, 300, dtype=np.int64))
+    for name in ("v.npy", "w.npy"):
+        with pytest.raises(BadFileError):
+            audit.sweep(f"lut:{tmp_path / name}", dtype="fp8_e4m3", reference="gelu")
+    # bf16 inputs, fp8 outputs, through --out-dtype
+    lut.write_table(tmp_path / "b.npz", "silu", get_format("bf16"), e4)
+    r = audit.sweep(f"lut:{tmp_path / 'b.npz'}", dtype="bf16", out_dtype="fp8_e4m3")[0]
+    assert r.correctly_rounded_fraction == 1.0 and r.domain.count == 65280
