@@ -50,6 +50,11 @@ class SweepResult:
     hidden: list = field(default_factory=list)
     out_dtype: str | None = None  # the output format (--out-dtype) when it differs from dtype
 
+    @property
+    def formats_label(self) -> str:
+        """'bf16', or 'bf16->fp8_e4m3' with an output format (--out-dtype)."""
+        return self.dtype + (f"->{self.out_dtype}" if self.out_dtype else "")
+
     # fields of the JSON document --------------------------------------------
     @property
     def max_ulp(self) -> float:

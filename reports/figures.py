@@ -105,7 +105,7 @@ def error_map(r, color="#1f77b4") -> bytes:
     ax.set_ylabel(f"ULP error (floor {FLOOR:g})")
     _xaxis(ax, r.dtype)
     kind = "exhaustive" if r.domain.exhaustive else "sampled"
-    ax.set_title(f"{r.candidate}: {r.dtype} storage, {r.compute} compute ({kind}, "
+    ax.set_title(f"{r.candidate}: {r.formats_label} storage, {r.compute} compute ({kind}, "
                  f"{r.domain.count} inputs)")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=7, framealpha=0.8)
@@ -123,7 +123,7 @@ def histogram(r, color="#1f77b4") -> bytes:
     _logy(ax)
     ax.set_xlabel("ULP error")
     ax.set_ylabel("inputs")
-    ax.set_title(f"{r.candidate} ({r.dtype}/{r.compute}): ULP errors")
+    ax.set_title(f"{r.candidate} ({r.formats_label}/{r.compute}): ULP errors")
     return _png(fig)
 
 
@@ -137,7 +137,7 @@ def family_map(results, colors) -> bytes:
     _logy(ax)
     ax.set_ylabel("ULP error")
     _xaxis(ax, r0.dtype)
-    ax.set_title(f"family {r0.candidate.split('.')[0]}: {r0.dtype} storage, {r0.compute} compute")
+    ax.set_title(f"family {r0.candidate.split('.')[0]}: {r0.formats_label} storage, {r0.compute} compute")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", fontsize=7, markerscale=6, framealpha=0.8)
     return _png(fig)
@@ -152,7 +152,7 @@ def formats_side_by_side(results, color) -> bytes:
         ax.plot(x, u, ".", ms=1.5, color=color, rasterized=True)
         _logy(ax)
         _xaxis(ax, r.dtype)
-        ax.set_title(f"{r.dtype} / {r.compute}: max {r.max_ulp:.3g} ULP", fontsize=9)
+        ax.set_title(f"{r.formats_label} / {r.compute}: max {r.max_ulp:.3g} ULP", fontsize=9)
         ax.grid(True, alpha=0.3)
     axes[0][0].set_ylabel("ULP error")
     fig.suptitle(f"{results[0].candidate} across formats")
@@ -177,5 +177,5 @@ def heatmap(r) -> bytes:
     ax.set_xlabel("gate input a (grid index; value labels)")
     ax.set_ylabel("up input b")
     fig.colorbar(im, ax=ax, label="log10 ULP error (white: NaN/inf)")
-    ax.set_title(f"{r.candidate} ({r.dtype}/{r.compute}) over (a, b)")
+    ax.set_title(f"{r.candidate} ({r.formats_label}/{r.compute}) over (a, b)")
     return _png(fig)

@@ -219,7 +219,7 @@ def _summary(results) -> str:
         anchor = slug(f"{r.candidate}-{r.dtype}-{r.compute}-{_ptext(r)}")
         rows.append(
             f"<tr><td class='l'><a href='#{anchor}'>{e(r.candidate)}</a>{e(_ptext(r, ' '))}</td>"
-            f"<td class='l'>{e(r.dtype)}</td><td class='l'>{e(r.compute)}</td><td>{r.domain.count}</td>"
+            f"<td class='l'>{e(r.formats_label)}</td><td class='l'>{e(r.compute)}</td><td>{r.domain.count}</td>"
             f"<td class='l'>{'exhaustive' if r.domain.exhaustive else 'sampled'}</td>"
             f"<td class='{tier(mx)}' data-v='{r.max_ulp}'>{num(r.max_ulp)}</td>"
             f"<td class='{tier(r.p99_ulp)}' data-v='{r.p99_ulp}'>{num(r.p99_ulp)}</td>"
@@ -238,7 +238,7 @@ def _ptext(r, lead="") -> str:
 def _candidate(rep: Report, r, color) -> str:
     cand = catalog().get(r.candidate)
     anchor = slug(f"{r.candidate}-{r.dtype}-{r.compute}-{_ptext(r)}")
-    out = [f"<h3 id='{anchor}'>{e(r.candidate)}{e(_ptext(r, ' '))}: {e(r.dtype)} storage, "
+    out = [f"<h3 id='{anchor}'>{e(r.candidate)}{e(_ptext(r, ' '))}: {e(r.formats_label)} storage, "
            f"{e(r.compute)} compute</h3>"]
     if cand is not None:
         out.append(f"<p class='note'>reference <code>{e(cand.reference)}</code>; formula "
