@@ -349,3 +349,13 @@ def test_gate_spec_with_accelerator_formats_and_out_dtype(tmp_path, monkeypatch,
         '[[audit]]\nname = "cast"\ntargets = ["silu.exp"]\ndtype = "bf16"\ncompute = "fp32"\n'
         'out_dtype = 3\n')
     assert main(["check"]) == 2
+
+
+def test_report_names_the_output_format(tmp_path):
+    import audit
+    from reports import html
+
+    res = audit.sweep("silu.exp", dtype="fp8_e4m3", out_dtype="fp4_e2m1", compute="fp32", keep_points=True)
+    assert res[0].formats_label == "fp8_e4m3->fp4_e2m1"
+    html.build(res, tmp_path / "rep", "test")
+    assert "fp8_e4m3-&gt;fp4_e2m1 storage" in (tmp_path / "rep" / "index.html").read_text()
