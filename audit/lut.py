@@ -171,6 +171,40 @@ def float_candidate(target: str, in_fmt: Format, out: Format, reference: str | N
                      {}, "", in_fmt.name)
 
 
+def tflite16_candidate(target: str, inq, outq: QuantFormat, params=None):
+    """``tflite16:REFERENCE``: the int16 lookup-and-interpolate arithmetic of TFLite's int16
+    activations (reference_ops ``generic_int16_table_lookup``): a table of 513 output codes
+    at the input codes q_i = (i - 256) 128, i = 0..512 (the last one past the range,
+    extrapolated), then for input code q, in integers,
+
+        index = 256 + (q >> 7), offset = q & 127, slope = T[index + 1] - T[index],
+        result = T[index] + ((slope * offset + 64) >> 7)   (>> an arithmetic shift).
+
+    The table holds the correctly rounded codes Q(f(x_i)) (TFLite's gen_lut computes them in
+    double and adjusts them to lower the interpolation error at segment midpoints: that
+    adjustment is not modelled)."""
+    name = target.split(":", 1)[1]
+    if not isinstance(inq, QuantFormat) or inq.kind != "int16" or outq.kind != "int16":
+        raise BadOptionError(f"{target}: the TFLite int16 scheme reads and writes int16 codes")
+    ref = get_reference(name)
+    if ref.arity != 1:
+        raise BadOptionError(f"{target}: tables are for functions of one input, not {name}")
+    qi = (np.arange(513) - 256) * 128
+    xi = (qi - inq.zero).astype(np.float64) * inq.scale
+    table, _, _ = exact_codes(ref, xi, outq, ref.with_defaults(params))
+    T = table.astype(np.int64)
+
+    def fn(x_codes, _x):
+        q = np.asarray(x_codes, dtype=np.int64)
+        idx = 256 + (q >> 7)
+        off = q & 127
+        slope = T[idx + 1] - T[idx]
+        return (T[idx] + ((slope * off + 64) >> 7)).astype(np.float64)
+
+    return (QuantCandidate(target, ref.name, "T[i] + ((T[i+1] - T[i]) (q & 127) + 64) >> 7, i = 256 + (q >> 7)",
+                           "TFLite reference_ops generic_int16_table_lookup (513-entry table)", fn, "int32"), ref)
+
+
 # ---------------------------------------------------------------------- writer
 def _in_values(inq) -> np.ndarray:
     """The input value of every table entry (NaN and inf for such bit patterns)."""

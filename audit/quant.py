@@ -409,6 +409,12 @@ def sweep(targets, dtype, out_dtype=None, compute="fp32", params: dict | None = 
     names = [n.strip() for t in names for n in (t.split(",") if not t.startswith("lut:") else [t]) if n.strip()]
     out = []
     for n in names:
+        if n.startswith("tflite16:"):
+            from . import lut as lut_mod
+
+            qc, ref = lut_mod.tflite16_candidate(n, inq, outq, params)
+            out.append(audit_codes(ref, inq, outq, qc, params))
+            continue
         if n.startswith("lut:"):
             from . import lut as lut_mod
 

@@ -172,3 +172,21 @@ def test_mpmath_path_of_the_oracle_codes():
         x = q.values()
         codes, _, _ = quant.exact_codes(half, x, q, {})
         assert codes.tolist() == [ref_code(Fraction(float(v)) / 2, "int8", 0.0625, 0, rnd) for v in x]
+
+
+def test_tflite_int16_interpolation_against_integers():
+    """tflite16:sigmoid: the 513-entry table from mpmath and rational rounding here, then the
+    lookup in Python integers for every 7th input code (floor division is the arithmetic
+    shift: (slope * offset + 64) // 128)."""
+    inq = quant.parse_quant("int16:scale=0.000244140625,zero=0")
+    outq = quant.parse_quant("int16:scale=0.000030517578125,zero=0")
+    r = quant.sweep("tflite16:sigmoid", inq, outq)[0]
+    table = [ref_code(mp_fraction(MPF["sigmoid"], ((i - 256) * 128) * 0.000244140625), "int16",
+                      0.000030517578125, 0, "even") for i in range(513)]
+    for k in range(0, 65536, 7):
+        q = k - 32768
+        idx, off = 256 + q // 128, q % 128
+        want = table[idx] + ((table[idx + 1] - table[idx]) * off + 64) // 128
+        assert r.got[k] == want, q
+    with pytest.raises(BadOptionError):
+        quant.sweep("tflite16:sigmoid", "int8:scale=0.0625,zero=0")
