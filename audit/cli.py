@@ -564,6 +564,12 @@ def formats(json_: bool = typer.Option(False, "--json", help="Print as JSON.")):
                   f"{f.max_finite:.6g}", f"{f.smallest_subnormal:.6g}", "yes" if f.has_inf else "no",
                   f.to_dict()["overflow"])
     out.print(t)
+    from .blocks import MX
+    from .quant import RANGES
+
+    out.print(f"quantized (--dtype/--out-dtype KIND:scale=S,zero=Z[,round=even|away]): {', '.join(RANGES)}",
+              highlight=False)
+    out.print(f"block-scaled outputs (--out-dtype): {', '.join(MX)}, nvfp4", highlight=False)
 
 
 class _Terminated(KeyboardInterrupt):
