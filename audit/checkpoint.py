@@ -112,7 +112,8 @@ def fingerprint(job, n_chunks: int) -> dict:
                        "axis": None if d.axis is None else hashlib.sha256(d.axis.tobytes()).hexdigest()},
             "chunks": n_chunks, "actaudit": __version__, "oracle": oracle.ORACLE_VERSION,
             **({} if c.semantics is None else
-               {"semantics": f"{c.semantics.canonical()}#draw{c.semantics.draw}"})}
+               {"semantics": f"{c.semantics.canonical()}#draw{c.semantics.draw}"}),
+            **({"inputs": d.fmt.name} if d.fmt != job.storage else {})}  # --out-dtype
 
 
 def _plain(d: dict) -> dict:

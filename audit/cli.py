@@ -101,6 +101,10 @@ def sweep(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds one call of a pkg.module:function may take."),
     semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
     cflags: Optional[str] = typer.Option(None, "--cflags", help="Compiler flags of c:FILE.c:FUNCTION kernels (default -O2), e.g. '-O2 -mfma -ffp-contract=fast'."),
+    out_dtype: Optional[str] = typer.Option(None, "--out-dtype", help="Output format (default: --dtype): results, oracle and metrics in it."),
+    blocks_dist: str = typer.Option("normal:std=1", "--blocks", help="Block-scaled outputs: input distribution (normal:std=S[,mean=M], uniform:lo=A,hi=B, npy:PATH)."),
+    elements: int = typer.Option(1 << 16, "--elements", help="Block-scaled outputs: number of seeded input elements."),
+    scale_rule: str = typer.Option("ocp", "--scale-rule", help="Block-scaled outputs: ocp (OCP MX 6.3 floor rule; NVFP4 round to nearest) or ceil (round-up)."),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
@@ -109,6 +113,13 @@ def sweep(
                     ("--checkpoint", checkpoint)):
         if v is not None and not str(v).strip():
             raise BadOptionError(f"{name} needs a path, got an empty string")
+    from . import blocks, quant
+
+    if blocks.is_block(out_dtype):
+        return _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, blocks_dist,
+                            elements, seed, scale_rule)
+    if quant.is_quant(dtype) or quant.is_quant(out_dtype):
+        return _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details, reference)
     if samples is not None and samples < 1:
         raise BadOptionError(f"--samples must be positive, got {samples}")
     from reports import table as table_report
@@ -126,6 +137,7 @@ def sweep(
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             workers=workers, executor=executor, scheduler=scheduler,
                             checkpoint=checkpoint, semantics=semantics or None, cflags=cflags,
+                            out_dtype=out_dtype,
                             max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"),
                             timeout=timeout)
     if csv_out is not None:
@@ -143,6 +155,8 @@ def sweep(
         write_text(json_out, dumps(doc))
     if not quiet and format_ != "json":
         sys.stdout.write(summary(results, format_, wide))
+        if out_dtype is not None and format_ == "table":
+            print(f"outputs, oracle and metrics in {results[0].out_dtype}; inputs in --dtype")
     if details and format_ == "table":
         print_findings(results)
 
@@ -160,6 +174,66 @@ def summary(results: list[SweepResult], format_: str = "table", wide: bool = Fal
     if wide:
         return table_report.wide(results)
     return table_report.compact(results, width=shutil.get_terminal_size((80, 24)).columns)
+
+
+def _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details,
+                 reference=None) -> None:
+    """sweep with a quantized (int8:..., uint8:..., int16:...) input or output format."""
+    from . import quant
+
+    results = quant.sweep(targets, dtype, out_dtype, compute or "fp32", params, reference)
+    doc = quant.document(results, command=_command_line())
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+        return
+    if json_out:
+        write_text(json_out, dumps(doc))
+    if quiet:
+        return
+    t = Table(title="actaudit sweep (quantized)", title_justify="left", header_style="bold")
+    for col in ("candidate", "in", "out", "compute", "inputs", "max code err", "at x (code)", "mean",
+                "max real err", "correct %", "NaN", "findings"):
+        t.add_column(col, justify="left" if col in ("candidate", "in", "out", "compute", "findings") else "right")
+    for r in results:
+        w = r.worst or {}
+        t.add_row(r.candidate, r.dtype, r.out_dtype, r.compute, str(r.count), format_number(r.max_code_err),
+                  f"{format_number(w.get('x', math.nan))} ({w.get('x_code', '')})", format_number(r.mean_code_err),
+                  format_number(r.max_real_err), f"{100 * r.correct_fraction:.2f}", str(r.nan_count),
+                  ", ".join(f"{f['kind']} {f['count']}" for f in r.findings))
+    out.print(t)
+    if details:
+        for r in results:
+            for f in r.findings:
+                iv = ", ".join(f"[{a}, {b}]" for a, b in f["intervals"][:4])
+                out.print(f"{escape(r.candidate)} {r.out_dtype}: {f['kind']} {f['count']} inputs {iv}; {f['note']}")
+
+
+def _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, dist, elements, seed,
+                 rule) -> None:
+    """sweep with a block-scaled output format (mxfp8_e4m3, ..., nvfp4)."""
+    from . import blocks
+
+    results = blocks.sweep(targets, dtype, out_dtype, compute or "fp32", rule=rule, dist=dist,
+                           elements=elements, seed=seed, params=params)
+    doc = blocks.document(results, command=_command_line())
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+        return
+    if json_out:
+        write_text(json_out, dumps(doc))
+    if quiet:
+        return
+    t = Table(title=f"actaudit sweep (block-scaled, {rule} scale rule)", title_justify="left", header_style="bold")
+    for col in ("candidate", "in", "out", "compute", "elements", "max elem ULP", "mean", "quant. cost",
+                "added ULP", "elems differing", "blocks scale differs", "worst block", "NaN"):
+        t.add_column(col, justify="left" if col in ("candidate", "in", "out", "compute") else "right")
+    for r in results:
+        t.add_row(r.candidate, r.dtype, r.out_dtype, r.compute, str(r.elements), format_number(r.max_elem_ulp),
+                  format_number(r.mean_elem_ulp), format_number(r.ref_max_elem_ulp), format_number(r.max_added_ulp),
+                  str(r.mismatches), f"{r.scale_diff_blocks} of {r.blocks}",
+                  str(r.worst_block.get("index", r.worst_block.get("x_hex"))) if r.worst_block else "-",
+                  str(r.nan_elements))
+    out.print(t)
 
 
 def _tolerance(v, name):
@@ -475,6 +549,38 @@ def selftest(
 
 
 @app.command()
+def lut(
+    reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
+    dtype: str = typer.Option(..., "--dtype", "-d", help="Input format: int8:scale=S,zero=Z, uint8:..., int16:..., or a float format of 16 bits or fewer."),
+    out_dtype: Optional[str] = typer.Option(None, "--out-dtype", help="Output format (default: --dtype)."),
+    out_path: Path = typer.Option(..., "--out", "-o", help="Output file: .npy, .npz, .csv, or .h/.c (a C array)."),
+    param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
+):
+    """Write the correctly rounded lookup table of a reference and print its audit."""
+    from . import lut as lut_mod
+    from .references import get_reference
+
+    ref = get_reference(reference)
+    params = parse_params(param)
+    for k in params:
+        if k not in ref.params:
+            raise BadOptionError(f"{reference} has no parameter '{k}' (parameters: {', '.join(ref.params) or 'none'})")
+    inq, outf = lut_mod.formats_of(dtype, out_dtype)
+    w = lut_mod.write_table(out_path, reference, inq, outf, params)
+    out.print(f"wrote {out_path} ({w['entries']} entries, {w['in_dtype']} -> {w['out_dtype']})", highlight=False)
+    a = lut_mod.audit_table(w, reference, inq, outf, params)
+    if a is None:
+        return
+    if isinstance(a, dict):
+        out.print(f"audit (read back): {a['correct']} of {a['inputs']} finite inputs correctly rounded, "
+                  f"max {format_number(a['max_ulp'])} ULP", highlight=False)
+    else:
+        found = ", ".join(f"{f['kind']} {f['count']}" for f in a.findings) or "none"
+        out.print(f"audit (read back): {a.count} codes, {100 * a.correct_fraction:.2f}% correct, "
+                  f"max code error {format_number(a.max_code_err)}, findings: {found}", highlight=False)
+
+
+@app.command()
 def golden(
     reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Format."),
@@ -701,12 +807,20 @@ def formats(json_: bool = typer.Option(False, "--json", help="Print as JSON.")):
         sys.stdout.write(dumps([f.to_dict() for f in FORMATS.values()]))
         return
     t = Table(title="formats", title_justify="left", header_style="bold")
-    for col in ("name", "aliases", "bits", "p", "emin", "emax", "max finite", "min subnormal", "inf"):
+    for col in ("name", "aliases", "bits", "p", "emin", "emax", "max finite", "min subnormal", "inf",
+                "overflow"):
         t.add_column(col)
     for f in FORMATS.values():
         t.add_row(f.name, ", ".join(f.aliases), str(f.bits), str(f.p), str(f.emin), str(f.emax),
-                  f"{f.max_finite:.6g}", f"{f.smallest_subnormal:.6g}", "yes" if f.has_inf else "no")
+                  f"{f.max_finite:.6g}", f"{f.smallest_subnormal:.6g}", "yes" if f.has_inf else "no",
+                  f.to_dict()["overflow"])
     out.print(t)
+    from .blocks import MX
+    from .quant import RANGES
+
+    out.print(f"quantized (--dtype/--out-dtype KIND:scale=S,zero=Z[,round=even|away]): {', '.join(RANGES)}",
+              highlight=False)
+    out.print(f"block-scaled outputs (--out-dtype): {', '.join(MX)}, nvfp4", highlight=False)
 
 
 def main(argv=None) -> int:

@@ -96,6 +96,8 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
         if len(rn_over):
             g = got[rn_over]
             over[rn_over] |= np.isfinite(g) & (np.abs(g) < np.abs(e.exact[rn_over] + e.exact_lo[rn_over]))
+        if fmt.saturate and (np.abs(rn) == m).any():  # below +-max where the exact value overflows
+            over |= (np.abs(rn) == m) & (np.abs(got) < m) & (np.abs(e.exact) >= fmt.overflow_threshold)
         out["overflow"] = (over, "infinite, or saturated to the largest finite value, where the exact "
                                  "value is in range; or finite where the exact value overflows")
         under = got == 0
@@ -112,6 +114,9 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
         ref = cand.ref
         if ref.bounds is not None and ref.arity == 1:
             lo, hi = ref.bounds(e.x, **ref_params)
+            # RN_F is monotone: a correctly rounded result lies in [RN_F(lo), RN_F(hi)] (with
+            # --out-dtype a bound such as x itself need not be a value of the output format)
+            lo, hi = fmt.round(lo), fmt.round(hi)
             rng = (got < lo) | (got > hi)
             if any_nonfinite:
                 rng &= ~nonfinite

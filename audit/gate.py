@@ -54,7 +54,7 @@ FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity"
 TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range"}
 AUDIT_KEYS = {"name", "targets", "dtype", "compute", "range", "params", "samples", "seed",
               "tolerance", "grid", "reference", "grad", "device", "dump", "dump_dtype",
-              "semantics", "backward"}
+              "semantics", "backward", "out_dtype"}
 
 
 @dataclass
@@ -76,6 +76,7 @@ class Audit:
     dump_dtype: str | None = None
     semantics: list | None = None  # semantics to audit (audit/semantics.py); None: ieee
     backward: bool = False  # sweep the targets' backward kernels dy * f'(x) over pairs
+    out_dtype: str | None = None  # one element format (--out-dtype)
 
 
 @dataclass
@@ -215,6 +216,9 @@ def _audit(p: Path, raw, where: str) -> Audit:
     if not isinstance(raw.get("backward", False), bool):
         bad("backward", "must be true or false")
     compute = raw.get("compute")
+    out_dtype = raw.get("out_dtype")
+    if out_dtype is not None and not isinstance(out_dtype, str):
+        bad("out_dtype", "must be a string (one format)")
     dump = string("dump")
     reference = string("reference")
     if dump is not None and reference is None:
@@ -233,7 +237,7 @@ def _audit(p: Path, raw, where: str) -> Audit:
                  raw.get("grid"), dict(tol), reference, raw.get("grad", False),
                  string("device") or "cpu",
                  None if dump is None else str(p.parent / dump), string("dump_dtype"), sems,
-                 raw.get("backward", False))
+                 raw.get("backward", False), out_dtype)
 
 
 def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]:
@@ -244,7 +248,7 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
                         seed=a.seed, params=a.params or None, grid=a.grid, progress=progress,
                         reference=a.reference, grad=a.grad, device=a.device, dump=a.dump,
                         dump_dtype=a.dump_dtype, semantics=a.semantics,
-                        backward=a.backward)
+                        backward=a.backward, out_dtype=a.out_dtype)
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
         out.append((a, res))
@@ -253,11 +257,12 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
 
 # --------------------------------------------------------------- baseline
 def entry_key(audit: str, r: SweepResult) -> str:
-    """The result's id: audit/candidate/dtype/compute[/params][@semantics], parameters
-    written exactly (repr), so that nearby values never share an entry."""
+    """The result's id: audit/candidate/dtype[->out_dtype]/compute[/params][@semantics],
+    parameters written exactly (repr), so that nearby values never share an entry."""
     p = ",".join(f"{k}={float(v)!r}" for k, v in sorted(r.params.items()))
     sem = "" if r.semantics is None else f"@{r.semantics.canonical()}"  # ieee: today's keys
-    return f"{audit}/{r.candidate}/{r.dtype}/{r.compute}" + (f"/{p}" if p else "") + sem
+    dt = r.dtype + (f"->{r.out_dtype}" if r.out_dtype else "")
+    return f"{audit}/{r.candidate}/{dt}/{r.compute}" + (f"/{p}" if p else "") + sem
 
 
 def entry(r: SweepResult) -> dict:

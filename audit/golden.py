@@ -99,7 +99,7 @@ def _values(fmt: Format, a: np.ndarray, what: str, path) -> np.ndarray:
         raise BadFileError(f"{path}: {what} is an object array (not read: files are never unpickled)")
     if a.ndim != 1:
         raise BadFileError(f"{path}: {what} must be one-dimensional, got shape {a.shape}")
-    if a.dtype.kind in "uiV" and a.dtype.itemsize == fmt.bits // 8:
+    if a.dtype.kind in "uiV" and a.dtype.itemsize == fmt.uint.itemsize:
         return fmt.from_bits(a.view(fmt.uint))
     if a.dtype == fmt.dtype:
         with np.errstate(all="ignore"):
@@ -185,7 +185,7 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None):
             if dt != fmt:
                 raise BadOptionError(f"raw dump dtype {dt.name} differs from --dtype {fmt.name}")
             raw = read_bytes(p, limit, "dump")
-            if len(raw) % (fmt.bits // 8):
+            if len(raw) % fmt.uint.itemsize:
                 raise BadFileError(f"{p}: {len(raw)} bytes is not a whole number of {fmt.name} values")
             y = fmt.from_bits(np.frombuffer(raw, dtype=fmt.uint.newbyteorder("<")).astype(fmt.uint))
     except (BadFileError, BadOptionError):

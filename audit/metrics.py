@@ -18,7 +18,9 @@ Each input falls into one class:
 
 * ``finite``: r is finite; all four metrics are computed.
 * ``overflow_ok``: r is infinite (or NaN in E4M3FN) and equals RN_F(f(x)): the
-  exact value overflows the format and r is its correct rounding.
+  exact value overflows the format and r is its correct rounding.  In a saturating
+  format (OCP MX FP6/FP4) overflow means |f(x)| >= max + ulp(max)/2, RN_F(f(x)) = +-max,
+  and r = +-max is then ``overflow_ok`` ("saturated correctly").
 * ``nan``: r is NaN although RN_F(f(x)) is a number.
 * ``inf``: r is infinite although RN_F(f(x)) is finite, or has the other sign.
 * ``overflow_miss``: r is finite although the exact value overflows the format
@@ -161,6 +163,9 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
         wrong = np.flatnonzero(~correct)
         if len(wrong):
             dist[wrong] = np.abs(_ordinals(fmt, got[wrong]) - _ordinals(fmt, rounded[wrong]))
+        if fmt.saturate:  # overflow in a saturating format: +-max where the exact value is beyond
+            notfin = np.union1d(notfin, saturated(fmt, got, hi, lo, correct))
+            cls[notfin] = np.maximum(cls[notfin], OVERFLOW_OK)
         if len(notfin) or len(und):
             bad = np.union1d(notfin[~finite_result(cls[notfin])], und)
             for a in (ulp_err, abs_err, rel_err):
@@ -169,6 +174,20 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
     return PointErrors(np.asarray(x, dtype=np.float64), got, hi, lo, rounded, ulp_err, dist,
                        abs_err, rel_err, cls, correct,
                        None if x2 is None else np.asarray(x2, dtype=np.float64))
+
+
+def saturated(fmt: Format, got, hi, lo, correct) -> np.ndarray:
+    """Indices of correctly saturated results in a saturating format (OCP MX FP6/FP4):
+    r = +-max_finite = RN_F(f(x)) where |f(x)| >= the overflow threshold (max + half an
+    ulp of max; at the threshold itself the tie rounds away from max's odd significand),
+    i.e. where a format with a wider exponent range would round beyond max.  These are the
+    format's ``overflow_ok`` results: counted, kept out of averages and maxima."""
+    m, thr = fmt.max_finite, fmt.overflow_threshold
+    cand = np.flatnonzero(correct & (np.abs(got) == m))
+    if not len(cand):
+        return cand
+    h, l = np.abs(hi[cand]), lo[cand] * np.sign(hi[cand])
+    return cand[(h > thr) | ((h == thr) & (l >= 0))]
 
 
 def _ordinals(fmt: Format, v: np.ndarray) -> np.ndarray:

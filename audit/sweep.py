@@ -54,6 +54,12 @@ class SweepResult:
     semantics: object = None  # audit.semantics.Semantics (None: ieee)
     stochastic: dict | None = None  # worst case and mean over the draws of round=stochastic
     changed: dict | None = None  # inputs whose result differs from the ieee run's
+    out_dtype: str | None = None  # the output format (--out-dtype) when it differs from dtype
+
+    @property
+    def formats_label(self) -> str:
+        """'bf16', or 'bf16->fp8_e4m3' with an output format (--out-dtype)."""
+        return self.dtype + (f"->{self.out_dtype}" if self.out_dtype else "")
 
     # fields of the JSON document --------------------------------------------
     @property
@@ -113,6 +119,7 @@ class SweepResult:
             "candidate": self.candidate,
             "reference": self.reference,
             "dtype": self.dtype,
+            "out_dtype": self.out_dtype or self.dtype,
             "compute": self.compute,
             "params": self.params,
             "inputs": {"count": self.domain.count, "exhaustive": self.domain.exhaustive,
@@ -158,8 +165,9 @@ def _same(a: float, b: float) -> bool:
 
 
 def check_specials(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
-                   ref_params: dict) -> list[dict]:
-    xs = special_inputs(storage) if cand.special_inputs is None else list(cand.special_inputs)
+                   ref_params: dict, inputs: Format | None = None) -> list[dict]:
+    """The non-finite inputs (of ``inputs``, default the storage format), results in storage."""
+    xs = special_inputs(inputs or storage) if cand.special_inputs is None else list(cand.special_inputs)
     if not xs:
         return []
     got = cand.evaluate(np.array(xs), storage, compute_fmt, params)
@@ -181,6 +189,7 @@ class _Job:
     analyze: bool
     keep: bool
     dom: Domain
+    inputs: Format | None = None  # the input format where it differs from storage (the output)
 
 
 def _chunk(job: _Job, part):
@@ -188,7 +197,11 @@ def _chunk(job: _Job, part):
     None) of one chunk."""
     x, x2 = part if isinstance(part, tuple) else (part, None)
     c, st = job.cand, job.storage
-    ov = oracle.evaluate(c.ref, st, x, job.ref_params, x2)
+    if job.inputs is None:
+        ov = oracle.evaluate(c.ref, st, x, job.ref_params, x2)
+    else:  # inputs of another format: no per-format cache; mpmath alone for fp64 inputs
+        ov = (oracle._compute(c.ref, st, x, job.ref_params, x2) if job.inputs.p <= 24
+              else oracle.exact_points(c.ref, x, st, job.ref_params, x2))
     watched = [] if job.analyze and x2 is None else None  # for the hidden-overflow scan
     got = c.evaluate(x, st, job.compute, job.params, x2, trace=watched, watch=True)
     e = point_errors(x, got, ov, st, x2, settle=lambda idx: oracle.settle(
@@ -197,6 +210,10 @@ def _chunk(job: _Job, part):
                                                    None if x2 is None else x2[idx]))
     s = Summary(exact_p99=job.dom.count <= EXACT_P99_LIMIT)
     s.add(e, st)
+    if job.inputs is not None and s.worst is not None:  # inputs written in their own format
+        for k in ("x", "b"):
+            if k in s.worst:
+                s.worst[k + "_hex"] = job.inputs.hex(s.worst[k])
     found, hid, edges = [], [], None
     if job.analyze:
         found = findings_mod.find(e, c, st, job.compute, job.params, job.ref_params)
@@ -225,7 +242,7 @@ class _Merged:
 
     def add(self, res, job: _Job) -> None:
         s, found, hid, n, e, edges = res
-        fmt = job.storage
+        fmt = job.inputs or job.storage  # (intervals of inputs)
         self.summary.merge(s)
         if edges is not None:  # steps across the chunk edge, before the chunk's own findings
             if self.mono_last is None:
@@ -314,7 +331,7 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
                   progress: Callable[[int], None] | None = None, analyze: bool = True,
                   max_ulp: float | None = None, atol: float | None = None,
                   workers: int = 1, executor: str = "local", scheduler: str | None = None,
-                  checkpoint=None) -> SweepResult:
+                  checkpoint=None, inputs: Format | None = None) -> SweepResult:
     """Sweep one candidate in one evaluation path over a domain.
 
     analyze: also find stability findings (with causes), hidden overflows and lossy
@@ -322,31 +339,36 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     tolerance; the clip needs the whole domain in one chunk).  Chunked domains run on
     ``executor`` ('local': ``workers`` processes; 'dask': the cluster at ``scheduler``)
     and, with a ``checkpoint`` directory, resume from the chunks already merged there.
+    inputs: the format of the domain's values where it differs from ``storage``, which is
+    then the output format (--out-dtype): results, oracle and metrics in ``storage``.
     """
+    inputs = None if inputs is None or inputs == storage else inputs
     t0 = time.perf_counter()
     params = cand.resolve_params(params)
     ref_params = cand.ref.with_defaults(cand.reference_params(params))
     compute_fmt = cand.compute_format(compute_fmt)
     one_chunk = dom.values is not None and len(dom.values) <= CHUNK
     keep = keep_points or (analyze and one_chunk)
-    job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom)
+    job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom, inputs)
     if progress and hasattr(progress, "start"):
-        progress.start(f"{cand.id} {storage.name}" + (f"/{compute_fmt.name}" if compute_fmt != storage else ""),
+        progress.start(f"{cand.id} {(inputs or storage).name}" + (f"->{storage.name}" if inputs else "")
+                       + (f"/{compute_fmt.name}" if compute_fmt != (inputs or storage) else ""),
                        dom.count)
     merged = _run_chunks(job, progress, executor, workers, scheduler, checkpoint)
     summary = merged.summary
     points = _concat(merged.kept)
-    specials = check_specials(cand, storage, compute_fmt, params, ref_params) if cand.arity == 1 else []
-    res = SweepResult(cand.id, cand.reference, storage.name,
+    specials = check_specials(cand, storage, compute_fmt, params, ref_params, inputs) if cand.arity == 1 else []
+    res = SweepResult(cand.id, cand.reference, (inputs or storage).name,
                       NATIVE if cand.native else compute_fmt.name, params, dom,
-                      summary, specials, merged.n_mpmath, 0.0, points if keep_points else None)
+                      summary, specials, merged.n_mpmath, 0.0, points if keep_points else None,
+                      out_dtype=storage.name if inputs else None)
     if cand.semantics is not None and points is not None and len(points.got) == dom.count:
         res._sem_got = points.got  # for semantics.changed_inputs, which drops it
     if analyze:
         res.findings = list(merged.findings.values())
         res.findings += findings_mod.special_findings(cand, storage, compute_fmt, params, specials)
         res.hidden = merged.hidden
-        if cand.arity == 1 and (storage.enumerable or dom.values is not None):
+        if cand.arity == 1 and inputs is None and (storage.enumerable or dom.values is not None):
             # (over the swept inputs for sampled formats; none for chunked exhaustive runs)
             res.saturation = clip_mod.saturation(cand.ref, storage, ref_params,
                                                  None if storage.enumerable else dom.values)
@@ -465,7 +487,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
           executor: str = "local", scheduler: str | None = None, checkpoint=None,
           progress: Callable[[int], None] | None = None,
           timeout: float | None = None, semantics=None,
-          cflags: str | None = None) -> list[SweepResult]:
+          cflags: str | None = None, out_dtype=None) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
     cflags: compiler flags of c:FILE.c:FUNCTION kernels (default -O2).
@@ -495,6 +517,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     keep_points: keep the per-input errors on each result (for CSV and plots).
     analyze: add findings, hidden overflows, saturation and the clip recommendation
     (tolerance max_ulp / atol; default: the candidate's error on its core).
+    out_dtype: the output format (default: each dtype): inputs in dtype, results rounded
+    to out_dtype, oracle and metrics in out_dtype (saturation and clip only without it).
     """
     names, funcs, objs = arguments.split_targets(targets)
     range, params = arguments.input_range(range), arguments.params(params)
@@ -532,6 +556,10 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     sems = semantics_mod.parse_list(semantics)
     if cflags is not None and not any(t.startswith("c:") for t in external):
         raise BadOptionError("--cflags applies to C kernels (c:FILE.c:FUNCTION)")
+    out_fmt = None if out_dtype is None else _out_format(out_dtype)
+    if out_fmt is not None and (any(not t.startswith("lut:") for t in external) or dump is not None
+                                or funcs):
+        raise BadOptionError("--out-dtype applies to catalog candidates and lut: tables")
     for k in params or {}:
         if not any(k in c.params for c in cands):
             raise BadOptionError(f"no selected candidate has a parameter '{k}'")
@@ -582,7 +610,9 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                                          f"would not fit in memory (limit {KEEP_LIMIT}): narrow --range")
     for st in storages:
         doms: dict[int, Domain] = {}
-        ext = [adapters.external_candidate(t, reference, st, device, timeout, cflags) for t in external]
+        ext = [_lut(t, st, out_fmt or st, reference) if t.startswith("lut:")
+               else adapters.external_candidate(t, reference, st, device, timeout, cflags)
+               for t in external]
         for t in external if ext else []:
             bad = sorted({f for sem in sems for f in sem.op_flags})
             if bad:  # the kernel's own machine computes it: these flags would change nothing
@@ -612,15 +642,33 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                     for sem in sems:
                         results.append(semantics_mod.run_with(
                             sem, c, lambda cs: run_candidate(
-                                cs, st, cf, doms[c.arity], p, keep_points, progress, analyze,
-                                max_ulp, atol, nworkers, executor, scheduler, checkpoint),
-                            st, cf, p, doms[c.arity]))
+                                cs, out_fmt or st, cf, doms[c.arity], p, keep_points, progress,
+                                analyze, max_ulp, atol, nworkers, executor, scheduler, checkpoint,
+                                inputs=st),
+                            out_fmt or st, cf, p, doms[c.arity]))
         if dump is not None:
             d = golden.read_dump(dump, st, dump_dtype)
             dc, ddom = golden.dump_candidate(d, reference)
             results.append(run_candidate(dc, st, st, ddom, None, keep_points, progress, analyze,
                                          max_ulp, atol))
     return results
+
+
+def _lut(target: str, st: Format, out: Format, reference: str | None) -> Candidate:
+    from .lut import float_candidate
+
+    return float_candidate(target, st, out, reference)
+
+
+def _out_format(spec) -> Format:
+    """The --out-dtype format: one element format."""
+    from .formats import element_format
+
+    if isinstance(spec, Format):
+        return spec
+    if "," in str(spec):
+        raise BadOptionError(f"--out-dtype takes one format, got '{spec}'")
+    return element_format(spec)
 
 
 def _formats(spec) -> list[Format]:

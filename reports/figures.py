@@ -139,7 +139,7 @@ def error_map(r, color="#1f77b4") -> bytes:
     ax.set_ylabel("ULP error")
     _xaxis(ax, r.dtype)
     kind = "exhaustive" if r.domain.exhaustive else "sampled"
-    ax.set_title(f"{r.candidate}: {r.dtype} storage, {r.compute} compute ({kind}, "
+    ax.set_title(f"{r.candidate}: {r.formats_label} storage, {r.compute} compute ({kind}, "
                  f"{r.domain.count} inputs)")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=7)
@@ -160,7 +160,7 @@ def histogram(r, color="#1f77b4") -> bytes:
     _logy(ax)
     ax.set_xlabel("ULP error")
     ax.set_ylabel("inputs")
-    ax.set_title(f"{r.candidate} ({r.dtype}/{r.compute}): ULP errors")
+    ax.set_title(f"{r.candidate} ({r.formats_label}/{r.compute}): ULP errors")
     return _png(fig)
 
 
@@ -192,7 +192,7 @@ def family_map(results, colors) -> bytes:
         if i % cols == 0:
             ax.set_ylabel("ULP error", fontsize=8)
     r0 = results[0]
-    fig.suptitle(f"family {r0.candidate.split('.')[0]}: {r0.dtype} storage, {r0.compute} compute",
+    fig.suptitle(f"family {r0.candidate.split('.')[0]}: {r0.formats_label} storage, {r0.compute} compute",
                  fontsize=10)
     return _png(fig)
 
@@ -207,7 +207,7 @@ def formats_side_by_side(results, color) -> bytes:
         t = _bound_y(ax, np.array([max(float(np.max(_errors(q)[1])) for q in results)]))
         _plot_capped(ax, x, u, t, color, 1.5)
         _xaxis(ax, r.dtype, small=True)
-        ax.set_title(f"{r.dtype} / {r.compute}: max {r.max_ulp:.3g} ULP", fontsize=9)
+        ax.set_title(f"{r.formats_label} / {r.compute}: max {r.max_ulp:.3g} ULP", fontsize=9)
         ax.grid(True, alpha=0.3)
     axes[0][0].set_ylabel("ULP error")
     fig.suptitle(f"{results[0].candidate} across formats")
@@ -235,5 +235,5 @@ def heatmap(r) -> bytes:
     ax.set_xlabel(f"{names[0]} (grid index; value labels)" if names else "gate input a (grid index; value labels)")
     ax.set_ylabel(names[1] if names else "up input b")
     fig.colorbar(im, ax=ax, label="log10 ULP error (white: NaN/inf)")
-    ax.set_title(f"{r.candidate} ({r.dtype}/{r.compute}) over ({', '.join(names or ('a', 'b'))})")
+    ax.set_title(f"{r.candidate} ({r.formats_label}/{r.compute}) over ({', '.join(names or ('a', 'b'))})")
     return _png(fig)

@@ -321,7 +321,7 @@ def _summary(results) -> str:
         anchor = slug(f"{r.candidate}-{r.dtype}-{r.compute}-{_ptext(r)}")
         rows.append(
             f"<tr><td class='l'><a href='#{anchor}'>{e(r.candidate)}</a>{e(_ptext(r, ' '))}</td>"
-            f"<td class='l'>{e(r.dtype)}</td><td class='l'>{e(r.compute)}</td><td>{r.domain.count}</td>"
+            f"<td class='l'>{e(r.formats_label)}</td><td class='l'>{e(r.compute)}</td><td>{r.domain.count}</td>"
             f"<td class='l'>{'exhaustive' if r.domain.exhaustive else 'sampled'}</td>"
             f"<td class='{tier(mx)}' data-v='{r.max_ulp}'>{num(r.max_ulp)}</td>"
             f"<td class='{tier(r.p99_ulp)}' data-v='{r.p99_ulp}'>{num(r.p99_ulp)}</td>"
@@ -343,7 +343,7 @@ def _candidate(rep: Report, r, color, index: int = 0) -> str:
     cand = catalog().get(r.candidate)
     anchor = slug(f"{r.candidate}-{r.dtype}-{r.compute}-{_ptext(r)}")
     out = [f"<details class='cand' id='{anchor}'><summary>{e(r.candidate)}{e(_ptext(r, ' '))}: "
-           f"{e(r.dtype)} storage, {e(r.compute)} compute &middot; max {e(num(r.max_ulp))} ULP"
+           f"{e(r.formats_label)} storage, {e(r.compute)} compute &middot; max {e(num(r.max_ulp))} ULP"
            f"{f' &middot; {r.nan_count} NaN' if r.nan_count else ''}</summary>"]
     out.append(_semantics_section(r))
     if cand is not None:

@@ -147,7 +147,8 @@ def _compact_row(r, ovf: bool = False) -> list[str]:
 def _groups(results):
     groups: dict = {}
     for r in results:
-        key = (r.dtype, r.compute, r.domain.count, r.domain.exhaustive, sem_label(r))
+        key = (getattr(r, "formats_label", r.dtype), r.compute, r.domain.count, r.domain.exhaustive,
+               sem_label(r))
         groups.setdefault(key, []).append(r)
     return groups
 
@@ -238,7 +239,7 @@ WIDE = [("candidate", "<"), ("dtype", "<"), ("compute", "<"), ("inputs", ">"), (
 
 
 def _wide_row(r) -> list[str]:
-    return [name(r) + sem_label(r), r.dtype, r.compute, inputs(r), num(r.max_ulp), where(r),
+    return [name(r) + sem_label(r), getattr(r, "formats_label", r.dtype), r.compute, inputs(r), num(r.max_ulp), where(r),
             num(r.mean_ulp), num(r.p99_ulp), num(r.max_abs), num(r.max_rel), str(r.max_ulp_distance),
             percent(r.correctly_rounded_fraction), str(r.nan_count), str(r.inf_count),
             str(r.overflow_miss_count), findings_summary(r) or "-"]
@@ -310,7 +311,7 @@ def findings_text(results, width: int = 80) -> str:
     for r in results:
         if not (r.findings or r.hidden):
             continue
-        out.append(f"{name(r)} ({path_title(r.dtype, r.compute, sem_label(r))})")
+        out.append(f"{name(r)} ({path_title(getattr(r, 'formats_label', r.dtype), r.compute, sem_label(r))})")
         for f in r.findings:
             iv = ", ".join(f"[{format_number(a, 6)}, {format_number(b, 6)}]" for a, b in f.intervals[:4])
             more = f" (+{f.intervals_total - 4} more)" if f.intervals_total > 4 else ""

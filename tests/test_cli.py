@@ -62,7 +62,9 @@ def test_list_and_formats(capsys):
     cands = json.loads(out)
     assert {"id", "reference", "formula", "source", "params"} <= set(cands[0])
     code, out, _ = run(capsys, "formats", "--json")
-    assert {f["name"] for f in json.loads(out)} == {"fp8_e4m3", "fp8_e5m2", "bf16", "fp16", "fp32", "fp64"}
+    assert {f["name"] for f in json.loads(out)} == {"fp8_e4m3", "fp8_e5m2", "bf16", "fp16", "fp32", "fp64",
+                                                   "fp8_e4m3fnuz", "fp8_e5m2fnuz", "fp6_e3m2", "fp6_e2m3",
+                                                   "fp4_e2m1", "e8m0", "tf32"}
     code, out, _ = run(capsys, "list")
     assert code == 0 and "gelu.tanh" in out
 

@@ -1,0 +1,586 @@
+"""Block-scaled outputs: OCP MX (MXFP8/MXFP6/MXFP4) and NVFP4.
+
+An activation's outputs are quantized per block of B consecutive elements: one shared scale
+per block and one element format value per element.
+
+* MX (OCP Microscaling Formats v1.0, sections 5 and 6.3): B = 32, an E8M0 scale X = 2^k per
+  block.  ``ocp`` rule (section 6.3): k = floor(log2(amax)) - emax_elem, amax the largest
+  |value| of the block, emax_elem the exponent of the element format's largest normal
+  (8 for E4M3, 15 for E5M2, 4 for E3M2, 2 for E2M3 and E2M1); an element can then exceed
+  the element maximum and saturates.  ``ceil`` rule (the round-up variant): the smallest
+  k with amax / 2^k <= the element maximum, so no element saturates (torchao's
+  ``ScaleCalculationMode.RCEIL``, NVIDIA's MXFP8 recipe).  k is clamped to E8M0's range
+  [-127, 127]; amax = 0 gives k = -127; a NaN or infinite amax gives a NaN scale and a
+  block of NaN.
+* NVFP4 (NVIDIA Blackwell): B = 16, E2M1 elements, an unsigned E4M3 scale per block and an
+  fp32 tensor scale T = fp32(amax_tensor / (448 * 6)) (1 when amax_tensor is 0).  The
+  block scale is S = RN_E4M3(amax / (6 T)) (``ocp`` rule here: round to nearest) or
+  rounded up to the next E4M3 value (``ceil``), saturating at 448; elements are
+  RN_E2M1(y / (S T)), saturating (S = 0: a block of zeros).
+
+Elements are rounded to nearest, ties to even, and saturate at the element maximum (the
+spec's conversion clamps).  The audit separates what the approximation adds from what the
+quantization costs: the reference is the exact activation f(x) quantized by the same rule,
+its scales computed from the exact values (decided by mpmath wherever the reference's
+fast value cannot decide a scale or an element); the candidate computes in its compute
+format (default fp32) and quantizes its own outputs, scales from its own values, as a fused
+kernel does.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mpmath as mp
+import numpy as np
+
+from . import oracle
+from .errors import BadFileError, BadOptionError
+from .formats import FORMATS, Format, element_format
+from .io import json_number
+
+SCHEMA = "actaudit.blocks/1"
+MX = {"mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2",
+      "mxfp6_e2m3": "fp6_e2m3", "mxfp4_e2m1": "fp4_e2m1"}
+RULES = {"ocp": "OCP MX v1.0 section 6.3: k = floor(log2 amax) - emax_elem (NVFP4: S = RN_E4M3)",
+         "ceil": "round-up: the smallest scale with amax / scale <= the element maximum "
+                 "(torchao ScaleCalculationMode.RCEIL; NVIDIA's MXFP8 recipe)"}
+MAX_ELEMENTS = 1 << 24
+NV_DEN = 448.0 * 6.0
+
+
+@dataclass(frozen=True)
+class BlockFormat:
+    name: str
+    elem: Format
+    block: int
+    rule: str = "ocp"
+
+    @property
+    def nv(self) -> bool:
+        return self.name == "nvfp4"
+
+
+def is_block(name) -> bool:
+    return name is not None and str(name).strip().lower() in (*MX, "nvfp4")
+
+
+def get_block_format(name: str, rule: str = "ocp") -> BlockFormat:
+    key = str(name).strip().lower()
+    if rule not in RULES:
+        raise BadOptionError(f"unknown scale rule '{rule}' (known: {', '.join(RULES)})")
+    if key == "nvfp4":
+        return BlockFormat("nvfp4", FORMATS["fp4_e2m1"], 16, rule)
+    if key not in MX:
+        raise BadOptionError(f"unknown block format '{name}' (known: {', '.join(MX)}, nvfp4)")
+    return BlockFormat(key, FORMATS[MX[key]], 32, rule)
+
+
+# --------------------------------------------------------------- element rounding
+def elem_round(E: Format, q: np.ndarray) -> np.ndarray:
+    """RN_E(q), saturating at +-max (NaN stays NaN)."""
+    with np.errstate(all="ignore"):
+        r = E.round(q)
+        over = np.abs(q) > E.max_finite
+        if over.any():
+            r = np.where(over, np.copysign(E.max_finite, q), r)
+    return r
+
+
+def div_round(E: Format, y: np.ndarray, d) -> np.ndarray:
+    """RN_E(y / d) exactly for float64 y and positive d with a short significand (a power of
+    two, or an E4M3 value times an fp32): where the float64 quotient sits on a boundary
+    between two E values, y is compared with boundary * d, an exact product."""
+    shape = np.shape(y)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    d = np.broadcast_to(np.asarray(d, dtype=np.float64), shape).ravel()
+    with np.errstate(all="ignore"):
+        q = y / d
+        r = elem_round(E, q)
+        a, b = elem_round(E, np.nextafter(q, -np.inf)), elem_round(E, np.nextafter(q, np.inf))
+        edge = np.flatnonzero((a != b) & np.isfinite(q))
+        if len(edge):
+            m = (a[edge] + b[edge]) / 2
+            yy = y[edge]
+            md = m * d[edge]
+            r[edge] = np.where(yy > md, b[edge], np.where(yy < md, a[edge], r[edge]))
+    return r.reshape(shape)
+
+
+def _elem_round_mpf(E: Format, v) -> float:
+    r = E.round_mpf(v)
+    if math.isnan(r) or math.isinf(r):
+        return math.copysign(E.max_finite, float(v))
+    return r
+
+
+# ------------------------------------------------------------------- scale rules
+def mx_exponent(bf: BlockFormat, amax: np.ndarray) -> np.ndarray:
+    """The E8M0 exponent k per block (float64; NaN for a NaN or infinite amax)."""
+    E = bf.elem
+    with np.errstate(all="ignore"):
+        _, e = np.frexp(amax)
+        if bf.rule == "ocp":
+            k = (e - 1 - E.emax).astype(np.float64)
+        else:  # smallest k with amax <= max * 2^k
+            k = (e - 1 - E.emax).astype(np.float64)
+            k = np.where(amax > np.ldexp(E.max_finite, k.astype(np.int64)), k + 1, k)
+            k = np.where(amax <= np.ldexp(E.max_finite, (k - 1).astype(np.int64)), k - 1, k)
+        k = np.clip(k, -127, 127)
+        k = np.where(amax == 0, -127.0, k)
+        return np.where(np.isfinite(amax), k, np.nan)
+
+
+def mx_exponent_mpf(bf: BlockFormat, amax) -> float:
+    E = bf.elem
+    if amax == 0:
+        return -127.0
+    e = int(mp.frexp(amax)[1]) - 1  # floor(log2 amax), exact
+    k = e - E.emax
+    if bf.rule == "ceil":
+        while amax > mp.ldexp(mp.mpf(E.max_finite), k):
+            k += 1
+        while amax <= mp.ldexp(mp.mpf(E.max_finite), k - 1):
+            k -= 1
+    return float(min(max(k, -127), 127))
+
+
+def nv_scale(bf: BlockFormat, amax: np.ndarray, t: float) -> np.ndarray:
+    """The E4M3 block scale S = RN (or round-up) of amax / (6 T), saturating at 448."""
+    e4 = FORMATS["fp8_e4m3"]
+    den = 6.0 * t  # exact: 3 bits times an fp32
+    with np.errstate(all="ignore"):
+        if bf.rule == "ocp":
+            s = div_round(e4, amax, np.full(len(amax), den))
+        else:
+            q = amax / den
+            s = elem_round(e4, q)
+            low = s * den < amax  # rounded down: the next E4M3 value up
+            if low.any():
+                o = e4.ordinal(np.where(low, s, 0.0))
+                up = e4.from_ordinal(np.minimum(o + 1, e4.max_ordinal))  # saturating at 448
+                s = np.where(low, up, s)
+        return np.where(np.isfinite(amax), s, np.nan)
+
+
+def nv_scale_mpf(bf: BlockFormat, amax, t: float) -> float:
+    e4 = FORMATS["fp8_e4m3"]
+    with mp.workprec(300):
+        q = amax / (6 * mp.mpf(t))
+        s = _elem_round_mpf(e4, q)
+        if bf.rule == "ceil" and s * 6 * mp.mpf(t) < amax:
+            o = int(e4.ordinal([s])[0])
+            s = min(float(e4.from_ordinal([o + 1])[0]), e4.max_finite)
+    return s
+
+
+def tensor_scale(amax: float) -> float:
+    if not amax > 0:
+        return 1.0
+    return float(np.float32(amax / NV_DEN))
+
+
+def tensor_scale_mpf(amax) -> float:
+    if amax == 0:
+        return 1.0
+    with mp.workprec(300):
+        return FORMATS["fp32"].round_mpf(amax / NV_DEN)
+
+
+# --------------------------------------------------------- quantizing float values
+@dataclass
+class Quantized:
+    scale: np.ndarray  # per block: 2^k (MX) or S (NVFP4); NaN for a NaN block
+    elems: np.ndarray  # (blocks, B) element values
+    values: np.ndarray  # dequantized: elems * scale (* T)
+    tensor_scale: float = 1.0
+
+
+def quantize(bf: BlockFormat, y: np.ndarray) -> Quantized:
+    """Block-quantize float64 values y (blocks, B) as a kernel does, from y itself."""
+    E = bf.elem
+    with np.errstate(all="ignore"):
+        amax = np.max(np.abs(y), axis=1)
+        if not bf.nv:
+            k = mx_exponent(bf, amax)
+            X = np.ldexp(1.0, np.nan_to_num(k).astype(np.int64))
+            X = np.where(np.isnan(k), np.nan, X)
+            el = elem_round(E, y / X[:, None])  # exact: X a power of two
+            return Quantized(X, el, el * X[:, None])
+        fin = np.isfinite(amax)
+        t = tensor_scale(float(amax[fin].max()) if fin.any() else 0.0)
+        s = nv_scale(bf, amax, t)
+        d = s * t
+        el = div_round(E, y, np.broadcast_to(d[:, None], y.shape))
+        el = np.where((s == 0)[:, None], 0.0, el)
+        el = np.where(np.isnan(s)[:, None], np.nan, el)
+        return Quantized(s, el, el * d[:, None], t)
+
+
+# ------------------------------------------------------------------------ inputs
+def parse_dist(spec: str):
+    """'normal:std=S[,mean=M]', 'uniform:lo=A,hi=B' or 'npy:PATH'."""
+    kind, _, rest = str(spec).partition(":")
+    kind = kind.strip().lower()
+    if kind == "npy":
+        if not rest:
+            raise BadOptionError("npy: needs a file, npy:PATH")
+        return ("npy", rest)
+    kv = {}
+    for part in rest.split(","):
+        if part.strip():
+            k, eq, v = part.partition("=")
+            try:
+                kv[k.strip().lower()] = float(v)
+            except ValueError:
+                raise BadOptionError(f"distribution '{spec}': '{part}' is not NAME=NUMBER") from None
+            if not eq or not math.isfinite(kv[k.strip().lower()]):
+                raise BadOptionError(f"distribution '{spec}': '{part}' is not NAME=NUMBER")
+    if kind == "normal":
+        extra = set(kv) - {"std", "mean"}
+        if extra or kv.get("std", 1.0) <= 0:
+            raise BadOptionError(f"distribution '{spec}': normal takes std > 0 and mean")
+        return ("normal", kv.get("mean", 0.0), kv.get("std", 1.0))
+    if kind == "uniform":
+        if set(kv) != {"lo", "hi"} or not kv["lo"] < kv["hi"]:
+            raise BadOptionError(f"distribution '{spec}': uniform takes lo < hi")
+        return ("uniform", kv["lo"], kv["hi"])
+    raise BadOptionError(f"unknown distribution '{kind}' (normal:std=S, uniform:lo=A,hi=B, npy:PATH)")
+
+
+def inputs(dist: str, n: int, seed: int, fmt: Format, block: int) -> np.ndarray:
+    """n input values (a whole number of blocks) of format fmt: a seeded sample of the
+    distribution rounded to fmt, or the values of a .npy file (rounded to fmt)."""
+    d = parse_dist(dist)
+    if d[0] == "npy":
+        p = Path(d[1])
+        if not p.is_file():
+            raise BadFileError(f"{p}: no such file")
+        if p.stat().st_size > MAX_ELEMENTS * 8 + 4096:
+            raise BadFileError(f"{p}: more than {MAX_ELEMENTS} values")
+        try:
+            a = np.load(p, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as e:
+            raise BadFileError(f"{p}: not a readable .npy ({type(e).__name__}: {e})") from None
+        if a.dtype.kind not in "iuf":
+            raise BadFileError(f"{p}: dtype {a.dtype}: expected numbers")
+        a = a.astype(np.float64).ravel()
+        if not np.isfinite(a).all():
+            raise BadFileError(f"{p}: has non-finite values")
+        if len(a) == 0 or len(a) % block:
+            raise BadFileError(f"{p}: {len(a)} values is not a whole number of blocks of {block}")
+        x = fmt.round(a)
+    else:
+        if not 1 <= n <= MAX_ELEMENTS or n % block:
+            raise BadOptionError(f"--elements must be a positive multiple of {block}, at most {MAX_ELEMENTS}")
+        g = np.random.default_rng(seed)
+        raw = g.normal(d[1], d[2], n) if d[0] == "normal" else g.uniform(d[1], d[2], n)
+        x = fmt.round(raw)
+    if not np.isfinite(x).all():
+        raise BadOptionError(f"inputs overflow {fmt.name}")
+    return x
+
+
+# ---------------------------------------------------------------- the reference
+def _fast(ref, x, params):
+    """(f(x) approximation, error bound) per element; bound inf where mpmath must decide."""
+    if ref.fast is None:
+        return np.full(len(x), np.nan), np.full(len(x), np.inf)
+    with np.errstate(all="ignore"):
+        v = np.asarray(ref.fast(x, **params), dtype=np.float64)
+        if ref.exact:
+            slack = np.zeros(len(x))
+        else:
+            rel = max(ref.rel_err, oracle.MIN_REL_ERR) if ref.rel_err_at is None \
+                else np.maximum(ref.rel_err_at(x, **params), oracle.MIN_REL_ERR)
+            slack = (np.abs(v) * rel + oracle.FAST_ABS_TOL) * (1 + 2.0 ** -20)
+        slack = np.where(np.isfinite(v), slack, np.inf)
+    return v, slack
+
+
+class _Exact:
+    """mpmath values of f, computed once per element on demand."""
+
+    def __init__(self, ref, x, params):
+        self.ref, self.x, self.params, self.cache, self.n = ref, x, params, {}, 0
+
+    def __call__(self, i: int):
+        if i not in self.cache:
+            with mp.workprec(300):
+                self.cache[i] = self.ref.mp(mp.mpf(float(self.x[i])), **self.params)
+            self.n += 1
+        return self.cache[i]
+
+
+def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quantized, np.ndarray, int]:
+    """The exact f(x) quantized by bf's rule, scales from the exact values: (quantized,
+    f(x) as float64, elements decided by mpmath)."""
+    B = bf.block
+    E = bf.elem
+    v, slack = _fast(ref, x, params)
+    ex = _Exact(ref, x, params)
+    nb = len(x) // B
+    vb, sb = v.reshape(nb, B), slack.reshape(nb, B)
+    with np.errstate(all="ignore"):
+        hi_mag = np.abs(vb) + sb
+        lo_mag = np.maximum(np.abs(vb) - sb, 0.0)
+        amax_lo, amax_hi = np.max(lo_mag, axis=1), np.max(hi_mag, axis=1)
+
+    def exact_amax(rows):
+        """The exact block maxima (mpf) of the given blocks: mpmath on the elements that
+        can be the maximum."""
+        out = []
+        for r in rows:
+            cand = np.flatnonzero(hi_mag[r] >= amax_lo[r]) + r * B
+            out.append(max(abs(ex(int(i))) for i in cand))
+        return out
+
+    t = 1.0
+    if bf.nv:
+        tl, th = float(amax_lo.max()), float(amax_hi.max())
+        if tensor_scale(tl) == tensor_scale(th) and math.isfinite(th):
+            t = tensor_scale(th)
+        else:
+            top = np.flatnonzero(amax_hi >= tl)
+            t = tensor_scale_mpf(max(exact_amax(top)))
+        s_lo, s_hi = nv_scale(bf, amax_lo, t), nv_scale(bf, amax_hi, t)
+    else:
+        s_lo, s_hi = mx_exponent(bf, amax_lo), mx_exponent(bf, amax_hi)
+    scale = s_lo.copy()
+    amb = np.flatnonzero(~(s_lo == s_hi))
+    if len(amb):
+        for r, a in zip(amb.tolist(), exact_amax(amb)):
+            scale[r] = nv_scale_mpf(bf, a, t) if bf.nv else mx_exponent_mpf(bf, a)
+    if bf.nv:
+        d = scale * t
+    else:
+        d = np.ldexp(1.0, scale.astype(np.int64))
+    dfull = np.repeat(d, B)
+    with np.errstate(all="ignore"):
+        e_lo = div_round(E, v - slack, dfull)
+        e_hi = div_round(E, v + slack, dfull)
+    el = e_lo.copy()
+    for i in np.flatnonzero(~(e_lo == e_hi)).tolist():
+        with mp.workprec(300):
+            el[i] = _elem_round_mpf(E, ex(i) / mp.mpf(float(dfull[i])))
+    if bf.nv:
+        el = np.where(np.repeat(scale == 0, B), 0.0, el)
+    exact = v.copy()
+    for i, val in ex.cache.items():
+        exact[i] = float(val)
+    el = el.reshape(nb, B)
+    q = Quantized(scale if bf.nv else d, el, el * d[:, None], t)
+    return q, exact, ex.n
+
+
+# -------------------------------------------------------------------- the audit
+@dataclass
+class BlockResult:
+    candidate: str
+    reference: str
+    dtype: str
+    out_dtype: str
+    rule: str
+    compute: str
+    inputs: str
+    elements: int
+    blocks: int
+    max_elem_ulp: float
+    mean_elem_ulp: float
+    max_rel: float
+    ref_max_elem_ulp: float
+    mismatches: int
+    max_added_ulp: float
+    scale_diff_blocks: int
+    scale_diff_first: list
+    worst_block: dict | None
+    nan_elements: int
+    tensor_scale: dict | None
+    n_mpmath: int
+    seconds: float = 0.0
+    params: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        for k in ("max_elem_ulp", "mean_elem_ulp", "max_rel", "ref_max_elem_ulp", "max_added_ulp"):
+            d[k] = json_number(d[k])
+        return d
+
+
+def audit(cand, bf: BlockFormat, x: np.ndarray, in_fmt: Format, compute: Format,
+          params: dict | None = None, dist: str = "") -> BlockResult:
+    """One candidate's block-quantized outputs against the exactly quantized reference."""
+    t0 = time.perf_counter()
+    p = cand.resolve_params(params)
+    ref = cand.ref
+    rp = ref.with_defaults(cand.reference_params(p))
+    cf = cand.compute_format(compute)
+    B, nb = bf.block, len(x) // bf.block
+    y = cand.evaluate(x, cf, cf, p).reshape(nb, B)
+    cq = quantize(bf, y)
+    rq, exact, n_mp = reference(bf, ref, x, rp)
+    f = exact.reshape(nb, B)
+    E = bf.elem
+    dref = (rq.scale * rq.tensor_scale) if bf.nv else rq.scale
+    with np.errstate(all="ignore"):
+        u = dref[:, None] * E.ulp(f / dref[:, None])  # the element ulp at the reference's scale
+        err = np.abs(cq.values - f) / u
+        ref_err = np.abs(rq.values - f) / u
+        added = np.abs(cq.values - rq.values) / u
+        rel = np.abs(cq.values - f) / np.abs(f)
+        rel = np.where(cq.values == f, 0.0, rel)
+    ok = np.isfinite(cq.values)
+    nan_el = int(np.count_nonzero(~ok))
+    errs = np.where(ok, err, -1.0)
+    diff = np.flatnonzero(~((cq.scale == rq.scale) & (cq.tensor_scale == rq.tensor_scale)))
+    mism = int(np.count_nonzero(~((cq.elems == rq.elems) | (np.isnan(cq.elems) & np.isnan(rq.elems)))))
+    worst = None
+    if ok.any():
+        bmax = errs.max(axis=1)
+        w = int(np.argmax(bmax))
+        worst = {"index": w, "first_element": w * B, "max_elem_ulp": json_number(float(bmax[w])),
+                 "scale_ref": json_number(float(rq.scale[w])), "scale_candidate": json_number(float(cq.scale[w])),
+                 "mismatches": int(np.count_nonzero(cq.elems[w] != rq.elems[w]))}
+    fin = ok & np.isfinite(err)
+    res = BlockResult(cand.id, ref.name, in_fmt.name, bf.name, bf.rule, cf.name, dist, len(x), nb,
+                      float(err[fin].max()) if fin.any() else math.nan,
+                      math.fsum(err[fin].tolist()) / int(fin.sum()) if fin.any() else math.nan,
+                      float(np.nanmax(np.where(fin, rel, np.nan))) if fin.any() else math.nan,
+                      float(np.nanmax(ref_err)) if np.isfinite(ref_err).any() else math.nan,
+                      mism, float(np.nanmax(np.where(fin, added, np.nan))) if fin.any() else math.nan,
+                      len(diff), diff[:8].tolist(), worst, nan_el,
+                      {"reference": rq.tensor_scale, "candidate": cq.tensor_scale} if bf.nv else None,
+                      n_mp, params=p)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
+               params: dict | None = None) -> BlockResult:
+    """Every pair (element input x, block-max input m) of a 16-bit (or smaller) input format,
+    MX formats: the block {x, m} (other elements smaller) has the scale of max(|f(x)|, |f(m)|)
+    for the reference and of max(|y(x)|, |y(m)|) for the candidate; since the scale rule is
+    monotone, that is the larger of the two elements' own exponents, so the N^2 pairs reduce to
+    N inputs times the distinct (reference, candidate) exponent classes of m, each counted
+    with its multiplicity.  Figures are over pairs (x's element error in each pair)."""
+    t0 = time.perf_counter()
+    if bf.nv:
+        raise BadOptionError("the exhaustive block mode is for MX formats (NVFP4's tensor scale "
+                             "depends on the whole tensor)")
+    if not in_fmt.enumerable:
+        raise BadOptionError(f"the exhaustive block mode is for inputs of 16 bits or fewer, not {in_fmt.name}")
+    p = cand.resolve_params(params)
+    ref = cand.ref
+    rp = ref.with_defaults(cand.reference_params(p))
+    cf = cand.compute_format(compute)
+    E = bf.elem
+    x = in_fmt.finite_values()
+    x = x[~((x == 0) & np.signbit(x))]  # one zero
+    n = len(x)
+    y = cand.evaluate(x, cf, cf, p)
+    v, slack = _fast(ref, x, rp)
+    ex = _Exact(ref, x, rp)
+    with np.errstate(all="ignore"):
+        kc = mx_exponent(bf, np.abs(y))
+        k_lo = mx_exponent(bf, np.maximum(np.abs(v) - slack, 0.0))
+        k_hi = mx_exponent(bf, np.abs(v) + slack)
+    kr = k_lo.copy()
+    for i in np.flatnonzero(~(k_lo == k_hi)).tolist():
+        kr[i] = mx_exponent_mpf(bf, abs(ex(i)))
+    # classes of the block-max input m: (reference exponent, candidate exponent), with counts
+    kc_key = np.where(np.isnan(kc), 1000.0, kc)
+    classes, counts = np.unique(np.stack([kr, kc_key], axis=1), axis=0, return_counts=True)
+    w = counts.astype(np.float64)[None, :]
+    nan_class = classes[None, :, 1] == 1000
+    acc = {"max": -1.0, "sum": 0.0, "wsum": 0.0, "rel": 0.0, "ref": 0.0, "mism": 0.0, "added": 0.0,
+           "sdiff": 0.0, "nan": 0.0, "worst": None}
+    f = v.copy()
+    for a in range(0, n, 2048):  # rows of x, all classes of m: memory bounded
+        sl = slice(a, min(a + 2048, n))
+        Kr = np.maximum(kr[sl, None], classes[None, :, 0])
+        Kc = np.where(nan_class | np.isnan(kc[sl, None]), np.nan,
+                      np.maximum(np.nan_to_num(kc[sl], nan=-1e9)[:, None], classes[None, :, 1]))
+        Xr = np.ldexp(1.0, Kr.astype(np.int64))
+        with np.errstate(all="ignore"):
+            vv, ss = v[sl, None], slack[sl, None]
+            e_lo, e_hi = div_round(E, vv - ss + 0 * Xr, Xr), div_round(E, vv + ss + 0 * Xr, Xr)
+            el = e_lo.copy()
+            for i, j in zip(*np.nonzero(~(e_lo == e_hi))):
+                with mp.workprec(300):
+                    el[i, j] = _elem_round_mpf(E, ex(int(i) + a) / mp.mpf(float(Xr[i, j])))
+            for i in range(sl.start, sl.stop):
+                if i in ex.cache:
+                    f[i] = float(ex.cache[i])
+            fr = f[sl, None]
+            rv = el * Xr
+            Xc = np.ldexp(1.0, np.nan_to_num(Kc, nan=0).astype(np.int64))
+            cel = np.where(np.isnan(Kc), np.nan, elem_round(E, y[sl, None] / Xc))
+            cv = cel * Xc
+            u = Xr * E.ulp(fr / Xr)
+            err = np.abs(cv - fr) / u
+            ref_err = np.abs(rv - fr) / u
+            added = np.abs(cv - rv) / u
+            rel = np.where(cv == fr, 0.0, np.abs(cv - fr) / np.abs(fr))
+        ok = np.isfinite(cv) & np.isfinite(err)
+        ww = np.broadcast_to(w, ok.shape)
+        acc["sum"] += float(np.sum(np.where(ok, err * ww, 0.0)))
+        acc["wsum"] += float(np.sum(np.where(ok, ww, 0.0)))
+        acc["mism"] += float(np.sum(np.where(ok & (cel != el), ww, 0.0)))
+        acc["sdiff"] += float(np.sum(np.where(~(Xr == Xc), ww, 0.0)))
+        acc["nan"] += float(np.sum(np.where(np.isfinite(cv), 0.0, ww)))
+        if np.isfinite(ref_err).any():
+            acc["ref"] = max(acc["ref"], float(np.nanmax(np.where(np.isfinite(ref_err), ref_err, np.nan))))
+        if ok.any():
+            acc["rel"] = max(acc["rel"], float(rel[ok].max()))
+            acc["added"] = max(acc["added"], float(added[ok].max()))
+            em = np.where(ok, err, -1.0)
+            i, j = np.unravel_index(int(np.argmax(em)), em.shape)
+            if em[i, j] > acc["max"]:
+                acc["max"] = float(em[i, j])
+                m_idx = int(np.flatnonzero((kr == classes[j, 0]) & (kc_key == classes[j, 1]))[0])
+                acc["worst"] = {"x": json_number(float(x[a + i])), "x_hex": in_fmt.hex(float(x[a + i])),
+                                "pair_input": json_number(float(x[m_idx])),
+                                "max_elem_ulp": json_number(float(err[i, j])),
+                                "scale_ref": json_number(float(Xr[i, j])),
+                                "scale_candidate": json_number(float(Xc[i, j])),
+                                "got": json_number(float(cv[i, j])), "reference": json_number(float(rv[i, j])),
+                                "exact": json_number(float(f[a + i]))}
+    total = n * n
+    have = acc["wsum"] > 0
+    res = BlockResult(cand.id, ref.name, in_fmt.name, bf.name, bf.rule, cf.name,
+                      f"exhaustive: every pair (x, m) of {in_fmt.name} inputs ({n} x {n})", total, total,
+                      acc["max"] if have else math.nan, acc["sum"] / acc["wsum"] if have else math.nan,
+                      acc["rel"] if have else math.nan, acc["ref"], int(acc["mism"]),
+                      acc["added"] if have else math.nan, int(acc["sdiff"]), [], acc["worst"],
+                      int(acc["nan"]), None, ex.n, params=p)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def sweep(targets, dtype="bf16", out_dtype="mxfp8_e4m3", compute="fp32", *, rule: str = "ocp",
+          dist: str = "normal:std=1", elements: int = 1 << 16, seed: int = 0,
+          params: dict | None = None) -> list[BlockResult]:
+    from .candidates import resolve
+
+    bf = get_block_format(out_dtype, rule)
+    in_fmt = element_format(dtype)
+    cf = element_format(compute or "fp32")
+    exh = str(dist).strip().lower() == "exhaustive"
+    x = None if exh else inputs(dist, elements, seed, in_fmt, bf.block)
+    names = [targets] if isinstance(targets, str) else list(targets or [])
+    names = [n.strip() for t in names for n in t.split(",") if n.strip()]
+    out = []
+    for c in resolve(names):
+        if c.arity != 1:
+            raise BadOptionError(f"{c.id}: block audits are for functions of one input")
+        out.append(exhaustive(c, bf, in_fmt, cf, params) if exh else audit(c, bf, x, in_fmt, cf, params, dist))
+    return out
+
+
+def document(results: list[BlockResult], **meta) -> dict:
+    from . import __version__
+
+    return {"schema": SCHEMA, "actaudit": __version__, **meta, "results": [r.to_dict() for r in results]}
