@@ -13,6 +13,8 @@ through GELU's double-double value, of the exact sum or scaled.
 
 from __future__ import annotations
 
+import math
+
 import mpmath as mp
 import numpy as np
 
@@ -81,13 +83,17 @@ def _register() -> None:
     REFERENCES["gelu_bias"] = Reference(
         "gelu_bias", "gelu(x + b), the sum exact", lambda x, b: _bias_mp(x, b), _np(_bias_fast),
         BIAS_REL_ERR, lambda **_: np.nan, lambda **_: np.nan, {}, 2, False,
-        lambda x, b: _bias_near(x, b), None, None, _np(_bias_dd))
+        lambda x, b: _bias_near(x, b), None, None, _np(_bias_dd),
+        # the sign of gelu(x + b) is that of x + b (float64 keeps the sign of the sum, and
+        # of an exact zero as IEEE does: x + -x = +0, -0 + -0 = -0)
+        sign=_np(lambda x, b: np.copysign(1.0, x + b)))
     REFERENCES["gelu_scale"] = Reference(
         "gelu_scale", "scale * gelu(x)", lambda x, scale: mpp(scale) * _GELU.mp(x),
         _np(_scale_fast), _GELU.rel_err + 2.0**-52,
         lambda scale: -0.0 if scale > 0 else (0.0 if scale < 0 else np.nan),
         lambda scale: np.inf * np.sign(scale) if scale != 0 else np.nan, {"scale": 1.0}, 1,
-        False, _scale_near, None, None, _np(_scale_dd))
+        False, _scale_near, None, None, _np(_scale_dd),
+        sign=_np(lambda x, scale: np.copysign(1.0, x) * math.copysign(1.0, scale)))
 
 
 _register()

@@ -32,7 +32,7 @@ from .references import Reference
 
 log = logging.getLogger(__name__)
 
-ORACLE_VERSION = 6  # 6: signed zeros from the reference's sign
+ORACLE_VERSION = 7  # 6: signed zeros from the reference's sign; 7: fused references' signs
 FAST_ABS_TOL = 2.0**-1000
 MIN_REL_ERR = 2.0**-50
 GUARD_BITS = 12  # precision margin trusted of an mpmath evaluation
