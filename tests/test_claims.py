@@ -460,3 +460,117 @@ def test_specials_are_the_functions_limits_with_signed_zeros(usermod):
     s = {str(s["x"]): s for s in r.specials}["-inf"]
     assert s["got"] == 0 and math.copysign(1, s["got"]) == -1
     assert s["ok"] and r.special_failures == 0
+
+
+# ----------------------------------------------------------------------------------------
+# Metrics: NaN never enters a maximum; the worst input is the first of equal maxima
+# ----------------------------------------------------------------------------------------
+
+def test_max_ulp_is_over_finite_results_only():
+    # sigmoid.naive in fp16 is NaN from 11.09375 on: the maximum is over the other inputs,
+    # computed here against the float64 sigmoid
+    with np.errstate(all="ignore"):
+        got = naive_sigmoid_fp16(FP16)
+        f = 1.0 / (1.0 + np.exp(-FP16))
+        fin = np.isfinite(got)
+        worst = float((np.abs(got[fin] - f[fin]) / ulp16(f[fin])).max())
+    (r,) = audit.sweep("sigmoid.naive", dtype="fp16")
+    assert r.max_ulp == pytest.approx(worst, rel=1e-9) and math.isfinite(r.mean_ulp)
+    assert r.nan_count == int((~fin).sum()) == len(fp16_between(11.09375, 65504))
+
+
+def test_worst_input_is_the_first_of_equal_maxima_when_chunks_merge():
+    from audit.formats import get_format
+    from audit.metrics import Summary
+
+    h = get_format("fp16")
+    a, b = Summary(), Summary()
+    ea, eb = _errors([1.0, 3.0]), _errors([3.0, 2.0])
+    ea.x[:] = [1.0, 2.0]
+    eb.x[:] = [3.0, 4.0]
+    a.add(ea, h)
+    b.add(eb, h)
+    a.merge(b)  # chunks merged in input order: the 3.0 at x = 2 comes first
+    assert a.max_ulp == 3.0 and a.worst["x"] == 2.0
+    assert a.count == 4 and a.mean_ulp == (1 + 3 + 3 + 2) / 4
+
+
+# ----------------------------------------------------------------------------------------
+# Clip: the default tolerance leaves failing inputs out of the core
+# ----------------------------------------------------------------------------------------
+
+def test_default_clip_tolerance_leaves_findings_out_of_the_core(usermod):
+    usermod("coremod", """
+        import numpy as np
+        from scipy.special import expit
+        def f(x):  # sigmoid rounded from float64 (errors <= 0.5 ULP + 1e-12), but 1 + 2^-10 at x = 1
+            y = expit(x.astype(np.float64))
+            return np.where(x == 1, 1 + 2.0**-10, y).astype(x.dtype)
+    """)
+    (r,) = audit.sweep("coremod:f", reference="sigmoid", dtype="fp16")
+    assert finding(r, "range").intervals == [[1.0, 1.0]]
+    # x = 1 (a range finding) is left out of the core, whose worst error is then at most
+    # 0.5 ULP (+ float64's rounding): the tolerance is the floor, 2 ULP.  Had x = 1 counted,
+    # it would be 2 (1 + 2^-10 - 0.7311) / 2^-11 = 1103 ULP.
+    assert r.clip["tolerance"]["max_ulp"] == 2.0
+    assert r.max_ulp == pytest.approx(float((1 + 2.0**-10 - 1 / (1 + mp.e**-1)) / 2.0**-11), rel=1e-9)
+
+
+# ----------------------------------------------------------------------------------------
+# Bit-trick candidates compute in fp32 whatever the storage format
+# ----------------------------------------------------------------------------------------
+
+def test_schraudolph_exp_always_computes_in_fp32():
+    # bits_as_float32(int(12102203 x + 1064866805)), every operation in float32 (numpy);
+    # 12102203 < 2^24 is exact in float32, 1064866805 rounds to 1064866816 (a multiple of 64)
+    x = fp16_between(-80, 80)
+    with np.errstate(all="ignore"):
+        t = np.float32(12102203) * x.astype(np.float32) + np.float32(1064866805)
+        y = np.trunc(t).astype(np.int64).astype(np.uint32).view(np.float32)
+        expect = y.astype(np.float16).astype(np.float64)
+    for compute in (None, "fp16"):
+        (r,) = audit.sweep("exp.schraudolph", dtype="fp16", compute=compute, range=(-80, 80),
+                           keep_points=True)
+        assert r.compute == "fp32"
+        assert np.array_equal(r.points.got, expect)
+
+
+# ----------------------------------------------------------------------------------------
+# Resource refusals: samples beyond 2^24 (fp32) or 2^20 (fp64), grids beyond 16384
+# ----------------------------------------------------------------------------------------
+
+def test_resource_limits_are_refused_up_front():
+    from audit.errors import BadOptionError
+
+    with pytest.raises(BadOptionError, match="more than"):
+        audit.sweep("gelu.tanh", dtype="fp32", samples=2**24 + 1)
+    with pytest.raises(BadOptionError, match="more than"):
+        audit.sweep("gelu.tanh", dtype="fp64", samples=2**20 + 1)
+    with pytest.raises(BadOptionError, match="16384"):
+        audit.sweep("swiglu.silu_mul", dtype="fp16", grid=16385)
+
+
+# ----------------------------------------------------------------------------------------
+# The gate: a NaN metric never passes a tolerance
+# ----------------------------------------------------------------------------------------
+
+def test_gate_tolerance_fails_a_nan_metric(tmp_path, monkeypatch, capsys):
+    import dataclasses
+
+    from audit import candidates
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "actaudit.toml").write_text(
+        'baseline = "b.json"\n[[audit]]\nname = "n"\ntargets = ["relu.max"]\ndtype = "fp8_e4m3"\n'
+        'tolerance = { p99_ulp = 1, mean_ulp = 1 }\n'.replace(", mean_ulp = 1", ""))
+    assert main(["baseline"]) == 0 and main(["check"]) == 0
+    capsys.readouterr()
+
+    def all_nan(x, m):  # every result NaN: no finite result, so p99 is NaN
+        return x * math.nan
+
+    old = candidates.REGISTRY["relu.max"]
+    monkeypatch.setitem(candidates.REGISTRY, "relu.max", dataclasses.replace(old, fn=all_nan))
+    assert main(["check"]) == 1
+    out = capsys.readouterr().out
+    assert "p99_ulp = nan exceeds the tolerance" in out
