@@ -321,6 +321,20 @@ class _Rate(ProgressColumn):
         return Text(f"{v:.1f} inputs/s", style="progress.data.speed")
 
 
+def _ready() -> None:
+    """Readiness hook for tests and supervisors: with ACTAUDIT_READY_FILE set, touch that file
+    when the work begins (signal handlers are installed by then), so that a test can wait for
+    it instead of sleeping before it sends SIGINT or SIGTERM."""
+    import os
+
+    path = os.environ.get("ACTAUDIT_READY_FILE")
+    if path:
+        try:
+            Path(path).touch()
+        except OSError:
+            pass
+
+
 class _progress:
     """A rich progress bar on stderr (only on a terminal): one line per result, with its
     inputs done of its total, rate and time remaining; a resumed run starts where its
@@ -336,6 +350,7 @@ class _progress:
 
     def start(self, label: str, total: int) -> None:
         """A new result begins: its own line (the previous one is done)."""
+        _ready()
         self.p.update(self.task, visible=False)
         self.label, self.total = label, total
         self.task = self.p.add_task(label, total=total)

@@ -70,3 +70,25 @@ def is_nearest_even(fmt: Format, exact, r: float) -> bool:
         return False  # r is not a value of the format (or beyond its range)
     want = round_exact(fmt.name, to_fraction(exact))
     return want is not None and want == fr
+
+
+# Optional dependencies that the README's test command (pip install -e ".[test]" torch==...)
+# installs: in CI (CI=true) their absence is a failure, never a silent skip.  jax is not in
+# that command (extra actaudit[jax]), so its tests skip, saying so.
+README_INSTALLS = {"torch", "distributed", "dask"}
+
+
+def optional(module: str):
+    import importlib
+    import os
+
+    import pytest
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        in_ci = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+        if in_ci and module in README_INSTALLS:
+            pytest.fail(f"{module} is missing in CI, where the README's test command installs it ({e})")
+        why = "" if module in README_INSTALLS else " (not installed by the README's test command)"
+        pytest.skip(f"{module} is not installed{why}: {e}")

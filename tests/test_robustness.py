@@ -80,13 +80,30 @@ def test_untrusted_input_lists_and_huge_dumps(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "g.npz").exists()
 
 
-def _run_and_signal(args, sig, after, cwd, env=None):
-    p = subprocess.Popen(ACTAUDIT + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env={**os.environ, **(env or {})})
-    time.sleep(after)
-    assert p.poll() is None, "finished before the signal: make the work longer"
-    p.send_signal(sig)
-    out, err = p.communicate(timeout=60)
+def _default_signals():
+    """In the child: SIGINT and SIGTERM at their defaults, whatever this process inherited
+    (a shell runs background jobs, `cmd &`, with SIGINT ignored, and Python then leaves it
+    ignored: the test must not depend on that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _run_and_signal(args, sig, cwd, env=None, ready_timeout=300.0):
+    """Start actaudit, wait until it says its work has begun (ACTAUDIT_READY_FILE, touched
+    once its signal handlers are installed and the first result starts), then signal it.
+    No fixed sleep: on a busy machine the imports alone may take seconds."""
+    with tempfile.TemporaryDirectory() as d:
+        ready = Path(d) / "ready"
+        p = subprocess.Popen(ACTAUDIT + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, preexec_fn=_default_signals,
+                             env={**os.environ, **(env or {}), "ACTAUDIT_READY_FILE": str(ready)})
+        deadline = time.monotonic() + ready_timeout
+        while not ready.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling for the readiness file, not a guess at timing
+        assert ready.exists(), "actaudit never signalled readiness"
+        assert p.poll() is None, "finished before the signal: make the work longer"
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=120)
     return p.returncode, out, err
 
 
@@ -97,7 +114,7 @@ def _leftovers(d: Path):
 def test_sigint_during_report_leaves_no_partial_output(tmp_path):
     out = tmp_path / "rep"
     code, _, err = _run_and_signal(["report", "gelu", "--dtype", "fp16,bf16", "--out", str(out)],
-                                   signal.SIGINT, 4.0, tmp_path)
+                                   signal.SIGINT, tmp_path)
     assert code == 130 and err.strip().splitlines()[-1] == "actaudit: interrupted"
     assert "Traceback" not in err
     assert _leftovers(out) == [] if out.exists() else True
@@ -116,7 +133,7 @@ def test_sigterm_during_sweep_leaves_no_partial_json(tmp_path):
     assert r.returncode == 2 and "narrow --range" in r.stderr and _leftovers(tmp_path) == []
     code, _, err = _run_and_signal(
         ["sweep", "gelu.tanh", "--dtype", "fp32", "--exhaustive", "--range", "1:1e30", "--json",
-         str(tmp_path / "r.json")], signal.SIGTERM, 3.0, tmp_path)
+         str(tmp_path / "r.json")], signal.SIGTERM, tmp_path)
     assert code == 143 and err.strip().splitlines()[-1] == "actaudit: terminated"
     assert _leftovers(tmp_path) == []
 
@@ -124,7 +141,7 @@ def test_sigterm_during_sweep_leaves_no_partial_json(tmp_path):
 def test_sigint_during_baseline_leaves_no_baseline(tmp_path):
     (tmp_path / "actaudit.toml").write_text(
         '[[audit]]\nname = "slow"\ntargets = ["gelu"]\ndtype = "fp32"\nsamples = 4000000\n')
-    code, _, err = _run_and_signal(["baseline"], signal.SIGINT, 3.0, tmp_path)
+    code, _, err = _run_and_signal(["baseline"], signal.SIGINT, tmp_path)
     assert code == 130
     assert _leftovers(tmp_path) == ["actaudit.toml"]
 
