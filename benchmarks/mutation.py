@@ -90,6 +90,8 @@ MUTATIONS = [
       "EXACT_P99_LIMIT = 1 << 24", "EXACT_P99_LIMIT = 1 << 20", (T_CLAIMS,)),
     M("metrics: p99 one rank too high", "audit/metrics.py",
       "k = math.ceil(0.99 * self.finite) - 1", "k = math.ceil(0.99 * self.finite)", (T_CLAIMS,)),
+    M("metrics: error measured from RN(f(x)) instead of f(x)", "audit/metrics.py",
+      "abs_err = got - hi", "abs_err = got - rounded", (T_CLAIMS, T_SWEEP)),
     M("metrics: NaN results classed as inf and inf as NaN", "audit/metrics.py",
       "np.where(np.isnan(g), NAN, INF)", "np.where(np.isnan(g), INF, NAN)", (T_CLAIMS, T_METRICS)),
     M("metrics: NaN errors of non-finite results enter the maxima", "audit/metrics.py",
@@ -167,6 +169,10 @@ MUTATIONS = [
       (T_CLAIMS,)),
     M("specials: NaN never matches NaN", "audit/sweep.py",
       "return (math.isnan(a) and math.isnan(b)) or a == b", "return a == b", (T_CLAIMS,)),
+    M("golden: outputs written unrounded (the exact value's float64)", "audit/golden.py",
+      "y=ov.rounded,", "y=ov.hi,", (T_CLAIMS,)),
+    M("report: colour tier bounds exclusive", "reports/html.py",
+      "if v <= lim:", "if v < lim:", (T_CLAIMS,)),
     # ---- resource refusals (inputs.py)
     M("inputs: fp32 sample limit 2^25 instead of 2^24", "audit/inputs.py",
       'MAX_SAMPLES = {"fp32": 1 << 24', 'MAX_SAMPLES = {"fp32": 1 << 25', (T_CLAIMS,)),
@@ -225,11 +231,13 @@ def mutate(m: Mutation, work: Path, shared_cache: str, timeout: float) -> tuple[
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-j", "--jobs", type=int, default=2)
-    ap.add_argument("-k", default="", help="only mutations whose name contains this")
+    ap.add_argument("-k", default="", help="only mutations whose name contains one of these "
+                    "comma-separated words")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--timeout", type=float, default=300.0, help="per mutation, seconds")
     args = ap.parse_args(argv)
-    muts = [m for m in MUTATIONS if args.k in m.name]
+    words = [w for w in args.k.split(",") if w] or [""]
+    muts = [m for m in MUTATIONS if any(w in m.name for w in words)]
     if args.list:
         for m in muts:
             print(f"{m.name}  [{m.file}; {' '.join(m.tests)}]")

@@ -231,15 +231,18 @@ def test_gate_slack_is_relative_and_compared_the_right_way(gate):
     setup, check = gate
     doc = setup(slack="1e-3")
     key = "g/sigmoid.naive/fp16/fp16"
-    now = doc["entries"][key]["max_ulp"]
-    for base, fails in ((now / (1 + 2e-3), True),    # now 0.2% worse: beyond a slack of 0.1%
-                        (now / (1 + 0.5e-3), False),  # now 0.05% worse: within the slack
-                        (now * 2, False)):            # better than the baseline: passes
-        d = json.loads(json.dumps(doc))
-        d["entries"][key]["max_ulp"] = base
-        code, out = check(d)
-        assert (code == 1) == fails, (base, out)
-        assert ("max_ulp got worse" in out) == fails
+    # relative: a metric of any magnitude (max_ulp ~ 1.8, max_abs ~ 1e-4, mean_ulp ~ 0.2)
+    for m in ("max_ulp", "max_abs", "mean_ulp"):
+        now = doc["entries"][key][m]
+        assert 0 < now < 10
+        for base, fails in ((now / (1 + 2e-3), True),    # now 0.2% worse: beyond a slack of 0.1%
+                            (now / (1 + 0.5e-3), False),  # now 0.05% worse: within the slack
+                            (now * 2, False)):            # better than the baseline: passes
+            d = json.loads(json.dumps(doc))
+            d["entries"][key][m] = base
+            code, out = check(d)
+            assert (code == 1) == fails, (m, base, out)
+            assert (f"{m} got worse" in out) == fails
 
 
 # ----------------------------------------------------------------------------------------
