@@ -155,6 +155,11 @@ MUTATIONS = [
       "doc = ck.load()", "doc = None", (T_CLI,)),
     M("checkpoint: resumed run restarts at chunk 0", "audit/sweep.py",
       "ranges[merged.done:]", "ranges", (T_SCALE,)),
+    M("checkpoint: never saved during a run (only at its end)", "audit/checkpoint.py",
+      "return time.monotonic() - self.last_save >= SAVE_EVERY", "return False", (T_CLAIMS,)),
+    M("checkpoint: the final state not saved", "audit/sweep.py",
+      "if ck is not None and (merged.done > saved or not ck.path.exists()):", "if False:",
+      (T_CLAIMS, T_CLI)),
     # ---- evaluation paths (compute.py, candidates.py, sweep.py)
     M("compute: the fp32 path computed in float64", "audit/compute.py",
       'self.native = {"fp32": np.float32, "fp64": np.float64}', 'self.native = {"fp32": np.float64, "fp64": np.float64}',

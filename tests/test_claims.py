@@ -754,3 +754,120 @@ def test_monotonicity_finding_where_a_hand_built_sigmoid_steps_back(usermod):
     # lies below its predecessor's result (s(1) - 2^-10 + 2^-11 / 2 < s(1 - 2^-10)); the next
     # input's result is above it again (a forward step)
     assert m.intervals == [[1.0, 1.0]] and m.count == 1
+
+
+# ----------------------------------------------------------------------------------------
+# The README's first table: gelu.tanh in fp16 (unf 655, spec 1, hidden 1: x^3 overflows for
+# |x| >= 40.3 though the result is right)
+# ----------------------------------------------------------------------------------------
+
+def gelu_tanh_fp16_by_hand(x):
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), every operation rounded to fp16
+    (numpy float16: * and + rounded once from float32, exact), tanh in float64 then rounded."""
+    h = np.float16
+    with np.errstate(all="ignore"):
+        x = np.asarray(x).astype(h)
+        cube = (x * x) * x
+        u = h(math.sqrt(2 / math.pi)) * (x + h(0.044715) * cube)
+        t = np.tanh(u.astype(np.float64)).astype(h)
+        return (h(0.5) * x * (h(1) + t)).astype(np.float64), cube
+
+
+def test_readme_table_gelu_tanh_fp16_underflow_and_hidden_overflow():
+    got, cube = gelu_tanh_fp16_by_hand(FP16)
+    # a flush: the result is 0 where RN(GELU(x)) is not, i.e. |GELU(x)| > 2^-25 (half the
+    # smallest subnormal; exactly 2^-25 would tie to 0, the even side), decided in mpmath
+    zero = np.flatnonzero(got == 0)
+    flushed = [float(FP16[i]) for i in zero
+               if abs(mp.mpf(float(FP16[i])) * mp.ncdf(mp.mpf(float(FP16[i])))) > mp.ldexp(1, -25)]
+    assert len(flushed) == 655  # the README's "unf 655"
+    neg = [v for v in flushed if v < 0]
+    # the negative tail, one run of consecutive inputs; and x = 2^-24, where GELU = 2^-25 +
+    # a positive x^2 term rounds up to 2^-24 but 0.5 x rounds the tie 2^-25 to even, 0
+    assert [min(neg), max(neg)] == [-5.72265625, -3.5859375]
+    assert len(neg) == len(fp16_between(min(neg), max(neg)))
+    assert [v for v in flushed if v > 0] == [2.0**-24]
+    # x^3 overflows fp16 (RN((x x) x) infinite) exactly for |x| >= 40.34375, and the result
+    # is finite there (x, or -0)
+    over = np.isinf(cube)
+    t = float(np.abs(FP16[over]).min())
+    assert t == 40.34375 and over.sum() == len(fp16_between(t, 65504)) * 2
+    assert np.isfinite(got[over]).all()
+    (r,) = audit.sweep("gelu.tanh", dtype="fp16")
+    u = finding(r, "underflow")
+    assert u.count == 655 and u.intervals == [[min(neg), max(neg)], [2.0**-24, 2.0**-24]]
+    (h,) = [h for h in r.hidden if h["kind"] == "hidden_overflow"]
+    assert h["op"] == "*" and h["count"] == int(over.sum()) == 21994
+    assert h["intervals"] == [[-65504.0, -t], [t, 65504.0]]
+    assert r.domain.count == 63488 and r.special_failures == 1
+
+
+# ----------------------------------------------------------------------------------------
+# Catalog, families, gated units, parameters
+# ----------------------------------------------------------------------------------------
+
+def test_catalog_size_quoted_in_the_readme(capsys):
+    assert main(["list", "--json"]) == 0
+    cands = json.loads(capsys.readouterr().out)
+    ids = [c["id"] for c in cands]
+    assert len(ids) == len(set(ids)) == 75
+    assert len({i.split(".")[0] for i in ids}) == 30
+    assert len({c["reference"] for c in cands}) == 29
+    assert all(c["formula"] and c["source"] for c in cands)
+    # a bare family name selects all of its variants: GELU's 11 of the README's table
+    gelu = [i for i in ids if i.startswith("gelu.")]
+    assert len(gelu) == 11
+    assert [r.candidate for r in audit.sweep("gelu", dtype="fp8_e4m3", analyze=False)] == gelu
+
+
+def test_gated_units_exhaustive_in_fp8_and_a_grid_with_edges_in_fp16():
+    (r,) = audit.sweep("swiglu.silu_mul", dtype="fp8_e4m3", analyze=False)
+    assert r.domain.exhaustive and r.domain.count == 254 * 254
+    (r,) = audit.sweep("swiglu.silu_mul", dtype="fp16", grid=16, analyze=False, keep_points=True)
+    a = np.unique(r.points.x)
+    assert not r.domain.exhaustive and r.domain.count == len(a) ** 2
+    # the edges: +-max, +-smallest subnormal, +-1, 0
+    assert {-65504.0, 65504.0, -(2.0**-24), 2.0**-24, -1.0, 1.0, 0.0} <= set(a.tolist())
+    assert 16 <= len(a) <= 16 + 7
+
+
+def test_swept_parameter_gives_one_result_per_value_and_moves_the_reference():
+    res = audit.sweep("swish.beta", dtype="fp8_e4m3", params={"beta": [0.5, 1.0, 2.0]}, keep_points=True)
+    assert [r.params["beta"] for r in res] == [0.5, 1.0, 2.0]
+    # swish_beta(x) = x sigmoid(beta x): the exact value moves with beta; at x = 1 (E4M3:
+    # 1.0 is a value) it is 1 / (1 + e^-beta)
+    for r in res:
+        i = int(np.flatnonzero(r.points.x == 1.0)[0])
+        exact = 1 / (1 + mp.exp(-r.params["beta"]))
+        assert r.points.exact[i] + r.points.exact_lo[i] == pytest.approx(float(exact), rel=1e-15)
+
+
+# ----------------------------------------------------------------------------------------
+# Checkpoint cadence: saved every 30 s (SAVE_EVERY), when interrupted and when it ends
+# ----------------------------------------------------------------------------------------
+
+def test_checkpoint_cadence(tmp_path, monkeypatch):
+    from audit import checkpoint, inputs
+
+    assert checkpoint.SAVE_EVERY == 30.0  # the README's "every 30 s"
+    saves = []
+    real = checkpoint.Checkpoint.save
+    monkeypatch.setattr(checkpoint.Checkpoint, "save",
+                        lambda self, *a: (saves.append(a[0]["done"]), real(self, *a))[1])
+    monkeypatch.setattr(inputs, "CHUNK", 1 << 12)
+    rng = (1.0, 1.0 + 2.0**-9)  # 2^14 + 1 fp32 inputs: 5 chunks of 2^12
+
+    def run(d):
+        saves.clear()
+        audit.sweep("gelu.tanh", dtype="fp32", range=rng, exhaustive=True, workers=1, checkpoint=d)
+        return list(saves)
+
+    # never due during the run (a clock that does not move): one save, when it ends
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(checkpoint, "time", SimpleNamespace(monotonic=lambda: 0.0))
+    assert run(tmp_path / "a") == [5]
+    # a clock 31 s further at every look: due after every chunk, nothing left at the end
+    clock = iter(range(0, 10**6, 31))
+    monkeypatch.setattr(checkpoint, "time", SimpleNamespace(monotonic=lambda: float(next(clock))))
+    assert run(tmp_path / "b") == [1, 2, 3, 4, 5]
