@@ -871,3 +871,24 @@ def test_checkpoint_cadence(tmp_path, monkeypatch):
     clock = iter(range(0, 10**6, 31))
     monkeypatch.setattr(checkpoint, "time", SimpleNamespace(monotonic=lambda: float(next(clock))))
     assert run(tmp_path / "b") == [1, 2, 3, 4, 5]
+
+
+# ----------------------------------------------------------------------------------------
+# Golden order (README: every finite value, ascending, -0 before +0) and golden values
+# ----------------------------------------------------------------------------------------
+
+def test_golden_order_and_values_in_fp8(tmp_path):
+    from helpers import is_nearest_even
+    from audit.formats import get_format
+
+    assert main(["golden", "sigmoid", "--dtype", "fp8_e4m3", "-o", str(tmp_path / "g.npz")]) == 0
+    with np.load(tmp_path / "g.npz", allow_pickle=False) as z:
+        xb, x, y = z["x_bits"], z["x"], z["y"]
+    # E4M3FN bits: 0xfe (-448) down to 0x80 (-0), then 0x00 (+0) up to 0x7e (448); 0x7f and
+    # 0xff are NaN
+    assert xb.tolist() == list(range(0xFE, 0x7F, -1)) + list(range(0x00, 0x7F))
+    assert math.copysign(1, x[126]) == -1 and math.copysign(1, x[127]) == 1 and x[126] == x[127] == 0
+    assert np.all(np.diff(x) >= 0)
+    e4 = get_format("fp8_e4m3")
+    for xi, yi in zip(x.tolist(), y.tolist()):
+        assert is_nearest_even(e4, 1 / (1 + mp.exp(-mp.mpf(xi))), yi), xi
