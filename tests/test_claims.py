@@ -546,7 +546,7 @@ def test_resource_limits_are_refused_up_front():
     from audit.errors import BadOptionError
 
     with pytest.raises(BadOptionError, match="more than"):
-        audit.sweep("gelu.tanh", dtype="fp32", samples=2**24 + 1)
+        audit.sweep("relu.max", dtype="fp32", samples=2**24 + 1)
     with pytest.raises(BadOptionError, match="more than"):
         audit.sweep("gelu.tanh", dtype="fp64", samples=2**20 + 1)
     with pytest.raises(BadOptionError, match="16384"):
