@@ -323,8 +323,9 @@ class _Rate(ProgressColumn):
 
 def _ready() -> None:
     """Readiness hook for tests and supervisors: with ACTAUDIT_READY_FILE set, touch that file
-    when the work begins (signal handlers are installed by then), so that a test can wait for
-    it instead of sleeping before it sends SIGINT or SIGTERM."""
+    once the work is under way (the first chunk done: signal handlers installed, worker
+    processes started), so that a test can wait for it instead of sleeping before it sends
+    SIGINT or SIGTERM."""
     import os
 
     path = os.environ.get("ACTAUDIT_READY_FILE")
@@ -350,7 +351,6 @@ class _progress:
 
     def start(self, label: str, total: int) -> None:
         """A new result begins: its own line (the previous one is done)."""
-        _ready()
         self.p.update(self.task, visible=False)
         self.label, self.total = label, total
         self.task = self.p.add_task(label, total=total)
@@ -362,6 +362,9 @@ class _progress:
 
     def __call__(self, n: int) -> None:
         self.p.advance(self.task, n)
+        if not getattr(self, "_readied", False):  # the first chunk is done: work under way
+            self._readied = True
+            _ready()
 
     def __exit__(self, *exc):
         return self.p.__exit__(*exc)

@@ -90,7 +90,7 @@ def _default_signals():
 
 def _run_and_signal(args, sig, cwd, env=None, ready_timeout=300.0):
     """Start actaudit, wait until it says its work has begun (ACTAUDIT_READY_FILE, touched
-    once its signal handlers are installed and the first result starts), then signal it.
+    once its signal handlers are installed and its first chunk is done), then signal it.
     No fixed sleep: on a busy machine the imports alone may take seconds."""
     with tempfile.TemporaryDirectory() as d:
         ready = Path(d) / "ready"
