@@ -90,12 +90,25 @@ def test_scale_options_misused_are_one_line(capsys, args, needle):
     assert code == 2 and needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_checkpointed_sweep_reruns_from_its_checkpoint(capsys, tmp_path):
+def test_checkpointed_sweep_reruns_from_its_checkpoint(capsys, tmp_path, monkeypatch):
     ck = tmp_path / "ck"
-    args = ["sweep", "gelu.tanh", "--dtype", "fp32", "--range", "1:1.01", "--exhaustive",
-            "--checkpoint", str(ck), "--json", "-"]
+    plain = ["sweep", "gelu.tanh", "--dtype", "fp32", "--range", "1:1.01", "--exhaustive",
+             "--json", "-", "--workers", "1"]
+    args = plain + ["--checkpoint", str(ck)]
     code, first, _ = run(capsys, *args)
     assert code == 0 and len(list(ck.glob("*.json"))) == 1
-    code, second, _ = run(capsys, *args)
+    # README: "A finished result is read back instantly": the rerun evaluates no chunk, so
+    # it must not need the oracle at all (a rerun that recomputed would fail here)
+    from audit import oracle
+
+    def no_oracle(*a, **k):
+        raise AssertionError("the rerun recomputed a chunk instead of reading the checkpoint")
+
+    monkeypatch.setattr(oracle, "evaluate", no_oracle)
+    code, second, err = run(capsys, *args)
+    assert code == 0, err
     a, b = json.loads(first), json.loads(second)
     assert a["results"] == b["results"]
+    # and without the checkpoint directory the same command does need the oracle
+    with pytest.raises(AssertionError, match="recomputed"):
+        main(plain)

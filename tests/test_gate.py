@@ -163,7 +163,21 @@ def test_assert_accuracy():
     with pytest.raises(AssertionError) as e:
         assert_accuracy("sigmoid.naive", dtype="fp16", max_ulp=1)
     msg = str(e.value)
-    assert "12916 NaN results" in msg and "0xc01" in msg and "inf / inf = NaN" in msg
+    # NaN from x = 11.09375 (e^x >= 65520 rounds to inf, then inf / inf) to 65504: in [8, 16)
+    # (16 - 11.09375) / 2^-7 = 628 values, then the 12 binades 2^4 .. 2^15 of 1024 each
+    assert f"{628 + 12 * 1024} NaN results" in msg and "inf / inf = NaN" in msg
+    # the worst finite input, found independently: exp, + and / each rounded to fp16
+    # (numpy's float16 ops round once from float32: exact for + and /), sigmoid in float64
+    x = np.arange(0x7C00, dtype=np.uint16)
+    x = np.concatenate([x, x | 0x8000]).view(np.float16)
+    with np.errstate(all="ignore"):
+        t = np.exp(x.astype(np.float64)).astype(np.float16)
+        got = (t / (np.float16(1) + t)).astype(np.float64)
+        f = 1 / (1 + np.exp(-x.astype(np.float64)))
+        ulp = 2.0 ** (np.maximum(np.floor(np.log2(f)), -14) - 10)
+        err = np.where(np.isfinite(got), np.abs(got - f) / ulp, -1)
+    worst = x[int(np.argmax(err))]
+    assert f"x = {float(worst)!r} (0x{int(worst.view(np.uint16)):04x})" in msg
 
     def my_sigmoid(x):  # a user's function on float16 arrays
         return (1 / (1 + np.exp(-x.astype(np.float64)))).astype(np.float16)

@@ -19,6 +19,7 @@ import pytest
 import audit
 from audit import inputs
 from audit.errors import ActauditError
+from helpers import optional
 
 RANGES = [(-6.0, -5.0), (-1.6, -1.5), (6.9e12, 7.1e12)]
 SMALL_CHUNK = 1 << 17
@@ -138,7 +139,7 @@ def test_checkpoint_files_are_json_and_npz_without_pickle(tmp_path, monkeypatch)
 
 
 def test_dask_executor_on_a_local_cluster_equals_a_direct_run(direct, monkeypatch):
-    distributed = pytest.importorskip("distributed")
+    distributed = optional("distributed")  # CI: a failure when missing
     monkeypatch.setattr(inputs, "CHUNK", SMALL_CHUNK)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
@@ -153,7 +154,7 @@ def test_dask_executor_on_a_local_cluster_equals_a_direct_run(direct, monkeypatc
 
 
 def test_dask_executor_errors_are_one_line(monkeypatch):
-    pytest.importorskip("distributed")
+    optional("distributed")
     monkeypatch.setenv("ACTAUDIT_DASK_TIMEOUT", "1")
     with pytest.raises(ActauditError, match="cannot reach the Dask scheduler"):
         _run((1.0, 1.01), executor="dask", scheduler="tcp://127.0.0.1:9")

@@ -70,6 +70,8 @@ def test_specials_by_limits():
     assert by_x["inf"]["ok"] and by_x["inf"]["got"] == math.inf
     # tanh-GELU gives -inf * 0 = NaN at -inf, where GELU(-inf) = -0
     assert math.isnan(by_x["-inf"]["got"]) and not by_x["-inf"]["ok"]
+    # GELU(-inf) = -0: zero with the sign bit set (== alone would accept +0)
+    assert by_x["-inf"]["expected"] == 0 and math.copysign(1.0, by_x["-inf"]["expected"]) == -1.0
     assert by_x["nan"]["ok"]
     (r,) = audit.sweep("gelu.tanh", dtype="fp8_e4m3")
     assert [s["x"] for s in r.specials] == [pytest.approx(float("nan"), nan_ok=True)]
@@ -87,6 +89,29 @@ def test_compute_wider_than_storage_and_multiple_paths():
                                                    ("bf16", "fp32"), ("bf16", "fp64")]
     # the approximation error dominates: wider compute changes little in fp16
     assert all(r.max_ulp > 1 for r in res)
+    # every result equals the formula evaluated independently in numpy float32 / float64
+    # (tanh in float64, rounded to the compute type), then rounded to the storage format
+    import ml_dtypes
+
+    for r in res:
+        c = np.float32 if r.compute == "fp32" else np.float64
+        st = np.float16 if r.dtype == "fp16" else ml_dtypes.bfloat16
+        (k,) = audit.sweep("gelu.tanh", dtype=r.dtype, compute=r.compute, keep_points=True)
+        x = k.points.x.astype(c)
+        with np.errstate(all="ignore"):
+            inner = c(math.sqrt(2 / math.pi)) * (x + c(0.044715) * ((x * x) * x))
+            t = np.tanh(inner.astype(np.float64)).astype(c)
+            y = (c(0.5) * x) * (c(1) + t)
+        if st is ml_dtypes.bfloat16 and c is np.float64:
+            # ml_dtypes goes float64 -> float32 -> bfloat16: right unless the float32 value
+            # is a bfloat16 midpoint that y itself is not (double rounding): none here
+            y32 = y.astype(np.float32)
+            assert not ((y32.view(np.uint32) & 0xFFFF == 0x8000) & (y32 != y)).any()
+        expect = y.astype(st).astype(np.float64)
+        assert np.array_equal(k.points.got, expect, equal_nan=True), (r.dtype, r.compute)
+    # and fp32 differs from fp64 compute somewhere (the path is really float32)
+    (a,), (b,) = (audit.sweep("gelu.tanh", dtype="fp16", compute=c, keep_points=True) for c in ("fp32", "fp64"))
+    assert not np.array_equal(a.points.got, b.points.got, equal_nan=True)
 
 
 def test_range_restricts_inputs():

@@ -1,0 +1,281 @@
+"""Mutation check: does the test suite catch realistic bugs in the engine?
+
+Each mutation below is a one-line change that a person could plausibly make (a rounding
+rule, an ulp, the side of a tie, a finding kind, a clip bound, a gate rule, a metric's
+edge case, checkpoint loading, an evaluation path).  For each, this script copies the
+project to a temporary directory (the working tree is never touched), applies the change
+there, and runs the test files that cover that code (``pytest -x``: the first failure
+suffices).  A mutation is *caught* when those tests fail, *survives* when they pass.
+
+    python benchmarks/mutation.py              # every mutation, 2 at a time
+    python benchmarks/mutation.py -j 1 -k gate # only those whose name contains 'gate'
+    python benchmarks/mutation.py --list
+
+It first runs the same test files on the unmutated copy (they must pass, or the score
+means nothing), prints one line per mutation and the score, and exits 1 unless every
+mutation is caught.  The ten bugs that issue #20 found uncaught are marked [#20].
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COPY = ("audit", "approximations", "reports", "tests", "data", "pyproject.toml")
+ORACLE_FILES = {"audit/formats.py", "audit/oracle.py", "audit/references.py"}
+
+T_CLAIMS = "tests/test_claims.py"
+T_FORMATS = "tests/test_formats.py"
+T_ORACLE = "tests/test_oracle.py"
+T_METRICS = "tests/test_metrics.py"
+T_FINDINGS = "tests/test_findings.py"
+T_GATE = "tests/test_gate.py"
+T_SWEEP = "tests/test_sweep.py"
+T_SCALE = "tests/test_scale.py"
+T_CLI = "tests/test_cli.py"
+
+
+@dataclass
+class Mutation:
+    name: str
+    file: str
+    old: str
+    new: str
+    tests: tuple
+
+
+M = Mutation
+MUTATIONS = [
+    # ---- rounding and ulp (formats.py)
+    M("round: ties away from zero instead of to even", "audit/formats.py",
+      "r = np.ldexp(np.rint(np.ldexp(v, -q)), q)",
+      "r = np.ldexp(np.trunc(np.ldexp(v, -q) + np.copysign(0.5, v)), q)", (T_FORMATS,)),
+    M("round: overflow decided before rounding (max, not max + half an ulp)", "audit/formats.py",
+      "over = np.abs(r) > self.max_finite", "over = np.abs(v) > self.max_finite", (T_FORMATS, T_CLAIMS)),
+    M("round: subnormals rounded with one extra bit", "audit/formats.py",
+      "q = np.maximum(k - 1, self.emin) - (self.p - 1)",
+      "q = np.maximum(k - 1, self.emin - 1) - (self.p - 1)", (T_FORMATS,)),
+    M("round_mpf: ties rounded up instead of to even", "audit/formats.py",
+      "if rem > half or (rem == half and n & 1):", "if rem >= half:", (T_FORMATS, T_ORACLE)),
+    M("ulp: no floor at the smallest normal (subnormal ulp wrong)", "audit/formats.py",
+      "out = np.maximum(pow2, self.smallest_normal)", "out = pow2.copy()", (T_FORMATS, T_CLAIMS)),
+    M("ordinal: negative values off by one (-0 and +0 two points)", "audit/formats.py",
+      "        b -= s  # (mag ^ s) - s", "        pass  # (mag ^ s) - s", (T_FORMATS, T_CLAIMS)),
+    # ---- oracle sides (oracle.py)
+    M("oracle: ambiguous fast-path inputs not sent to mpmath", "audit/oracle.py",
+      "    idx = np.flatnonzero(amb)\n    if len(idx):", "    idx = np.flatnonzero(amb)\n    if False:",
+      (T_ORACLE,)),
+    M("oracle: fast-path error bound ignored", "audit/oracle.py",
+      "slack = mag * rel", "slack = mag * 0.0", (T_ORACLE,)),
+    M("oracle: double-double tie decided on the wrong side", "audit/oracle.py",
+      "cross = sure & ((d > 0) == (m > r))", "cross = sure & ((d > 0) != (m > r))", (T_ORACLE,)),
+    M("oracle: saturation side of a power of two flipped", "audit/oracle.py",
+      "lo[sel] = -g[ok]", "lo[sel] = g[ok]", (T_ORACLE, T_METRICS)),
+    # ---- metrics edge cases (metrics.py)
+    M("[#20] metrics: 0.5 ULP cap for correctly rounded results removed", "audit/metrics.py",
+      "np.minimum(ulp_err, 0.5, out=ulp_err, where=correct)", "pass", (T_CLAIMS,)),
+    M("[#20] metrics: relative error 0 (not inf) where f(x) = 0", "audit/metrics.py",
+      "rel_err[zero] = np.where(abs_err[zero] == 0, 0.0, np.inf)",
+      "rel_err[zero] = np.where(abs_err[zero] == 0, 0.0, 0.0)", (T_CLAIMS,)),
+    M("[#20] metrics: exact-p99 limit 2^20 instead of 2^24", "audit/metrics.py",
+      "EXACT_P99_LIMIT = 1 << 24", "EXACT_P99_LIMIT = 1 << 20", (T_CLAIMS,)),
+    M("metrics: p99 one rank too high", "audit/metrics.py",
+      "k = math.ceil(0.99 * self.finite) - 1", "k = math.ceil(0.99 * self.finite)", (T_CLAIMS,)),
+    M("metrics: error measured from RN(f(x)) instead of f(x)", "audit/metrics.py",
+      "abs_err = got - hi", "abs_err = got - rounded", (T_CLAIMS, T_SWEEP)),
+    M("metrics: NaN results classed as inf and inf as NaN", "audit/metrics.py",
+      "np.where(np.isnan(g), NAN, INF)", "np.where(np.isnan(g), INF, NAN)", (T_CLAIMS, T_METRICS)),
+    M("metrics: NaN errors of non-finite results enter the maxima", "audit/metrics.py",
+      "if nf == n:  # the common case", "if True:  # the common case", (T_CLAIMS, T_METRICS)),
+    M("metrics: ulp of f just below a power of two not lowered", "audit/metrics.py",
+      "below = (np.sign(l) != np.sign(h))", "below = (np.sign(l) == np.sign(h))",
+      (T_METRICS, T_ORACLE)),
+    M("metrics: the last of equal maxima kept as the worst input", "audit/metrics.py",
+      "if o.worst is not None and (self.worst is None or o.max_ulp > self.max_ulp):",
+      "if o.worst is not None and (self.worst is None or o.max_ulp >= self.max_ulp):", (T_CLAIMS,)),
+    # ---- findings kinds (findings.py)
+    M("[#20] findings: sign findings not detected", "audit/findings.py",
+      'out["sign"] = (sign, "")', 'out["sign"] = (np.zeros(len(got), bool), "")', (T_CLAIMS,)),
+    M("[#20] findings: range findings not detected", "audit/findings.py",
+      'out["range"] = (rng, "")', 'out["range"] = (np.zeros(len(got), bool), "")', (T_CLAIMS,)),
+    M("[#20] findings: overflow 'saturated to the largest finite value' removed", "audit/findings.py",
+      "over |= ~nonfinite & (np.abs(got) == m)", "over |= False & (np.abs(got) == m)", (T_CLAIMS,)),
+    M("findings: overflow 'finite where f overflows' removed", "audit/findings.py",
+      "over[rn_over] |= np.isfinite(g) &", "over[rn_over] |= False &", (T_CLAIMS,)),
+    M("findings: a zero exact rounding counted as a flush", "audit/findings.py",
+      "under &= (rn != 0) & ~np.isnan(rn)", "under &= ~np.isnan(rn)", (T_CLAIMS, T_FINDINGS)),
+    M("findings: zero results counted as sign findings", "audit/findings.py",
+      "sign[idx] = (np.isfinite(g) & (g != 0) & (rn[idx] != 0)",
+      "sign[idx] = (np.isfinite(g) & (rn[idx] != 0)", (T_CLAIMS,)),
+    M("findings: monotonicity direction flipped", "audit/findings.py",
+      "bad[1:] = step < 0 if direction > 0 else step > 0",
+      "bad[1:] = step > 0 if direction > 0 else step < 0", (T_CLAIMS, T_FINDINGS)),
+    M("findings: intervals end one input late", "audit/findings.py",
+      "np.flatnonzero(d == -1) - 1", "np.flatnonzero(d == -1)", (T_CLAIMS,)),
+    # ---- clip bounds and saturation (clip.py)
+    M("[#20] clip: upper bound one input too low", "audit/clip.py",
+      "j = int(np.flatnonzero(feas)[-1])", "j = int(np.flatnonzero(feas)[-1]) - 1", (T_CLAIMS,)),
+    M("clip: default tolerance once (not twice) the core's worst error", "audit/clip.py",
+      "max_ulp = max(2.0, 2 * float(np.max(e.ulp_err[core])))",
+      "max_ulp = max(2.0, float(np.max(e.ulp_err[core])))", (T_CLAIMS,)),
+    M("clip: failing inputs kept in the default tolerance's core", "audit/clip.py",
+      "core &= ~failing", "core &= True", (T_CLAIMS,)),
+    M("clip: 'clamp' reported where the candidate does not give the constant", "audit/clip.py",
+      'e.got[idx][j] == s["value"]', 'e.got[idx][j] != s["value"]', (T_CLAIMS,)),
+    M("saturation: threshold one input early", "audit/clip.py",
+      "return 0 if not len(bad) else int(bad[-1]) + 1", "return 0 if not len(bad) else int(bad[-1])",
+      (T_CLAIMS, T_FINDINGS)),
+    # ---- gate rules (gate.py)
+    M("[#20] gate: a shrunken clip range ignored", "audit/gate.py",
+      "if bc and nc:", "if False:", (T_CLAIMS,)),
+    M("[#20] gate: a result missing from the baseline ignored", "audit/gate.py",
+      "fails.append(f\"{key}: not in the baseline", "better.append(f\"{key}: not in the baseline",
+      (T_CLAIMS,)),
+    M("[#20] gate: slack taken as absolute", "audit/gate.py",
+      "if n > b * (1 + spec.slack) + 1e-300", "if n > b + spec.slack + 1e-300", (T_CLAIMS,)),
+    M("gate: slack with the wrong sign", "audit/gate.py",
+      "if n > b * (1 + spec.slack) + 1e-300", "if n > b * (1 - spec.slack) + 1e-300", (T_CLAIMS,)),
+    M("gate: a NaN metric passes its tolerance", "audit/gate.py",
+      "if m in tol and not _num(now[m]) <= tol[m]:", "if m in tol and _num(now[m]) > tol[m]:",
+      (T_CLAIMS,)),
+    M("gate: new finding intervals ignored", "audit/gate.py",
+      "new = [iv for iv in ivs if not _covered(iv, base[\"findings\"].get(kind, []))]",
+      "new = []", (T_GATE,)),
+    # ---- checkpoint loading (sweep.py)
+    M("checkpoint: loading deleted (recomputes every chunk)", "audit/sweep.py",
+      "doc = ck.load()", "doc = None", (T_CLI,)),
+    M("checkpoint: resumed run restarts at chunk 0", "audit/sweep.py",
+      "ranges[merged.done:]", "ranges", (T_SCALE,)),
+    M("checkpoint: never saved during a run (only at its end)", "audit/checkpoint.py",
+      "return time.monotonic() - self.last_save >= SAVE_EVERY", "return False", (T_CLAIMS,)),
+    M("checkpoint: the final state not saved", "audit/sweep.py",
+      "if ck is not None and (merged.done > saved or not ck.path.exists()):", "if False:",
+      (T_CLAIMS, T_CLI)),
+    # ---- evaluation paths (compute.py, candidates.py, sweep.py)
+    M("compute: the fp32 path computed in float64", "audit/compute.py",
+      'self.native = {"fp32": np.float32, "fp64": np.float64}', 'self.native = {"fp32": np.float64, "fp64": np.float64}',
+      (T_SWEEP,)),
+    M("compute: constants not rounded to the compute format", "audit/compute.py",
+      'return self.op("const", np.float64(c))', "return Val(np.float64(c), self)", (T_SWEEP,)),
+    M("compute: the result not rounded to the storage format", "audit/compute.py",
+      "out = storage.round(np.broadcast_to(y, x.shape).astype(np.float64))",
+      "out = np.broadcast_to(y, x.shape).astype(np.float64)", (T_SWEEP,)),
+    M("candidates: bit-trick candidates not forced to fp32", "audit/candidates.py",
+      "return get_format(self.compute) if self.compute else requested", "return requested",
+      (T_CLAIMS,)),
+    M("specials: NaN never matches NaN", "audit/sweep.py",
+      "return (math.isnan(a) and math.isnan(b)) or a == b", "return a == b", (T_CLAIMS,)),
+    M("golden: outputs written unrounded (the exact value's float64)", "audit/golden.py",
+      "y=ov.rounded,", "y=ov.hi,", (T_CLAIMS,)),
+    M("report: colour tier bounds exclusive", "reports/html.py",
+      "if v <= lim:", "if v < lim:", (T_CLAIMS,)),
+    # ---- resource refusals (inputs.py)
+    M("inputs: fp32 sample limit 2^25 instead of 2^24", "audit/inputs.py",
+      'MAX_SAMPLES = {"fp32": 1 << 24', 'MAX_SAMPLES = {"fp32": 1 << 25', (T_CLAIMS,)),
+]
+
+
+def make_copy(dst: Path) -> None:
+    for name in COPY:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dst / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        elif src.exists():
+            shutil.copy2(src, dst / name)
+
+
+def run_tests(root: Path, tests, cache: str | None, timeout: float) -> tuple[int, str, float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACTAUDIT_")}
+    env["PYTHONPATH"] = str(root)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if cache:
+        env["ACTAUDIT_CACHE_DIR"] = cache
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                            *tests], cwd=root, env=env, capture_output=True, text=True,
+                           timeout=timeout)
+        code, out = p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired:
+        code, out = -1, "timeout"
+    return code, out, time.monotonic() - t0
+
+
+def mutate(m: Mutation, work: Path, shared_cache: str, timeout: float) -> tuple[str, float, str]:
+    d = Path(tempfile.mkdtemp(prefix="mut-", dir=work))
+    try:
+        make_copy(d)
+        f = d / m.file
+        text = f.read_text()
+        n = text.count(m.old)
+        if n != 1:
+            return "stale", 0.0, f"the text to mutate occurs {n} times in {m.file}"
+        f.write_text(text.replace(m.old, m.new))
+        # a mutated oracle must not write into (or read from) the shared oracle cache
+        cache = str(d / "cache") if m.file in ORACLE_FILES else shared_cache
+        code, out, dt = run_tests(d, m.tests, cache, timeout)
+        if code == 0:
+            return "SURVIVED", dt, ""
+        if code == -1:
+            return "caught (timeout)", dt, ""
+        failed = [ln for ln in out.splitlines() if ln.startswith(("FAILED", "ERROR"))]
+        return "caught", dt, (failed[0] if failed else out.strip().splitlines()[-1])[:110]
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("-k", default="", help="only mutations whose name contains one of these "
+                    "comma-separated words")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--timeout", type=float, default=300.0, help="per mutation, seconds")
+    args = ap.parse_args(argv)
+    words = [w for w in args.k.split(",") if w] or [""]
+    muts = [m for m in MUTATIONS if any(w in m.name for w in words)]
+    if args.list:
+        for m in muts:
+            print(f"{m.name}  [{m.file}; {' '.join(m.tests)}]")
+        return 0
+    t0 = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="actaudit-mutation-"))
+    try:
+        shared = str(work / "cache")
+        tests = sorted({t for m in muts for t in m.tests})
+        base = work / "base"
+        base.mkdir()
+        make_copy(base)
+        code, out, dt = run_tests(base, tests, shared, 1200)
+        if code != 0:
+            print(out[-3000:])
+            print(f"the unmutated tests fail ({' '.join(tests)}): fix them first")
+            return 2
+        print(f"unmutated: {' '.join(tests)} pass ({dt:.0f} s)")
+        caught = 0
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            futs = [pool.submit(mutate, m, work, shared, args.timeout) for m in muts]
+            for m, fut in zip(muts, futs):
+                status, dt, why = fut.result()
+                caught += status.startswith("caught")
+                print(f"{status:17s} {dt:5.1f} s  {m.name}" + (f"\n{'':26s}{why}" if why else ""),
+                      flush=True)
+        score = caught / len(muts) if muts else 1.0
+        print(f"\nmutation score: {caught}/{len(muts)} caught = {100 * score:.0f}% "
+              f"({time.monotonic() - t0:.0f} s wall, {args.jobs} jobs)")
+        return 0 if caught == len(muts) else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
