@@ -205,7 +205,7 @@ def _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, de
         for r in results:
             for f in r.findings:
                 iv = ", ".join(f"[{a}, {b}]" for a, b in f["intervals"][:4])
-                out.print(f"{escape(r.candidate)} {r.out_dtype}: {f['kind']} {f['count']} inputs {iv}; {f['note']}")
+                out.print(f"{r.candidate} {r.out_dtype}: {f['kind']} {f['count']} inputs {iv}; {f['note']}", markup=False, highlight=False)
 
 
 def _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, dist, elements, seed,

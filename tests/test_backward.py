@@ -150,7 +150,8 @@ def test_chunked_exhaustive_pairs_equal_in_memory():
 
 
 def test_cli_backward(capsys):
-    code = main(["sweep", "sigmoid", "--backward", "--dtype", "fp8_e5m2", "--json", "-"])
+    code = main(["sweep", "sigmoid", "--backward", "--dtype", "fp8_e5m2", "--compute", "fp8_e5m2",
+                 "--json", "-"])
     out, _ = capsys.readouterr()
     assert code == 0
     doc = json.loads(out)
@@ -170,7 +171,8 @@ def test_gate_spec_backward_entry(tmp_path, monkeypatch, capsys):
     (tmp_path / "actaudit.toml").write_text(
         'baseline = "base.json"\n\n[[audit]]\nname = "bwd"\ntargets = ["gelu.tanh", "sigmoid"]\n'
         'dtype = "fp16"\ngrid = 64\nbackward = true\ntolerance = { nan = false }\n')
-    assert main(["baseline"]) == 0
+    assert main(["baseline"]) == 1  # refused: gelu_bwd.tanh already breaks its tolerance
+    assert main(["baseline", "--force"]) == 0  # recorded anyway, with a warning
     base = json.loads((tmp_path / "base.json").read_text())
     assert "bwd/gelu_bwd.tanh/fp16/fp16" in json.dumps(base)
     capsys.readouterr()

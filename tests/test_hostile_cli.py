@@ -25,7 +25,7 @@ def run(capsys, *args):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["sweep", "gelu", "--dtype", "fp32", "--samples", "100", "--seed", "-1"], "--seed"),
+    (["sweep", "gelu", "--dtype", "fp32", "--samples", "100", "--seed", "-1"], "seed"),
     (["selftest", "--points", "1", "--seed", "-1"], "--seed"),
     (["sweep", "celu", "--param", "alpha=0"], "division by zero"),
     (["sweep", "gelu", "--workers", "100000"], "--workers"),
@@ -146,14 +146,14 @@ def test_outputs_to_a_fifo_and_stdout_are_written_not_replaced(tmp_path):
     got = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
     reader.start()
-    assert main(["sweep", "relu.max", "-d", "fp8_e4m3", "-q", "--json", str(fifo)]) == 0
+    assert main(["sweep", "relu.max", "-d", "fp8_e4m3", "-c", "fp8_e4m3", "-q", "--json", str(fifo)]) == 0
     reader.join(60)
     assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still a FIFO
     assert json.loads(got[0])["schema"].startswith("actaudit.sweep/")
     link = tmp_path / "out-link"
     link.symlink_to("/dev/fd/1")  # a symlink to stdout: written through, kept a symlink
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "audit.cli", "sweep", "relu.max", "-d", "fp8_e4m3", "-q",
+    r = subprocess.run([sys.executable, "-m", "audit.cli", "sweep", "relu.max", "-d", "fp8_e4m3", "-c", "fp8_e4m3", "-q",
                         "--csv", str(link)], capture_output=True, text=True, cwd=tmp_path, env=env,
                        timeout=300)
     assert r.returncode == 0 and link.is_symlink() and r.stdout.startswith("candidate,dtype")
@@ -234,7 +234,7 @@ def test_errors_name_the_users_path_not_a_temporary(tmp_path, capsys, monkeypatc
         return real_open(path, mode, *a, **k)
 
     monkeypatch.setattr(builtins, "open", full_disk)
-    code = main(["sweep", "relu.max", "-d", "fp8_e4m3", "-q", "--json", str(tmp_path / "r.json")])
+    code = main(["sweep", "relu.max", "-d", "fp8_e4m3", "-c", "fp8_e4m3", "-q", "--json", str(tmp_path / "r.json")])
     err = capsys.readouterr().err
     assert code == 2 and f"{tmp_path / 'r.json'}: No space left on device" in err and ".tmp" not in err
     assert list(tmp_path.iterdir()) == []

@@ -6,6 +6,8 @@
   line for line, where a line ``...`` stands for any number of lines.
 * ``python`` blocks are executed; one whose first line is ``# file: NAME`` is also saved as
   NAME (a module that later commands import).
+* ``output`` blocks show what the ``python`` block just before them prints: its real
+  standard output must equal it line for line (``...`` as above).
 * ``toml`` blocks are parsed; one whose first line starts with ``# NAME.toml`` is saved as NAME.toml.
 * ``text`` blocks are command synopses: every ``--option`` they show must be in the command's
   ``--help``.
@@ -74,6 +76,7 @@ def workdir(tmp_path_factory):
     shutil.copy(ROOT / "pyproject.toml", d / "pyproject.toml")
     (d / "data").mkdir()
     shutil.copy(ROOT / "data" / "baseline.json", d / "data" / "baseline.json")
+    shutil.copytree(ROOT / "examples", d / "examples")  # the example C kernels the README audits
     return d
 
 
@@ -128,6 +131,9 @@ def matches(expected: list[str], actual: list[str]) -> bool:
     return bool(actual) and actual[0] == expected[0] and matches(expected[1:], actual[1:])
 
 
+_PYTHON_OUT: dict = {}  # the standard output of the latest python block, for an output block
+
+
 def _ids():
     return [f"README.md:{line}:{lang or 'plain'}" for lang, _, line, _ in BLOCKS]
 
@@ -154,6 +160,12 @@ def test_readme_block(block, workdir, capsys):
         p = subprocess.run([sys.executable, "-"], input=src, cwd=workdir, env=_env(workdir),
                            capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, f"README.md:{line}: python block failed\n{p.stderr[-3000:]}"
+        _PYTHON_OUT["last"] = [x.rstrip() for x in p.stdout.splitlines()]
+    elif lang == "output":
+        got = _PYTHON_OUT.pop("last", None)
+        assert got is not None, f"README.md:{line}: an output block must follow a python block"
+        shown = [x.rstrip() for x in body]
+        assert matches(shown, got), f"README.md:{line}: the python block above prints:\n" + "\n".join(got)
     elif lang == "toml":
         src = "\n".join(body) + "\n"
         tomllib.loads(src)
@@ -164,7 +176,7 @@ def test_readme_block(block, workdir, capsys):
         _synopsis(body, capsys)
     else:
         pytest.fail(f"README.md:{line}: a ```{lang} block: give it a language this test runs "
-                    "(bash, python, toml, text)")
+                    "(bash, python, output, toml, text)")
 
 
 def _shown_output(body: list[str], workdir: Path, extra: list[str]) -> None:

@@ -276,7 +276,7 @@ def test_elu_ftz_underflow_finding_names_the_flushing_operation():
 
 # --------------------------------------------------------------- CLI and gate
 def test_cli_semantics_side_by_side_json(capsys):
-    code = main(["sweep", "sigmoid.naive", "--dtype", "fp16", "--semantics", "ieee",
+    code = main(["sweep", "sigmoid.naive", "--dtype", "fp16", "--compute", "fp16", "--semantics", "ieee",
                  "--semantics", "saturate", "--json", "-"])
     out, _ = capsys.readouterr()
     assert code == 0
@@ -364,7 +364,8 @@ def test_table_primitive(tmp_path):
     got = run_formula(lambda t, m: m.exp(t), x, F16, f"exp=table:{path}")
     assert np.array_equal(got, y)
     # as a primitive inside a catalog formula, via the CLI
-    code = main(["sweep", "sigmoid.exp", "--dtype", "fp16", "--semantics", f"exp=table:{path}",
+    code = main(["sweep", "sigmoid.exp", "--dtype", "fp16", "--compute", "fp16",
+                 "--semantics", f"exp=table:{path}",
                  "--quiet"])
     assert code == 0
     with pytest.raises(ActauditError, match="16 bits or fewer"):
@@ -378,7 +379,7 @@ def test_csv_has_a_semantics_column_when_asked(tmp_path, capsys):
     import csv
 
     out = tmp_path / "o.csv"
-    assert main(["sweep", "relu.max", "--dtype", "fp8_e4m3", "--semantics", "ieee",
+    assert main(["sweep", "relu.max", "--dtype", "fp8_e4m3", "-c", "fp8_e4m3", "--semantics", "ieee",
                  "--semantics", "ftz", "--csv", str(out), "--quiet"]) == 0
     rows = list(csv.DictReader(out.open()))
     assert {r["semantics"] for r in rows} == {"ieee", "ftz"} and len(rows) == 2 * 254
