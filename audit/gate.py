@@ -395,12 +395,15 @@ def _num(v) -> float:
 
 def _show(a, b=None) -> str:
     """Numbers for people, rounded, with as many digits as it takes to tell a from b."""
+    def fmt(v, d):  # NaN said as such (a gate line is not a table cell)
+        return "nan" if math.isnan(v) else format_number(v, d)
+
     a = _num(a)
     if b is None:
-        return format_number(a, 5)
+        return fmt(a, 5)
     b = _num(b)
     for d in range(5, 18):
-        sa, sb = format_number(a, d), format_number(b, d)
+        sa, sb = fmt(a, d), fmt(b, d)
         if sa != sb or a == b or (math.isnan(a) and math.isnan(b)):
             return f"{sa} -> {sb}"
     return f"{a!r} -> {b!r}"
@@ -502,6 +505,11 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
         if nlo > blo or nhi < bhi:
             fails.append(f"safe clip range shrank: [{_show(blo)}, {_show(bhi)}] -> [{_show(nlo)}, {_show(nhi)}]"
                          + (f" ({nc['note']})" if nc.get("note") else ""))
+        # and the recommended clip bounds themselves (where to clamp), where both have one
+        for side, inward in (("lo", lambda n, b: n > b), ("hi", lambda n, b: n < b)):
+            b0, n0 = bc.get(side), nc.get(side)
+            if b0 is not None and n0 is not None and inward(_num(n0), _num(b0)):
+                fails.append(f"clip range shrank: {side} {_show(b0, n0)}")
     return fails, better
 
 

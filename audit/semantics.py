@@ -70,6 +70,11 @@ PROFILES = {
                   "__expf as an envelope of 106 ulp (the documented 2 + floor(|1.173 x|) ulp at its "
                   "largest, |x| = 88.7) and tanh.approx.f32 as one of 8192 ulp (relative error "
                   "2^-10.987); sqrt is not modelled (bounds are in fp32 ulp)"),
+    "tf32": ("round_in=rna", "fp32 values converted to TF32 (p = 11) with round to nearest, ties "
+                             "away from zero, as PTX cvt.rna.tf32.f32 does (use with --dtype fp32 "
+                             "--compute tf32); operations are then rounded to TF32, an upper "
+                             "bound on the rounding of tensor cores, which multiply TF32 inputs "
+                             "exactly and accumulate in fp32"),
     "bf16_trunc": ("round=rtz", "conversion to the storage format by truncation (round toward "
                                 "zero), as hardware that converts fp32 to bf16 by dropping bits"),
 }

@@ -479,3 +479,23 @@ def test_assert_accuracy_under_a_semantics():
         assert_accuracy("sigmoid.naive", dtype="fp16", max_ulp=2)
     with pytest.raises(AssertionError, match="under ftz"):
         assert_accuracy("elu.expm1", dtype="fp32", samples=5000, max_ulp=1, semantics="ftz")
+
+
+def test_tf32_profile_reads_fp32_ties_away_from_zero():
+    """PTX cvt.rna.tf32.f32: TF32 keeps 11 significant bits; 1 + 2^-11 is halfway between 1
+    and 1 + 2^-10 (ties away: 1 + 2^-10; ties to even: 1), 1 + 3 2^-11 halfway between
+    1 + 2^-10 and 1 + 2^-9 (both rules: away from zero is the even one, 1 + 2^-9)."""
+    from audit.formats import get_format
+    from audit.semantics import parse
+
+    f32, t = get_format("fp32"), get_format("tf32")
+    x = np.array([1 + 2**-11, -(1 + 3 * 2**-11), 1 + 2**-12])
+    ident = lambda v, m: v * 1.0  # noqa: E731
+    assert evaluate(ident, x, f32, t, {}, semantics=parse("ieee")).tolist() == [1.0, -(1 + 2**-9), 1.0]
+    assert evaluate(ident, x, f32, t, {}, semantics=parse("tf32")).tolist() == [1 + 2**-10, -(1 + 2**-9), 1.0]
+    ieee, tf = audit.sweep("gelu.tanh", dtype="fp32", compute="tf32", semantics=["ieee", "tf32"],
+                           range=(1, 1.01))
+    # the fp32 inputs of [1, 1.01] that are TF32 ties (their low 12 fraction bits 0x800 exactly)
+    xs = np.arange(np.float32(1).view(np.uint32), np.float32(1.01).view(np.uint32) + 1, dtype=np.uint32)
+    ties = int(((xs & 0xFFF) == 0x800).sum())
+    assert ties > 0 and 0 < tf.changed["count"] <= ties  # a changed input is a tie read otherwise

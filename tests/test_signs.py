@@ -29,7 +29,7 @@ def exact_zero_signbit(name: str, x: float) -> bool:
         return False  # max(x, 0) = +0 (hardsigmoid: (x + 3) / 6 <= 0 clamped to +0)
     if name == "hardswish" and x <= -3:
         return neg  # x * relu6(x + 3) / 6 = x * (+0) = -0
-    if x == 0 and name in ("gelu", "tanh", "silu", "mish", "elu", "selu", "celu", "leaky_relu",
+    if x == 0 and name in ("gelu", "gelu_scale", "tanh", "silu", "mish", "elu", "selu", "celu", "leaky_relu",
                            "hardtanh", "hardswish", "softsign", "erf", "swish"):
         return neg  # f(+-0) = +-0: x * c, tanh(x), expm1(x), ... keep the sign of x
     if x == 0 and name in ("expm1", "log1p"):
