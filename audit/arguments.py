@@ -43,14 +43,16 @@ def split_targets(targets) -> tuple[list[str], list, list]:
     return names, funcs, cands
 
 
-def integer(name: str, v, lo: int | None = None):
-    """None or an integer (not a bool) >= lo."""
+def integer(name: str, v, lo: int | None = None, hi: int | None = None):
+    """None or an integer (not a bool) in [lo, hi]."""
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise BadOptionError(f"{name} must be an integer, got {v!r:.60}")
     if lo is not None and v < lo:
         raise BadOptionError(f"{name} must be at least {lo}, got {v}")
+    if hi is not None and v > hi:
+        raise BadOptionError(f"{name} must be at most {hi}, got {v}")
     return int(v)
 
 

@@ -522,8 +522,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     """
     names, funcs, objs = arguments.split_targets(targets)
     range, params = arguments.input_range(range), arguments.params(params)
-    samples, seed = arguments.integer("samples", samples, 1), arguments.integer("seed", seed, 0)
-    grid, workers = arguments.integer("grid", grid), arguments.integer("workers", workers, 1)
+    samples, seed = arguments.integer("samples", samples, 1), arguments.integer("seed", seed, 0, 2**63 - 1)
+    grid, workers = arguments.integer("grid", grid), arguments.integer("workers", workers, 1, MAX_WORKERS)
     max_ulp, atol = arguments.tolerance("max_ulp", max_ulp), arguments.tolerance("atol", atol)
     for k, v in (("reference", reference), ("device", device), ("dump_dtype", dump_dtype),
                  ("executor", executor), ("scheduler", scheduler)):
@@ -573,11 +573,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     if samples is not None and all(st.enumerable for st in storages):
         raise BadOptionError(f"{', '.join(st.name for st in storages)} are swept exhaustively; "
                              "--samples applies to fp32 and fp64")
-    nworkers = (os.cpu_count() or 1) if workers is None else int(workers)
-    if not 1 <= nworkers <= MAX_WORKERS:
-        raise BadOptionError(f"--workers must be in [1, {MAX_WORKERS}], got {nworkers}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
-        raise BadOptionError(f"--seed must be an integer in [0, 2^63), got {seed!r}")
+    nworkers = (os.cpu_count() or 1) if workers is None else workers
     if device != "cpu" and not any(n.startswith("torch:") for n in external):
         raise BadOptionError("--device applies to torch: candidates")
     if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < 1e6):

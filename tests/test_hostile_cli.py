@@ -28,7 +28,7 @@ def run(capsys, *args):
     (["sweep", "gelu", "--dtype", "fp32", "--samples", "100", "--seed", "-1"], "seed"),
     (["selftest", "--points", "1", "--seed", "-1"], "--seed"),
     (["sweep", "celu", "--param", "alpha=0"], "division by zero"),
-    (["sweep", "gelu", "--workers", "100000"], "--workers"),
+    (["sweep", "gelu", "--workers", "100000"], "workers must be at most 1024"),
     (["sweep", "sigmoid.clamped", "-d", "fp8_e4m3", "--param",
       "limit=" + ",".join(str(i) for i in range(1, 5000))], "more than 4096"),
     (["sweep", "gelu", "--json", ""], "--json needs a path"),
