@@ -231,4 +231,5 @@ def c_candidate(target: str, reference: str | None, fmt: Format, cflags: str | N
             return y.astype(np.float64)
 
     return Candidate(target, reference, f"{func}(x) compiled from {path} ({ctype}, {flags})",
-                     f"C kernel {path}, {_compiler()} {flags}", fn, compute=fmt.name)
+                     f"C kernel {path}, {_compiler()} {flags}", fn, compute=fmt.name,
+                     native=True)  # its own arithmetic (float or _Float16), not a formula's

@@ -121,8 +121,9 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
             if any_nonfinite:
                 rng &= ~nonfinite
             out["range"] = (rng, "")
-        if ref.monotone and ref.arity == 1:
-            out["monotonicity"] = (_backwards(e.x, got, finite_result(e.cls), ref.monotone), "")
+        pieces = ref.pieces(ref_params)
+        if pieces and ref.arity == 1:
+            out["monotonicity"] = (_backwards(e.x, got, finite_result(e.cls), pieces), "")
     return out
 
 

@@ -274,4 +274,5 @@ def dump_candidate(d: Dump, reference: str) -> tuple[Candidate, Domain]:
     dom = Domain(fmt, exhaustive, len(d.x), values=d.x)
     name = f"dump:{Path(d.path).name}"
     return Candidate(name, reference, f"outputs read from {d.path}", "device dump", fn,
-                     compute=fmt.name, special_inputs=tuple(x for x, _ in d.specials)), dom
+                     compute=fmt.name, special_inputs=tuple(x for x, _ in d.specials),
+                     native=True), dom  # the device's own arithmetic

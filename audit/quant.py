@@ -373,7 +373,7 @@ def _findings(r: QuantResult, ref, out: QuantFormat, clamped: np.ndarray) -> lis
                           "correct code is the clamped limit (the format's cost; informational)"))
     found.append(_finding("nan", r.x, ~r.valid, "no code: the kernel produced NaN"))
     back = np.zeros(len(r.x), bool)
-    for a, b, direction in ref.monotone:
+    for a, b, direction in ref.pieces(getattr(r, "params", None)):
         idx = np.flatnonzero((r.x >= a) & (r.x <= b) & r.valid)
         if len(idx) > 1:
             step = np.diff(r.got[idx])

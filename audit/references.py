@@ -54,7 +54,8 @@ class Reference:
     fast_dd: Callable | None = None
     # bounds(x) -> (lo, hi) arrays: the function's known range at x (range findings)
     bounds: Callable | None = None
-    # monotone pieces: ((a, b, +1 or -1), ...): increasing (+1) or decreasing on [a, b]
+    # monotone pieces: ((a, b, +1 or -1), ...): increasing (+1) or decreasing on [a, b]; at
+    # the default parameters (``monotone_at`` gives them for others: see pieces())
     monotone: tuple = ()
     # sign(x[, b], **params) -> float64 array whose sign bit is that of f(x): the sign of the
     # exact value wherever it is nonzero (also where it underflows float64, which the fast
@@ -71,6 +72,16 @@ class Reference:
     # the significand of f that the ULP error of a result needs there (exp(1e38)), without
     # mpmath; None: mpmath decides those inputs
     log2_frac: Callable | None = None
+    # monotone_at(**params) -> the monotone pieces where they move with the parameters
+    # (swish's turning point is SILU_GRAD_ROOT / beta)
+    monotone_at: Callable | None = None
+
+    def pieces(self, params: dict | None = None) -> tuple:
+        """The monotone pieces of f at these parameters."""
+        if self.monotone_at is None:
+            return self.monotone
+        p = {k: v for k, v in self.with_defaults(params).items() if k in self.params}
+        return tuple(self.monotone_at(**p))
 
     def special(self, x: float, params: dict) -> float:
         """The value at a non-finite input: the limit at +-inf, NaN at NaN."""
@@ -89,7 +100,7 @@ REFERENCES: dict[str, Reference] = {}
 
 def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1,
               exact=False, near=None, fast_near=None, rel_err_at=None, fast_dd=None, bounds=None,
-              monotone=(), sign=None, undefined=None, log2_frac=None):
+              monotone=(), sign=None, undefined=None, log2_frac=None, monotone_at=None):
     """Decorator registering an mpmath function as a reference.
 
     exact=True declares that the fast path computes the exact real value for every
@@ -104,7 +115,8 @@ def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params
                                      fast_near, rel_err_at, fast_dd, bounds, tuple(monotone),
                                      None if sign is None else _np(sign),
                                      None if undefined is None else _np(undefined),
-                                     None if log2_frac is None else _np(log2_frac))
+                                     None if log2_frac is None else _np(log2_frac),
+                                     monotone_at)
         return fn
 
     return wrap
@@ -136,6 +148,16 @@ def _np(fn):
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)  # phi(0)
 DD_TINY = 2.0**-30  # |x| below which the second-order expansions of fast_dd apply
+
+
+def _swish_pieces(beta: float) -> tuple:
+    """x sigmoid(beta x) = silu(beta x) / beta: decreasing then increasing around
+    SILU_GRAD_ROOT / beta for beta > 0, the other way round for beta < 0; x / 2 at 0."""
+    if beta == 0:
+        return ((-math.inf, math.inf, 1),)
+    r = SILU_GRAD_ROOT / beta
+    d = 1 if beta > 0 else -1
+    return ((-math.inf, r, -d), (r, math.inf, d))
 
 
 def _sign_x(x, **_):
@@ -303,7 +325,8 @@ def _tanh(x):
            pos_inf=lambda beta: math.inf if beta > 0 else 0.0, params={"beta": 1.0},
            near=lambda x, beta: (x, x / (1 + mp.exp(mpp(beta) * x))) if x > 0 and beta > 0 else None,
            fast_dd=_half_x_plus(lambda beta: (0.25 * beta, max(abs(beta), 1.0))),
-           bounds=lambda x, beta: (np.minimum(x, 0), np.maximum(x, 0)), monotone=((-math.inf, SILU_GRAD_ROOT, -1), (SILU_GRAD_ROOT, math.inf, 1)))
+           bounds=lambda x, beta: (np.minimum(x, 0), np.maximum(x, 0)), monotone=((-math.inf, SILU_GRAD_ROOT, -1), (SILU_GRAD_ROOT, math.inf, 1)),
+           monotone_at=lambda beta: _swish_pieces(beta))
 def _silu(x, beta):
     return x / (1 + mp.exp(-mpp(beta) * x))
 

@@ -218,8 +218,8 @@ def _chunk(job: _Job, part):
     if job.analyze:
         found = findings_mod.find(e, c, st, job.compute, job.params, job.ref_params)
         hid = findings_mod.hidden(c, st, job.compute, job.params, e, watched)
-        if c.ref.monotone and x2 is None:
-            edges = findings_mod.monotone_edges(e, c.ref.monotone)
+        if c.ref.pieces(job.ref_params) and x2 is None:
+            edges = findings_mod.monotone_edges(e, c.ref.pieces(job.ref_params))
     return s, found, hid, ov.n_mpmath, (e if job.keep else None), edges
 
 
@@ -247,7 +247,7 @@ class _Merged:
         if edges is not None:  # steps across the chunk edge, before the chunk's own findings
             if self.mono_last is None:
                 self.mono_last = [None] * len(edges)
-            for i, (edge, (_, _, direction)) in enumerate(zip(edges, job.cand.ref.monotone)):
+            for i, (edge, (_, _, direction)) in enumerate(zip(edges, job.cand.ref.pieces(job.ref_params))):
                 if edge is None:
                     continue
                 if self.mono_last[i] is not None:

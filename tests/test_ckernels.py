@@ -198,6 +198,9 @@ def test_float_and_float16_kernels(tmp_path):
     src.write_text(HS)
     (r,) = audit.sweep(f"c:{src}:hs", dtype="fp8_e4m3", reference="hardswish")
     assert r.domain.count == 254 and r.candidate == f"c:{src}:hs"
+    assert r.compute == "native"  # the kernel's own float arithmetic, not the storage format
+    (r2,) = audit.sweep(f"c:{src}:hs", dtype="fp8_e4m3", compute="auto", reference="hardswish")
+    assert r2.compute == "native"  # one result: a fixed arithmetic is not run on two paths
     # the _Float16 kernel negates: exactly -x at every fp16 input
     c = c_candidate(f"c:{src}:hs16", "relu", F16)
     x = F16.finite_values()

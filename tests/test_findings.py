@@ -194,3 +194,22 @@ def test_clip_cli(capsys):
     assert doc["results"][0]["clip"]["hi_action"] == "clamp"
     assert main(["clip", "gelu.tanh", "--dtype", "fp32"]) == 2
     assert main(["clip", "gelu.tanh", "--max-ulp", "-1"]) == 2
+
+
+@pytest.mark.parametrize("beta", [2.0, 0.5, -1.0])
+def test_swish_monotone_pieces_follow_beta(beta):
+    """x sigmoid(beta x) turns where its derivative vanishes: sigmoid(bx) (1 + bx (1 -
+    sigmoid(bx))) = 0, at x = r / beta with r the root of 1 + t (1 - sigmoid(t)) (mpmath),
+    decreasing before it for beta > 0 and increasing for beta < 0.  A correctly rounded
+    result is never reported as going backwards (it used to be, at silu's own turning point)."""
+    import mpmath as mp
+
+    from audit.references import REFERENCES
+
+    r = mp.findroot(lambda t: 1 + t * (1 - 1 / (1 + mp.exp(-t))), -1.3)
+    (a0, b0, d0), (a1, b1, d1) = REFERENCES["silu"].pieces({"beta": beta})
+    assert b0 == a1 and abs(b0 - float(r) / beta) < 1e-12
+    assert (d0, d1) == ((-1, 1) if beta > 0 else (1, -1))
+    (res,) = audit.sweep("swish.beta", dtype="fp16", compute="fp32", params={"beta": beta})
+    assert res.correctly_rounded_fraction > 0.999
+    assert not [f for f in res.findings if f.kind == "monotonicity"]
