@@ -860,10 +860,17 @@ def main(argv=None) -> int:
         _say("actaudit: error: input nested too deeply")
         return 2
     except Exception as e:
-        # usage errors of typer's (vendored) click: they know how to show themselves
+        # usage errors of typer's (vendored) click: one line, like every other error (a bare
+        # `actaudit` or a command without its arguments still shows its help)
         if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
-            e.show()
-            return e.exit_code
+            if type(e).__name__ == "NoArgsIsHelpError" or not hasattr(e, "format_message"):
+                e.show()
+                return e.exit_code
+            ctx = getattr(e, "ctx", None)
+            where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            msg = " ".join(str(e.format_message()).split())
+            _say(f"actaudit: error: {msg}{where}")
+            return 2
         raise
 
 

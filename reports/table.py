@@ -29,6 +29,7 @@ LEGEND = [
     ("CR %", "correctly rounded"),
     ("nan", "NaN"),
     ("ovf", "overflow"),
+    ("miss", "finite where the exact value overflows"),
     ("unf", "flushed to 0"),
     ("sign", "wrong sign"),
     ("range", "out of range"),
@@ -100,6 +101,12 @@ def path_title(dtype: str, compute: str, sem: str = "") -> str:
     """The evaluation path in words (``sem``: the machine semantics, when not ieee)."""
     if sem:
         return path_title(dtype, compute) + f"; semantics{sem}"
+    if "->" in dtype:  # --out-dtype: inputs in one format, results in another
+        src, dst = dtype.split("->", 1)
+        if compute == "native":
+            return f"{src} inputs, {dst} outputs, native compute"
+        return (f"{src} inputs, {dst} outputs, {compute} compute (operations in {compute}, the result "
+                f"rounded to {dst})")
     if compute == "native":
         return f"{dtype} storage, native compute (the function's own arithmetic)"
     if compute == dtype:
@@ -135,7 +142,7 @@ def inputs(r) -> str:
 
 COMPACT = [("candidate", "<"), ("max ULP", ">"), ("at x", ">"), ("p99", ">"), ("mean", ">"),
            ("CR %", ">"), ("NaN", ">"), ("inf", ">")]
-OVF = ("ovf", ">")  # a column only where some result has overflow misses
+OVF = ("miss", ">")  # a column only where some result has overflow misses
 
 
 def _compact_row(r, ovf: bool = False) -> list[str]:
@@ -177,7 +184,7 @@ def compact(results, width: int = 80) -> str:
         out += _wrap(f"{path_title(dtype, compute, sem)}; {n}", width, "")
         ovf = any(r.overflow_miss_count for r in rs)
         if ovf:
-            used.add("ovf")
+            used.add("miss")
         cols = COMPACT + ([OVF] if ovf else [])
         heads = [h for h, _ in cols]
         aligns = [a for _, a in cols]
@@ -235,7 +242,7 @@ def legend(used: set[str]) -> str:
 
 WIDE = [("candidate", "<"), ("dtype", "<"), ("compute", "<"), ("inputs", ">"), ("max ULP", ">"),
         ("at x (bits)", "<"), ("mean", ">"), ("p99", ">"), ("max abs", ">"), ("max rel", ">"),
-        ("ULP dist", ">"), ("CR %", ">"), ("NaN", ">"), ("inf", ">"), ("ovf", ">"), ("findings", "<")]
+        ("ULP dist", ">"), ("CR %", ">"), ("NaN", ">"), ("inf", ">"), ("miss", ">"), ("findings", "<")]
 
 
 def _wide_row(r) -> list[str]:
@@ -311,7 +318,8 @@ def findings_text(results, width: int = 80) -> str:
     for r in results:
         if not (r.findings or r.hidden):
             continue
-        out.append(f"{name(r)} ({path_title(getattr(r, 'formats_label', r.dtype), r.compute, sem_label(r))})")
+        out += _wrap(f"{name(r)}: {path_title(getattr(r, 'formats_label', r.dtype), r.compute, sem_label(r))}",
+                     width, "")
         for f in r.findings:
             iv = ", ".join(f"[{format_number(a, 6)}, {format_number(b, 6)}]" for a, b in f.intervals[:4])
             more = f" (+{f.intervals_total - 4} more)" if f.intervals_total > 4 else ""

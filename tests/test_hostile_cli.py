@@ -250,3 +250,19 @@ def test_devices_and_descriptors_count_as_special_targets(tmp_path):
     link.symlink_to("/dev/null")
     assert is_special(link)
     assert not is_special(tmp_path / "new.json") and not is_special(tmp_path)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["swep", "gelu"], "No such command 'swep'"),
+    (["sweep", "gelu", "--dtyp", "fp16"], "--dtyp"),
+    (["sweep", "gelu", "--samples", "abc"], "--samples"),
+    (["report", "gelu", "--dtype", "fp16"], "--out"),
+    (["diff", "gelu.tanh"], "Missing argument"),
+    (["list", "gelu"], "unexpected extra argument"),
+])
+def test_usage_errors_are_one_line(capsys, args, needle):
+    """Mistakes the option parser catches follow the same contract as every other error."""
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("actaudit: error:") and err.count("\n") == 1 and needle in err, err
+    assert out == ""
