@@ -8,6 +8,7 @@ one line and exits 130.
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -39,8 +40,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Audit the accuracy and stability of activation functions and their "
                        "approximations against an exact mpmath oracle.")
 out = Console()
-if not out.is_terminal:  # piped or redirected: do not squeeze tables into 80 columns
-    out = Console(width=160)
+if not out.is_terminal and not os.environ.get("COLUMNS"):  # piped, no width asked for: do not
+    out = Console(width=160)                                # squeeze tables into 80 columns
 err = Console(stderr=True)
 
 
@@ -410,21 +411,11 @@ def clip(
         write_text(json_out, dumps(doc))
     from reports import table as table_report
 
-    t = Table(title="actaudit clip", title_justify="left", header_style="bold")
-    for col in ("candidate", "dtype", "compute", "lo", "below lo", "hi", "above hi", "tolerance",
-                "max ULP after", "saturation (low / high)", "note"):
-        t.add_column(col, overflow="fold")
-    for r in results:
-        c, s = r.clip, r.saturation
-        tol = c["tolerance"]
-        tol_s = " or ".join(x for x in ((f"{fmt_num(tol['max_ulp'])} ULP" if tol["max_ulp"] is not None else ""),
-                                        (f"{fmt_num(tol['atol'])} abs" if tol["atol"] is not None else "")) if x)
-        sat = " / ".join("-" if v is None else f"{fmt_num(v['x'], 6)} -> {v['value'] if isinstance(v['value'], str) else fmt_num(v['value'])}"
-                         for v in (s["low"], s["high"]))
-        t.add_row(r.candidate + table_report.sem_label(r), r.dtype, r.compute, fmt_num(c["lo"], 6), c["lo_action"],
-                  fmt_num(c["hi"], 6), c["hi_action"], tol_s, fmt_num(c["max_ulp_inside"]), sat,
-                  c["note"] or "")
-    out.print(t)
+    import shutil
+
+    from reports.listing import clip_text
+
+    sys.stdout.write(clip_text(results, shutil.get_terminal_size((80, 24)).columns, table_report.sem_label))
 
 
 @app.command()
@@ -612,7 +603,7 @@ def golden(
 def report(
     targets: Optional[List[str]] = typer.Argument(None, help="Candidates, families, torch:NAME, jax:NAME or pkg.module:function."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
-    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s)."),
+    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s) (default 'auto': as sweep, the storage format and fp32 for formats under 32 bits)."),
     range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
     samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
@@ -631,7 +622,8 @@ def report(
     from reports import html as html_report
 
     with _progress() as bar:
-        results = run_sweep(targets, dtype, compute, range=parse_range(range_), samples=samples,
+        results = run_sweep(targets, dtype, "auto" if compute is None else compute,
+                            range=parse_range(range_), samples=samples,
                             seed=seed, params=parse_params(param), grad=grad, backward=backward, grid=grid,
                             keep_points=True, progress=bar, reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
@@ -789,15 +781,15 @@ def list_(json_: bool = typer.Option(False, "--json", help="Print the candidates
     if json_:
         sys.stdout.write(dumps([c.to_dict() for c in cands]))
         return
-    t = Table(title=f"{len(cands)} candidates", title_justify="left", header_style="bold",
-              show_lines=False)
-    for col in ("candidate", "reference", "formula", "params", "source"):
-        t.add_column(col, overflow="fold")
-    for c in cands:
-        ps = ", ".join(f"{k}={v:g}" for k, v in c.params.items())
-        t.add_row(c.id, c.reference, c.formula, ps, c.source)
-    out.print(t)
-    out.print("formats: " + ", ".join(f"{f.name} ({', '.join(f.aliases[:2])})" for f in FORMATS.values()))
+    import shutil
+
+    from reports.listing import candidates_text
+
+    sys.stdout.write(candidates_text(cands, shutil.get_terminal_size((80, 24)).columns))
+    import textwrap
+
+    print(textwrap.fill("formats: " + ", ".join(f.name for f in FORMATS.values()) + " (actaudit formats)",
+                        shutil.get_terminal_size((80, 24)).columns, break_on_hyphens=False))
 
 
 @app.command()
@@ -806,21 +798,16 @@ def formats(json_: bool = typer.Option(False, "--json", help="Print as JSON.")):
     if json_:
         sys.stdout.write(dumps([f.to_dict() for f in FORMATS.values()]))
         return
-    t = Table(title="formats", title_justify="left", header_style="bold")
-    for col in ("name", "aliases", "bits", "p", "emin", "emax", "max finite", "min subnormal", "inf",
-                "overflow"):
-        t.add_column(col)
-    for f in FORMATS.values():
-        t.add_row(f.name, ", ".join(f.aliases), str(f.bits), str(f.p), str(f.emin), str(f.emax),
-                  f"{f.max_finite:.6g}", f"{f.smallest_subnormal:.6g}", "yes" if f.has_inf else "no",
-                  f.to_dict()["overflow"])
-    out.print(t)
+    import shutil
+
+    from reports.listing import formats_text
+
+    sys.stdout.write(formats_text(list(FORMATS.values()), shutil.get_terminal_size((80, 24)).columns))
     from .blocks import MX
     from .quant import RANGES
 
-    out.print(f"quantized (--dtype/--out-dtype KIND:scale=S,zero=Z[,round=even|away]): {', '.join(RANGES)}",
-              highlight=False)
-    out.print(f"block-scaled outputs (--out-dtype): {', '.join(MX)}, nvfp4", highlight=False)
+    print(f"quantized (--dtype/--out-dtype KIND:scale=S,zero=Z[,round=even|away]):\n  {', '.join(RANGES)}")
+    print(f"block-scaled outputs (--out-dtype):\n  {', '.join(MX)}, nvfp4")
 
 
 def main(argv=None) -> int:

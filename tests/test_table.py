@@ -1,5 +1,6 @@
 """The sweep summary (reports/table.py): readable at 80 columns, nothing cut, every format."""
 
+import os
 import csv
 import io
 import json
@@ -121,3 +122,26 @@ def test_help_has_no_bool_placeholders_and_fits_80_columns(capsys, monkeypatch, 
     assert code == 0 and "Usage: actaudit" in out
     assert "<bool>" not in out
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_list_formats_and_clip_fit_80_columns_and_never_cut_a_name(capsys, monkeypatch):
+    """Plain-text records (reports/listing.py): every candidate id and format name appears
+    whole on its own line start, and no line is wider than the terminal."""
+    import shutil
+
+    from audit.candidates import catalog
+    from audit.cli import main
+    from audit.formats import FORMATS
+
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((80, 24)))
+    for args, names in ((["list"], list(catalog())), (["formats"], list(FORMATS)),
+                        (["clip", "sigmoid.naive", "gelu.tanh", "--dtype", "fp16"], ["sigmoid.naive", "gelu.tanh"])):
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        lines = out.splitlines()
+        assert max(len(x) for x in lines) <= 80, args
+        starts = {x.split()[0].rstrip(":") for x in lines if x and not x.startswith(" ")}
+        assert set(names) <= starts, (args, set(names) - starts)
+    # the clip record of sigmoid.naive in fp16: exp overflows fp16 above 11.0859375
+    main(["clip", "sigmoid.naive", "--dtype", "fp16", "--compute", "fp16"])
+    assert "high side: clamp x to <= 11.0859" in capsys.readouterr().out
