@@ -439,6 +439,7 @@ def suggest(
     time_c: bool = typer.Option(False, "--time-c", help="Also time the C version of candidates that have one (a fitted module's NAME.c)."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
     html_out: Optional[Path] = typer.Option(None, "--html", help="Write the ranking and repairs as an HTML page."),
+    semantics: Optional[str] = typer.Option(None, "--semantics", help="Rank under this machine semantics (one; flags as in sweep, e.g. contract,ftz)."),
 ):
     """Rank every candidate of a reference (correctness, then cost), show the Pareto front and
     a verified repair for every finding."""
@@ -447,7 +448,7 @@ def suggest(
     w = cost_mod.parse_weights(cost_weight)
     with _progress() as bar:
         s = suggest_mod.suggest(reference, dtype, compute, extra=extra, weights=w, samples=samples,
-                                repairs=not brief, time_c=time_c, progress=bar)
+                                repairs=not brief, time_c=time_c, semantics=semantics, progress=bar)
     if html_out is not None:
         from reports import suggest as suggest_report
 
@@ -626,6 +627,7 @@ def report(
     dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
     dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
     semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
+    suggest_: bool = typer.Option(False, "--suggest", help="Also rank every candidate of each reference in each path (actaudit suggest) in a 'Suggest' section."),
 ):
     """Write an HTML report (self-contained) with one PNG per figure and the run's JSON."""
     from reports import html as html_report
@@ -636,7 +638,12 @@ def report(
                             keep_points=True, progress=bar, reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             semantics=semantics or None)
-    path = html_report.build(results, out_dir, _command_line())
+        sugg = None
+        if suggest_:
+            from . import suggest as suggest_mod
+
+            sugg = suggest_mod.for_results(results, samples=samples, seed=seed, progress=bar)
+    path = html_report.build(results, out_dir, _command_line(), suggestions=sugg)
     out.print(f"wrote {path}", highlight=False)
 
 
