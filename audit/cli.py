@@ -472,6 +472,8 @@ def fit(
     out_dir: Path = typer.Option(Path("."), "--out", "-o", help="Directory for NAME.py, NAME.c, NAME.toml."),
     time_limit: float = typer.Option(300.0, "--time-limit", help="Seconds before the search gives up."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+    fma: bool = typer.Option(False, "--fma", help="Horner steps as fused multiply-adds (fmaf in C), verified with one rounding each."),
+    semantics: Optional[str] = typer.Option(None, "--semantics", help="Verify on this machine: flags contract (implies --fma), ftz, daz."),
 ):
     """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
     as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
@@ -492,7 +494,8 @@ def fit(
             bar(done)
 
         rep = fit_mod.fit(reference, dtype, compute, max_degree=max_degree, pieces=pieces,
-                          params=parse_params(param), time_limit=time_limit, progress=step)
+                          params=parse_params(param), time_limit=time_limit, fma=fma,
+                          semantics=semantics, progress=step)
         results = []
         if rep.kernel is not None:
             paths = fit_mod.write(rep.kernel, out_dir)
@@ -509,7 +512,9 @@ def fit(
         return 0 if rep.ok else 1
     if json_out:
         write_text(json_out, dumps(doc))
-    out.print(f"actaudit fit {reference} {dtype} (compute {compute}): {rep.message}",
+    how = "".join([", FMA" if fma or (semantics and "contract" in semantics) else "",
+                   f", semantics {semantics}" if semantics else ""])
+    out.print(f"actaudit fit {reference} {dtype} (compute {compute}{how}): {rep.message}",
               markup=False, highlight=False, soft_wrap=True)
     if rep.kernel is None:
         for t in rep.tried[-3:]:

@@ -45,14 +45,14 @@ def bf16_fit():
     return rep
 
 
-def _compile(k, tmp_path):
+def _compile(k, tmp_path, contract="off"):
     if shutil.which("gcc") is None:
         pytest.skip("gcc not available")
     c = tmp_path / f"{k.name}.c"
     c.write_text(fit.c_source(k))
-    so = tmp_path / f"{k.name}.so"
-    subprocess.run(["gcc", "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", str(so), str(c), "-lm"],
-                   check=True)
+    so = tmp_path / f"{k.name}-{contract}.so"
+    subprocess.run(["gcc", "-O2", f"-ffp-contract={contract}", "-shared", "-fPIC", "-o", str(so), str(c),
+                    "-lm"], check=True)
     lib = ctypes.CDLL(str(so))
     f = getattr(lib, k.name)
     f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
@@ -227,3 +227,91 @@ def test_json_with_an_infinite_saturation_value(capsys, tmp_path):
     doc = json.loads(capsys.readouterr().out)
     assert doc["kernel"]["high"]["value"] == "inf"
     assert doc["kernel"]["high"]["x"] == 12.0 and math.exp(10) < 57344 + 4096 < math.exp(12)
+
+
+# ------------------------------------------------------------------ FMA and semantics
+@pytest.fixture(scope="module")
+def bf16_fma_fit():
+    rep = fit.fit("gelu", "bf16", max_degree=3, fma=True)
+    assert rep.ok, rep.message
+    return rep
+
+
+def test_fma_kernel_c_fmaf_and_python_agree_bit_for_bit(bf16_fma_fit, tmp_path):
+    # the C version calls fmaf (glibc: one rounding); compiled with contraction off and
+    # on (fast), it gives the same bits as the Python formula's exact fused operations
+    # (audit.compute.Ops.fma) at every bf16 input and at +-inf, NaN
+    k = bf16_fma_fit.kernel
+    src = fit.c_source(k)
+    assert k.fma and "fmaf(q, t, -NC0[i])" in src and "q * t" not in src.replace("fmaf(q, t", "")
+    fmt = get_format("bf16")
+    x = np.concatenate([fmt.finite_values(), [np.inf, -np.inf, np.nan]])
+    ns = fit.load_source(fit.python_source(k))
+    py_out = evaluate(ns["fn"], x, F32, F32, {}).astype(np.float32)
+    for contract in ("off", "fast"):
+        c_out = _compile(k, tmp_path, contract)(x)
+        assert np.array_equal(c_out.view(np.uint32), py_out.view(np.uint32)), contract
+
+
+def test_fma_kernel_sampled_against_mpmath(bf16_fma_fit, tmp_path):
+    k = bf16_fma_fit.kernel
+    run = _compile(k, tmp_path)
+    fmt = get_format("bf16")
+    vals = fmt.finite_values()
+    x = np.concatenate([np.random.default_rng(11).choice(vals, 300), vals[:4], vals[-4:],
+                        [2.0 ** -133, -(2.0 ** -133), 2.0 ** -126, -3.0, 0.5, 2.75, 3.0]])
+    y = run(x).astype(ml_dtypes.bfloat16).astype(np.float64)
+    for xi, yi in zip(x.tolist(), y.tolist()):
+        if xi != 0:
+            assert is_nearest_even(fmt, gelu_mp(xi), yi), (xi, yi)
+    r = run_candidate(fit.candidate(k), fmt, F32, domain(fmt))
+    assert r.max_ulp <= 0.5 and r.correctly_rounded_fraction == 1.0 and r.special_failures == 0
+
+
+def test_fma_op_counts_by_hand(bf16_fma_fit):
+    k = bf16_fma_fit.kernel
+    d = k.degree
+    # index: xc - A0 (add), * INV_W (mul); t = xc - CTR (add); Horner: d fma (the last one
+    # adds -NC0); clamps 2 select, saturation 2 select; tiny region: x*A1 alone (mul) or
+    # fma(x, A1, (x*x)*C2 or BIAS) (1 fma, 2 mul with C2), select, +-0 select
+    tie = bool(k.c2 or k.bias)
+    fma = d + (1 if tie else 0)
+    mul = 1 + ((2 if k.c2 else 0) if tie else 1)
+    sel = 2 + 2 + 1 + (1 if tie else 0)
+    assert k.ops() == {"add": 2, "fma": fma, "mul": mul, "select": sel}
+    assert cost.counts(fit.candidate(k), F32) == k.ops()
+
+
+def test_a_broken_fma_coefficient_is_caught(bf16_fma_fit):
+    k = bf16_fma_fit.kernel
+    i = int(math.floor((1.0 - k.a0) * k.inv_w))  # the piece holding x = 1 (see above)
+    nc0 = list(k.nc0)
+    nc0[i] = float(np.float32(nc0[i] * (1 + 2.0 ** -6)))
+    st = get_format("bf16")
+    r = run_candidate(fit.candidate(fit.Kernel(**{**vars(k), "nc0": nc0})), st, F32, domain(st))
+    assert r.max_ulp > 0.5 and r.correctly_rounded_fraction < 1.0
+
+
+def test_cli_fit_under_contract(capsys, tmp_path, monkeypatch):
+    # contract implies FMA: the kernel spells out every fused step, and it is verified
+    # (and swept, and gated) under the contract semantics
+    assert main(["fit", "gelu", "--dtype", "fp8_e4m3", "--max-degree", "4", "--semantics", "contract",
+                 "--out", str(tmp_path), "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["kernel"]["fma"] and doc["kernel"]["semantics"] == "contract"
+    assert doc["kernel"]["name"] == "fit_gelu_fp8_e4m3_fma" and doc["ops_traced"]["fma"] >= 1
+    assert doc["audit"][0]["max_ulp"] <= 0.5
+    gate = (tmp_path / "fit_gelu_fp8_e4m3_fma.toml").read_text()
+    assert 'semantics = ["contract"]' in gate
+    assert "fmaf(" in (tmp_path / "fit_gelu_fp8_e4m3_fma.c").read_text()
+    # the module loads with its semantics
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("fit_gelu_fp8_e4m3_fma", None)
+    from audit.adapters import load_callable
+
+    c = load_callable("fit_gelu_fp8_e4m3_fma:CANDIDATE")
+    assert c.semantics is not None and c.semantics.contract
+    # flags that change conversions or primitives are refused
+    assert main(["fit", "gelu", "--dtype", "fp8_e4m3", "--semantics", "round=rtz"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("actaudit: error:") and "round=rtz" in err
