@@ -75,6 +75,7 @@ class Kernel:
     nc0: list  # K: -c_0
     fma: bool = False  # Horner steps (and the tiny form) as fused multiply-adds
     semantics: str = "ieee"  # the machine it was verified on (audit/semantics.py)
+    symmetry: str = "none"  # "odd" / "even": fitted on x >= 0, f(-x) = -f(x) / f(x) in F
 
     @property
     def pieces(self) -> int:
@@ -93,6 +94,7 @@ class Kernel:
         else:  # xc - A0, x - CTR, Horner, - NC0; * INV_W, Horner
             add, mul, fma = 1 + 1 + (self.degree - 1) + 1, 1 + self.degree, 0
         sel = 2 + (self.lo is not None) + (self.hi is not None)  # clamps, saturation
+        sel += self.symmetry == "odd"  # the sign put back (|x| and -y are free)
         if self.tiny >= 0:
             sel += 1
             if self.fma and (self.c2 or self.bias):  # fma(x, A1, (x*x)*C2 or BIAS)
@@ -134,6 +136,7 @@ def python_source(k: Kernel) -> str:
         "",
         f"PARAMS = {k.params!r}",
         f"FMA, SEMANTICS = {k.fma}, {k.semantics!r}  # fused Horner steps; the machine it was verified on",
+        f"SYMMETRY = {k.symmetry!r}  # odd / even: fitted on x >= 0, f(-x) = -f(x) / f(x) in the format",
         f"LO, LO_VALUE = {_hex(k.lo) if k.lo is not None else None}, "
         f"{_hex(k.lo_value) if k.lo_value is not None else None}",
         f"HI, HI_VALUE, HI_IDENTITY = {_hex(k.hi) if k.hi is not None else None}, "
@@ -148,6 +151,8 @@ def python_source(k: Kernel) -> str:
         "",
         "",
         "def fn(x, m, **params):  # (params: the reference's, fixed at fit time)",
+        "    if SYMMETRY != 'none':",
+        "        s, x = x, abs(x)  # exact",
         "    xc = m.where(x < CLAMP_LO, CLAMP_LO, x)  # NaN stays NaN",
         "    xc = m.where(xc > CLAMP_HI, CLAMP_HI, xc)",
         "    fi = np.asarray(m.floor((xc - A0) * INV_W).a, dtype=np.float64)",
@@ -174,6 +179,8 @@ def python_source(k: Kernel) -> str:
         "        y = m.where(x >= HI, x if HI_IDENTITY else HI_VALUE, y)",
         "    if LO is not None:",
         "        y = m.where(x <= LO, LO_VALUE, y)",
+        "    if SYMMETRY == 'odd':",
+        "        y = m.where(np.signbit(s.a), -y, y)  # -0 and -x: the sign back (exact)",
         "    return y",
         "",
         "",
@@ -225,7 +232,8 @@ def c_source(k: Kernel) -> str:
         "",
         f"void {k.name}(const float *x, float *y, size_t n) {{",
         "    for (size_t j = 0; j < n; j++) {",
-        "        float v = x[j];",
+        "        float v = x[j];" if k.symmetry == "none" else
+        "        float v0 = x[j], v = fabsf(v0);  /* fitted on x >= 0 (" + k.symmetry + " function) */",
         f"        float xc = v < {_c_float(k.clamp_lo)} ? {_c_float(k.clamp_lo)} : v;  /* NaN stays NaN */",
         f"        xc = xc > {_c_float(k.clamp_hi)} ? {_c_float(k.clamp_hi)} : xc;",
         f"        float fi = (xc - ({_c_float(k.a0)})) * {_c_float(k.inv_w)};  /* >= 0 or NaN */",
@@ -255,7 +263,8 @@ def c_source(k: Kernel) -> str:
                      f"{'v' if k.hi_identity else _c_float(k.hi_value)};")
     if k.lo is not None:
         lines.append(f"        if (v <= {_c_float(k.lo)}) r = {_c_float(k.lo_value)};")
-    lines += ["        y[j] = r;", "    }", "}", ""]
+    lines += ["        y[j] = signbit(v0) ? -r : r;" if k.symmetry == "odd" else "        y[j] = r;",
+              "    }", "}", ""]
     return "\n".join(x for x in lines if x != "")
 
 
@@ -292,6 +301,25 @@ def _same(fmt: Format, r: np.ndarray, y: np.ndarray) -> np.ndarray:
     a, b = fmt.round(np.asarray(r, dtype=np.float64)), np.asarray(y, dtype=np.float64)
     same = fmt.to_bits(a) == fmt.to_bits(b)
     return same | (np.isnan(a) & np.isnan(b))
+
+
+def _symmetry(fmt: Format, x: np.ndarray, y: np.ndarray) -> str:
+    """'odd' when RN_F(f(-x)) = -RN_F(f(x)) bit for bit at every finite x > 0 of F (so also
+    f(-0) = -0 from f(+0) = +0, by the kernel's sign), 'even' when RN_F(f(-x)) = RN_F(f(x)),
+    else 'none'.  Formats without -0 or without symmetric values: 'none'."""
+    pos = np.flatnonzero(x > 0)
+    if not len(pos):
+        return "none"
+    j = np.searchsorted(x, -x[pos])
+    j = np.minimum(j, len(x) - 1)
+    if not np.array_equal(x[j], -x[pos]) or not np.any(np.signbit(x[x == 0])):
+        return "none"
+    yp, yn = y[pos], y[j]
+    if np.all(_same(fmt, -yp, yn)):
+        return "odd"
+    if np.all(_same(fmt, yp, yn)):
+        return "even"
+    return "none"
 
 
 def _lp(u: np.ndarray, mid: np.ndarray, half: np.ndarray, degree: int, c0_zero: bool):
@@ -392,13 +420,15 @@ def _fit_semantics(semantics):
 
 def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degree: int = 6,
         pieces: int | None = None, params: dict | None = None, time_limit: float = 300.0,
-        fma: bool = False, semantics=None, progress=None) -> FitReport:
+        fma: bool = False, semantics=None, symmetry: bool = True, progress=None) -> FitReport:
     """Fit a correctly rounded kernel (see the module docstring); ``pieces``: the number
     of table pieces (default: try 16, 32, 64, 128, 256 and keep the first that passes at
     the smallest degree).  ``fma``: Horner steps as fused multiply-adds (one rounding each;
     fmaf in C).  ``semantics`` (text or Semantics; flags contract, ftz, daz): the machine
     the kernel is verified on; ``contract`` implies ``fma`` (a contracting compiler would
-    fuse the Horner steps anyway, so the kernel spells them out)."""
+    fuse the Horner steps anyway, so the kernel spells them out).  ``symmetry``: where
+    RN_F(f(-x)) is -RN_F(f(x)) (odd) or RN_F(f(x)) (even) bit for bit at every finite input,
+    fit x >= 0 only and put the sign back (half the table)."""
     t0 = time.perf_counter()
     sem, sem_text = _fit_semantics(semantics)
     fma = bool(fma or (sem is not None and sem.contract))
@@ -425,6 +455,9 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
     x = fmt.finite_values()
     y = oracle.evaluate(ref, fmt, x, rp).rounded
     sat = clip_mod.saturation(ref, fmt, rp)
+    sym = _symmetry(fmt, x, y) if symmetry else "none"
+    if sym != "none":
+        sat = {"low": None, "high": sat["high"]}  # x < 0 maps to |x|
     lo = hi = lo_v = hi_v = None
     hi_id = False
     if sat["low"] is not None:
@@ -436,8 +469,9 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
     f0 = float(oracle.evaluate(ref, fmt, np.array([0.0]), rp).rounded[0])
     a1e, a2 = _taylor0(ref, rp) if f0 == 0 else (0.0, 0.0)
     a1 = float(np.float32(a1e))
-    tiny, c2, bias = _tiny_region(x, y, fmt, a1, a2, f0 == 0, fma)
-    core = np.ones(len(x), bool)
+    half = x >= 0 if sym != "none" else np.ones(len(x), bool)
+    tiny, c2, bias = _tiny_region(x[half], y[half], fmt, a1, a2, f0 == 0, fma)
+    core = half.copy()
     if lo is not None:
         core &= x > lo
     if hi is not None:
@@ -463,7 +497,7 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
                 k, bad_pieces, bad_inputs = _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi,
                                                        hi_v, hi_id, tiny, a1, c2, bias, c_lo,
                                                        c_hi, degree, K, f0 == 0, progress,
-                                                       fma, sem, sem_text)
+                                                       fma, sem, sem_text, sym)
             tried.append({"pieces": k.pieces, "degree": degree, "failing_pieces": bad_pieces,
                           "failing_inputs": bad_inputs})
             if bad_inputs == 0:
@@ -479,7 +513,8 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
 
 
 def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, a1, c2, bias,
-               c_lo, c_hi, degree, K, f0_zero, progress, fma=False, sem=None, sem_text="ieee"):
+               c_lo, c_hi, degree, K, f0_zero, progress, fma=False, sem=None, sem_text="ieee",
+               sym="none"):
     span = max(c_hi - min(c_lo, 0.0), c_hi - c_lo, 2.0 ** -20)
     w = 2.0 ** math.ceil(math.log2(max(c_hi - c_lo, 2.0 ** -20) / K))
     a0 = math.floor(c_lo / w) * w
@@ -492,7 +527,7 @@ def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, 
     k = Kernel(reference, fmt.name, dict(rp), lo, lo_v, hi, hi_v, hi_id, tiny, a1, c2, bias,
                float(np.float32(a0)), float(np.float32(1 / w)),
                float(np.float32(c_lo)), float(np.float32(c_hi)), degree, ctr,
-               [[0.0] * degree for _ in range(n)], [0.0] * n, fma, sem_text)
+               [[0.0] * degree for _ in range(n)], [0.0] * n, fma, sem_text, sym)
     # the piece of each core input, and t, as the kernel computes them
     ns = load_source(python_source(k))
     f32 = get_format("fp32")
@@ -580,7 +615,7 @@ def to_dict(rep: FitReport) -> dict:
 
         out["kernel"] = {"name": k.name, "reference": k.reference, "dtype": k.dtype,
                          "params": k.params, "compute": "fp32", "degree": k.degree,
-                         "fma": k.fma, "semantics": k.semantics,
+                         "fma": k.fma, "semantics": k.semantics, "symmetry": k.symmetry,
                          "pieces": k.pieces, "piece_width": 1 / k.inv_w, "ops": k.ops(),
                          "low": None if k.lo is None else {"x": jn(k.lo), "value": jn(k.lo_value)},
                          "high": None if k.hi is None else

@@ -315,3 +315,46 @@ def test_cli_fit_under_contract(capsys, tmp_path, monkeypatch):
     assert main(["fit", "gelu", "--dtype", "fp8_e4m3", "--semantics", "round=rtz"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("actaudit: error:") and "round=rtz" in err
+
+
+# ------------------------------------------------------------------ symmetry
+def test_symmetry_detected_by_hand():
+    fmt = get_format("bf16")
+    x = fmt.finite_values()
+    assert fit._symmetry(fmt, x, x.copy()) == "odd"  # f(x) = x
+    assert fit._symmetry(fmt, x, fmt.round(x * x)) == "even"  # x^2 rounds the same at +-x
+    assert fit._symmetry(fmt, x, fmt.round(x + 1)) == "none"
+    y = x.copy()
+    y[np.flatnonzero(x == 1.0)[0]] = 1.0078125  # one input off: no longer odd
+    assert fit._symmetry(fmt, x, y) == "none"
+
+
+def test_odd_tanh_fitted_on_half_the_table(tmp_path):
+    # tanh is odd and RN is symmetric: RN(tanh(-x)) = -RN(tanh(x)) at every input, so the
+    # kernel fits x >= 0 and puts the sign back: fewer pieces than the fit over both signs
+    fmt = get_format("fp8_e4m3")
+    sym = fit.fit("tanh", "fp8_e4m3")
+    both = fit.fit("tanh", "fp8_e4m3", symmetry=False)
+    assert sym.ok and both.ok and sym.kernel.symmetry == "odd" and both.kernel.symmetry == "none"
+    assert sym.kernel.degree <= both.kernel.degree and sym.kernel.pieces < both.kernel.pieces
+    run = _compile(sym.kernel, tmp_path)
+    x = fmt.finite_values()
+    y = run(x).astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    for xi, yi in zip(x.tolist(), y.tolist()):
+        if xi == 0:
+            assert yi == 0 and math.copysign(1, yi) == math.copysign(1, xi)  # tanh(-0) = -0
+            continue
+        with mp.workprec(200):
+            assert is_nearest_even(fmt, mp.tanh(mp.mpf(xi)), yi), (xi, yi)
+    out = run(np.array([np.inf, -np.inf, np.nan]))
+    assert out[0] == 1.0 and out[1] == -1.0 and math.isnan(out[2])
+    assert "signbit(v0) ? -r : r" in fit.c_source(sym.kernel)
+
+
+def test_odd_bf16_erf_kernel_sweeps_correctly_rounded():
+    rep = fit.fit("erf", "bf16", max_degree=3)
+    assert rep.ok and rep.kernel.symmetry == "odd"
+    st = get_format("bf16")
+    r = run_candidate(fit.candidate(rep.kernel), st, F32, domain(st))
+    assert r.max_ulp <= 0.5 and r.correctly_rounded_fraction == 1.0 and r.special_failures == 0
+    assert cost.counts(fit.candidate(rep.kernel), F32) == rep.kernel.ops()
