@@ -474,6 +474,7 @@ def fit(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
     fma: bool = typer.Option(False, "--fma", help="Horner steps as fused multiply-adds (fmaf in C), verified with one rounding each."),
     semantics: Optional[str] = typer.Option(None, "--semantics", help="Verify on this machine: flags contract (implies --fma), ftz, daz."),
+    symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="Fit x >= 0 only for odd or even functions (detected over every input)."),
 ):
     """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
     as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
@@ -495,7 +496,7 @@ def fit(
 
         rep = fit_mod.fit(reference, dtype, compute, max_degree=max_degree, pieces=pieces,
                           params=parse_params(param), time_limit=time_limit, fma=fma,
-                          semantics=semantics, progress=step)
+                          semantics=semantics, symmetry=symmetry, progress=step)
         results = []
         if rep.kernel is not None:
             paths = fit_mod.write(rep.kernel, out_dir)
@@ -522,7 +523,8 @@ def fit(
                       f"{t['failing_inputs']} inputs wrong", highlight=False)
         return 1
     k = rep.kernel
-    out.print(f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {1 / k.inv_w:g}; "
+    sym = f" ({k.symmetry} function: fitted on x >= 0)" if k.symmetry != "none" else ""
+    out.print(f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {1 / k.inv_w:g}{sym}; "
               f"ops per element: {cost_mod.describe(doc['ops_traced'])}", markup=False,
               highlight=False, soft_wrap=True)
     for key, pth in paths.items():
