@@ -371,3 +371,16 @@ def test_odd_bf16_erf_kernel_sweeps_correctly_rounded():
     r = run_candidate(fit.candidate(rep.kernel), st, F32, domain(st))
     assert r.max_ulp <= 0.5 and r.correctly_rounded_fraction == 1.0 and r.special_failures == 0
     assert cost.counts(fit.candidate(rep.kernel), F32) == rep.kernel.ops()
+
+
+def test_fit_under_ftz_daz_in_e4m3():
+    # E4M3's values (subnormals 2^-9 .. 7 * 2^-9 included) are normal fp32 numbers, and so
+    # are the kernel's intermediate results: flushing fp32 subnormals changes nothing, and
+    # the kernel verified under ftz,daz is correctly rounded (its sweep runs under them too)
+    rep = fit.fit("gelu", "fp8_e4m3", max_degree=4, semantics="ftz,daz")
+    assert rep.ok and rep.kernel.semantics == "ftz,daz" and rep.kernel.name == "fit_gelu_fp8_e4m3_ftz_daz"
+    c = fit.candidate(rep.kernel)
+    assert c.semantics is not None and c.semantics.ftz and c.semantics.daz
+    st = get_format("fp8_e4m3")
+    r = run_candidate(c, st, F32, domain(st))
+    assert r.max_ulp <= 0.5 and r.correctly_rounded_fraction == 1.0
