@@ -430,6 +430,7 @@ def suggest(
     time_c: bool = typer.Option(False, "--time-c", help="Also time the C version of candidates that have one (a fitted module's NAME.c)."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
     html_out: Optional[Path] = typer.Option(None, "--html", help="Write the ranking and repairs as an HTML page."),
+    semantics: Optional[str] = typer.Option(None, "--semantics", help="Rank under this machine semantics (one; flags as in sweep, e.g. contract,ftz)."),
 ):
     """Rank every candidate of a reference (correctness, then cost), show the Pareto front and
     a verified repair for every finding."""
@@ -438,7 +439,7 @@ def suggest(
     w = cost_mod.parse_weights(cost_weight)
     with _progress() as bar:
         s = suggest_mod.suggest(reference, dtype, compute, extra=extra, weights=w, samples=samples,
-                                repairs=not brief, time_c=time_c, progress=bar)
+                                repairs=not brief, time_c=time_c, semantics=semantics, progress=bar)
     if html_out is not None:
         from reports import suggest as suggest_report
 
@@ -462,6 +463,9 @@ def fit(
     out_dir: Path = typer.Option(Path("."), "--out", "-o", help="Directory for NAME.py, NAME.c, NAME.toml."),
     time_limit: float = typer.Option(300.0, "--time-limit", help="Seconds before the search gives up."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+    fma: bool = typer.Option(False, "--fma", help="Horner steps as fused multiply-adds (fmaf in C), verified with one rounding each."),
+    semantics: Optional[str] = typer.Option(None, "--semantics", help="Verify on this machine: flags contract (implies --fma), ftz, daz."),
+    symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="Fit x >= 0 only for odd or even functions (detected over every input)."),
 ):
     """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
     as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
@@ -482,7 +486,8 @@ def fit(
             bar(done)
 
         rep = fit_mod.fit(reference, dtype, compute, max_degree=max_degree, pieces=pieces,
-                          params=parse_params(param), time_limit=time_limit, progress=step)
+                          params=parse_params(param), time_limit=time_limit, fma=fma,
+                          semantics=semantics, symmetry=symmetry, progress=step)
         results = []
         if rep.kernel is not None:
             paths = fit_mod.write(rep.kernel, out_dir)
@@ -499,7 +504,9 @@ def fit(
         return 0 if rep.ok else 1
     if json_out:
         write_text(json_out, dumps(doc))
-    out.print(f"actaudit fit {reference} {dtype} (compute {compute}): {rep.message}",
+    how = "".join([", FMA" if fma or (semantics and "contract" in semantics) else "",
+                   f", semantics {semantics}" if semantics else ""])
+    out.print(f"actaudit fit {reference} {dtype} (compute {compute}{how}): {rep.message}",
               markup=False, highlight=False, soft_wrap=True)
     if rep.kernel is None:
         for t in rep.tried[-3:]:
@@ -507,7 +514,8 @@ def fit(
                       f"{t['failing_inputs']} inputs wrong", highlight=False)
         return 1
     k = rep.kernel
-    out.print(f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {1 / k.inv_w:g}; "
+    sym = f" ({k.symmetry} function: fitted on x >= 0)" if k.symmetry != "none" else ""
+    out.print(f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {1 / k.inv_w:g}{sym}; "
               f"ops per element: {cost_mod.describe(doc['ops_traced'])}", markup=False,
               highlight=False, soft_wrap=True)
     for key, pth in paths.items():
@@ -617,6 +625,7 @@ def report(
     dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
     dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
     semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
+    suggest_: bool = typer.Option(False, "--suggest", help="Also rank every candidate of each reference in each path (actaudit suggest) in a 'Suggest' section."),
 ):
     """Write an HTML report (self-contained) with one PNG per figure and the run's JSON."""
     from reports import html as html_report
@@ -628,7 +637,12 @@ def report(
                             keep_points=True, progress=bar, reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
                             semantics=semantics or None)
-    path = html_report.build(results, out_dir, _command_line())
+        sugg = None
+        if suggest_:
+            from . import suggest as suggest_mod
+
+            sugg = suggest_mod.for_results(results, samples=samples, seed=seed, progress=bar)
+    path = html_report.build(results, out_dir, _command_line(), suggestions=sugg)
     out.print(f"wrote {path}", highlight=False)
 
 

@@ -5,6 +5,9 @@ spans the format (both signs, zero, tiny and large values), and every rounded op
 it performs is counted by kind.  Formulas are branch-free array code (``where`` evaluates
 both sides), so the count is the work per element of a vectorized kernel.
 
+Under a semantics with ``contract`` (:mod:`audit.semantics`), a product that the machine
+fuses into the addition that uses it counts as one ``fma`` (not a ``mul`` and an ``add``).
+
 Kinds: ``add`` (+ and -), ``mul``, ``div``, ``fma``, ``sqrt``, ``select`` (one per
 ``where``, its comparison included; ``min``/``max`` too), ``bits`` (bit tricks: ldexp,
 integer reinterpretation), and one kind per transcendental primitive (``exp``, ``expm1``,
@@ -81,6 +84,21 @@ def counts(cand: Candidate, compute: Format, params: dict | None = None) -> dict
             out[k] = out.get(k, 0) + 1
     if ops.selects:
         out["select"] = out.get("select", 0) + ops.selects
+    sem = getattr(cand, "semantics", None)
+    if sem is not None and sem.contract:
+        # the machine fuses a product into the addition that uses it: one fma instead of
+        # a mul and an add (the contracted operations of a traced run under the semantics)
+        from .compute import evaluate
+
+        t2: list = []
+        with np.errstate(all="ignore"):
+            evaluate(cand.fn, x[:1], fmt, fmt, cand.resolve_params(params), trace=t2, semantics=sem)
+        fused = sum(1 for t in t2 if t.op == "fma" and "contracted" in (t.note or ""))
+        if fused:
+            out["mul"] -= fused
+            out["add"] -= fused
+            out["fma"] = out.get("fma", 0) + fused
+            out = {k: v for k, v in out.items() if v}
     return dict(sorted(out.items()))
 
 

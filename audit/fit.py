@@ -44,6 +44,8 @@ from .formats import Format, get_format
 from .references import get_reference
 
 FP32_TINY = 2.0 ** -149
+F32 = get_format("fp32")
+SEMANTICS_FLAGS = ("contract", "ftz", "daz")  # what fit verifies under; contract implies --fma
 TIGHTEN_ROUNDS = 12
 
 
@@ -71,6 +73,9 @@ class Kernel:
     ctr: list  # K piece centres
     coef: list  # K rows: c_d, ..., c_1
     nc0: list  # K: -c_0
+    fma: bool = False  # Horner steps (and the tiny form) as fused multiply-adds
+    semantics: str = "ieee"  # the machine it was verified on (audit/semantics.py)
+    symmetry: str = "none"  # "odd" / "even": fitted on x >= 0, f(-x) = -f(x) / f(x) in F
 
     @property
     def pieces(self) -> int:
@@ -78,24 +83,35 @@ class Kernel:
 
     @property
     def name(self) -> str:
-        return f"fit_{self.reference}_{self.dtype}"
+        flags = [f for f in self.semantics.split(",") if f not in ("ieee", "contract")]
+        return "_".join([f"fit_{self.reference}_{self.dtype}", *(["fma"] if self.fma else []), *flags])
 
     def ops(self) -> dict:
         """Operations per element by kind (the formula below, counted by hand and checked
         by the cost model in the tests)."""
-        add = 1 + 1 + (self.degree - 1) + 1  # xc - A0, x - CTR, Horner, - NC0
-        mul = 1 + self.degree  # * INV_W, Horner
+        if self.fma:  # xc - A0, x - CTR; * INV_W; Horner: d fma (the last one subtracts NC0)
+            add, mul, fma = 2, 1, self.degree
+        else:  # xc - A0, x - CTR, Horner, - NC0; * INV_W, Horner
+            add, mul, fma = 1 + 1 + (self.degree - 1) + 1, 1 + self.degree, 0
         sel = 2 + (self.lo is not None) + (self.hi is not None)  # clamps, saturation
+        sel += self.symmetry == "odd"  # the sign put back (|x| and -y are free)
         if self.tiny >= 0:
-            mul += 1
             sel += 1
-            if self.c2:
-                mul, add = mul + 2, add + 1
-            if self.bias:
-                add += 1
+            if self.fma and (self.c2 or self.bias):  # fma(x, A1, (x*x)*C2 or BIAS)
+                fma += 1
+                mul += 2 if self.c2 else 0
+            else:
+                mul += 1
+                if self.c2:
+                    mul, add = mul + 2, add + 1
+                if self.bias:
+                    add += 1
             if self.c2 or self.bias:
                 sel += 1
-        return {"add": add, "mul": mul, "select": sel}
+        out = {"add": add, "mul": mul, "select": sel}
+        if fma:
+            out["fma"] = fma
+        return dict(sorted(out.items()))
 
 
 # ------------------------------------------------------------------ the formula
@@ -116,8 +132,11 @@ def python_source(k: Kernel) -> str:
         "",
         "from audit.candidates import Candidate",
         "from audit.compute import Val",
+        "from audit.semantics import parse as _semantics",
         "",
         f"PARAMS = {k.params!r}",
+        f"FMA, SEMANTICS = {k.fma}, {k.semantics!r}  # fused Horner steps; the machine it was verified on",
+        f"SYMMETRY = {k.symmetry!r}  # odd / even: fitted on x >= 0, f(-x) = -f(x) / f(x) in the format",
         f"LO, LO_VALUE = {_hex(k.lo) if k.lo is not None else None}, "
         f"{_hex(k.lo_value) if k.lo_value is not None else None}",
         f"HI, HI_VALUE, HI_IDENTITY = {_hex(k.hi) if k.hi is not None else None}, "
@@ -132,6 +151,8 @@ def python_source(k: Kernel) -> str:
         "",
         "",
         "def fn(x, m, **params):  # (params: the reference's, fixed at fit time)",
+        "    if SYMMETRY != 'none':",
+        "        s, x = x, abs(x)  # exact",
         "    xc = m.where(x < CLAMP_LO, CLAMP_LO, x)  # NaN stays NaN",
         "    xc = m.where(xc > CLAMP_HI, CLAMP_HI, xc)",
         "    fi = np.asarray(m.floor((xc - A0) * INV_W).a, dtype=np.float64)",
@@ -140,14 +161,17 @@ def python_source(k: Kernel) -> str:
         "    t = xc - Val(CTR[i], m)",
         "    q = Val(COEF[i, 0], m)",
         "    for j in range(1, DEGREE):",
-        "        q = q * t + Val(COEF[i, j], m)",
-        "    y = q * t - Val(NC0[i], m)",
+        "        q = m.fma(q, t, Val(COEF[i, j], m)) if FMA else q * t + Val(COEF[i, j], m)",
+        "    y = m.fma(q, t, Val(-NC0[i], m)) if FMA else q * t - Val(NC0[i], m)",
         "    if TINY >= 0:",
-        "        small = x * A1",
-        "        if C2 != 0:",
-        "            small = small + (x * x) * C2  # breaks the ties of x * A1",
-        "        if BIAS != 0:",
-        "            small = small + BIAS",
+        "        if FMA and (C2 != 0 or BIAS != 0):  # one rounding: x*A1 + (x*x)*C2 or + BIAS",
+        "            small = m.fma(x, A1, (x * x) * C2 if C2 != 0 else BIAS)",
+        "        else:",
+        "            small = x * A1",
+        "            if C2 != 0:",
+        "                small = small + (x * x) * C2  # breaks the ties of x * A1",
+        "            if BIAS != 0:",
+        "                small = small + BIAS",
         "        if C2 != 0 or BIAS != 0:",
         "            small = m.where(x.a == 0, x, small)  # +-0 keep their sign",
         "        y = m.where(abs(x) <= TINY, small, y)",
@@ -155,14 +179,16 @@ def python_source(k: Kernel) -> str:
         "        y = m.where(x >= HI, x if HI_IDENTITY else HI_VALUE, y)",
         "    if LO is not None:",
         "        y = m.where(x <= LO, LO_VALUE, y)",
+        "    if SYMMETRY == 'odd':",
+        "        y = m.where(np.signbit(s.a), -y, y)  # -0 and -x: the sign back (exact)",
         "    return y",
         "",
         "",
-        f'CANDIDATE = Candidate("fit.{k.reference}_{k.dtype}", "{k.reference}",',
+        f'CANDIDATE = Candidate("fit.{k.name[4:]}", "{k.reference}",',
         f'                      "piecewise degree-{k.degree} polynomial, {k.pieces} pieces, '
-        f'fp32 Horner (actaudit fit)",',
+        f'fp32 Horner{" with FMA" if k.fma else ""} (actaudit fit)",',
         '                      "actaudit fit (RLIBM-style rounding-interval LP)", fn, PARAMS, '
-        'compute="fp32")',
+        'compute="fp32").with_semantics(_semantics(SEMANTICS))',
         "",
     ]
     return "\n".join(lines)
@@ -187,11 +213,16 @@ def c_source(k: Kernel) -> str:
     """The C function with the formula's operation order: void NAME(const float *x,
     float *y, size_t n).  Compile without fused operations (-ffp-contract=off)."""
     rows = ",\n    ".join("{" + ", ".join(_c_float(c) for c in row) + "}" for row in k.coef)
-    horner = "\n".join(f"        q = q * t + c[{j}];" for j in range(1, k.degree))
+    step = "        q = fmaf(q, t, c[{j}]);" if k.fma else "        q = q * t + c[{j}];"
+    horner = "\n".join(step.format(j=j) for j in range(1, k.degree))
+    how = ("every multiply-add is one fmaf (one rounding), so any -ffp-contract setting gives the same results" if k.fma else
+           "compile with -ffp-contract=off (no FMA)")
+    flush = "" if k.semantics in ("ieee", "contract") else \
+        f"\n   Verified under semantics {k.semantics}: run it with those flush modes (MXCSR FTZ/DAZ)."
     lines = [
         f"/* {k.reference} in {k.dtype}, correctly rounded at every input (fitted by actaudit fit).",
-        "   fp32 arithmetic in this exact order; compile with -ffp-contract=off (no FMA).",
-        f"   Round the float results to {k.dtype}, to nearest even. */",
+        f"   fp32 arithmetic in this exact order; {how}.",
+        f"   Round the float results to {k.dtype}, to nearest even.{flush} */",
         "#include <math.h>",
         "#include <stddef.h>",
         "",
@@ -201,7 +232,8 @@ def c_source(k: Kernel) -> str:
         "",
         f"void {k.name}(const float *x, float *y, size_t n) {{",
         "    for (size_t j = 0; j < n; j++) {",
-        "        float v = x[j];",
+        "        float v = x[j];" if k.symmetry == "none" else
+        "        float v0 = x[j], v = fabsf(v0);  /* fitted on x >= 0 (" + k.symmetry + " function) */",
         f"        float xc = v < {_c_float(k.clamp_lo)} ? {_c_float(k.clamp_lo)} : v;  /* NaN stays NaN */",
         f"        xc = xc > {_c_float(k.clamp_hi)} ? {_c_float(k.clamp_hi)} : xc;",
         f"        float fi = (xc - ({_c_float(k.a0)})) * {_c_float(k.inv_w)};  /* >= 0 or NaN */",
@@ -211,14 +243,18 @@ def c_source(k: Kernel) -> str:
         "        const float *c = COEF[i];",
         "        float q = c[0];",
         horner,
-        "        float r = q * t - NC0[i];",
+        "        float r = fmaf(q, t, -NC0[i]);" if k.fma else "        float r = q * t - NC0[i];",
     ]
     if k.tiny >= 0:
         small = f"v * {_c_float(k.a1)}"
-        if k.c2 != 0:
-            small = f"{small} + (v * v) * {_c_float(k.c2)}"
-        if k.bias != 0:
-            small = f"({small}) + {_c_float(k.bias)}"
+        if k.fma and (k.c2 != 0 or k.bias != 0):
+            small = (f"fmaf(v, {_c_float(k.a1)}, " +
+                     (f"(v * v) * {_c_float(k.c2)})" if k.c2 != 0 else f"{_c_float(k.bias)})"))
+        else:
+            if k.c2 != 0:
+                small = f"{small} + (v * v) * {_c_float(k.c2)}"
+            if k.bias != 0:
+                small = f"({small}) + {_c_float(k.bias)}"
         if k.c2 != 0 or k.bias != 0:
             small = f"(v == 0.0f ? v : {small})"
         lines.append(f"        if (fabsf(v) <= {_c_float(k.tiny)}) r = {small};")
@@ -227,7 +263,8 @@ def c_source(k: Kernel) -> str:
                      f"{'v' if k.hi_identity else _c_float(k.hi_value)};")
     if k.lo is not None:
         lines.append(f"        if (v <= {_c_float(k.lo)}) r = {_c_float(k.lo_value)};")
-    lines += ["        y[j] = r;", "    }", "}", ""]
+    lines += ["        y[j] = signbit(v0) ? -r : r;" if k.symmetry == "odd" else "        y[j] = r;",
+              "    }", "}", ""]
     return "\n".join(x for x in lines if x != "")
 
 
@@ -237,7 +274,8 @@ def gate_entry(k: Kernel, module_dir: str = ".") -> str:
             f'name = "{k.name}"\n'
             f'targets = ["{k.name}:CANDIDATE"]\n'
             f'dtype = ["{k.dtype}"]\n'
-            "tolerance = { max_ulp = 0.5, nan = false, inf = false }\n")
+            + (f'semantics = ["{k.semantics}"]\n' if k.semantics != "ieee" else "")
+            + "tolerance = { max_ulp = 0.5, nan = false, inf = false }\n")
 
 
 # ------------------------------------------------------------------ fitting
@@ -263,6 +301,25 @@ def _same(fmt: Format, r: np.ndarray, y: np.ndarray) -> np.ndarray:
     a, b = fmt.round(np.asarray(r, dtype=np.float64)), np.asarray(y, dtype=np.float64)
     same = fmt.to_bits(a) == fmt.to_bits(b)
     return same | (np.isnan(a) & np.isnan(b))
+
+
+def _symmetry(fmt: Format, x: np.ndarray, y: np.ndarray) -> str:
+    """'odd' when RN_F(f(-x)) = -RN_F(f(x)) bit for bit at every finite x > 0 of F (so also
+    f(-0) = -0 from f(+0) = +0, by the kernel's sign), 'even' when RN_F(f(-x)) = RN_F(f(x)),
+    else 'none'.  Formats without -0 or without symmetric values: 'none'."""
+    pos = np.flatnonzero(x > 0)
+    if not len(pos):
+        return "none"
+    j = np.searchsorted(x, -x[pos])
+    j = np.minimum(j, len(x) - 1)
+    if not np.array_equal(x[j], -x[pos]) or not np.any(np.signbit(x[x == 0])):
+        return "none"
+    yp, yn = y[pos], y[j]
+    if np.all(_same(fmt, -yp, yn)):
+        return "odd"
+    if np.all(_same(fmt, yp, yn)):
+        return "even"
+    return "none"
 
 
 def _lp(u: np.ndarray, mid: np.ndarray, half: np.ndarray, degree: int, c0_zero: bool):
@@ -306,9 +363,12 @@ def _taylor0(ref, params) -> tuple[float, float]:
     return a1, a2
 
 
-def _tiny_region(x, y, fmt, a1, a2, f0_zero):
+def _tiny_region(x, y, fmt, a1, a2, f0_zero, fma=False):
     """(T, C2, bias): the widest |x| <= T where the tiny form x*A1 [+ (x*x)*C2] [+ bias]
-    (x itself at +-0) is correctly rounded; T = -1: none."""
+    (x itself at +-0; with ``fma``, fma(x, A1, (x*x)*C2 or bias)) is correctly rounded;
+    T = -1: none."""
+    from .compute import fused_multiply_add
+
     if not f0_zero:
         return -1.0, 0.0, 0.0
     order = np.argsort(np.abs(x), kind="stable")
@@ -319,11 +379,15 @@ def _tiny_region(x, y, fmt, a1, a2, f0_zero):
     forms = [(c, 0.0) for c in c2s] + [(0.0, FP32_TINY), (0.0, -FP32_TINY)]
     for c2, bias in forms:
         with np.errstate(all="ignore"):
-            r = x32 * np.float32(a1)
-            if c2:
-                r = r + (x32 * x32) * np.float32(c2)
-            if bias:
-                r = r + np.float32(bias)
+            if fma and (c2 or bias):
+                add = (x32 * x32) * np.float32(c2) if c2 else np.full_like(x32, bias)
+                r = fused_multiply_add(F32, x32, np.full_like(x32, a1), add).astype(np.float32)
+            else:
+                r = x32 * np.float32(a1)
+                if c2:
+                    r = r + (x32 * x32) * np.float32(c2)
+                if bias:
+                    r = r + np.float32(bias)
             if c2 or bias:
                 r = np.where(x32 == 0, x32, r)
         ok = _same(fmt, r.astype(np.float64), y)[order]
@@ -335,13 +399,39 @@ def _tiny_region(x, y, fmt, a1, a2, f0_zero):
     return best
 
 
+def _fit_semantics(semantics):
+    """(Semantics or None, canonical text) of the machine a fit is verified on: only the
+    flags of the operations (contract, ftz, daz); the rest (conversions, saturation,
+    primitives) is refused: the fit targets round-to-nearest outputs and uses no primitive."""
+    from . import semantics as semantics_mod
+
+    if semantics is None:
+        return None, "ieee"
+    sem = semantics_mod.parse(semantics) if isinstance(semantics, str) else semantics
+    if sem.is_default:
+        return None, "ieee"
+    flags = [f for f in sem.canonical().split(",") if f]
+    other = [f for f in flags if f not in SEMANTICS_FLAGS]
+    if other:
+        raise BadOptionError(f"fit verifies kernels under the operation flags "
+                             f"{', '.join(SEMANTICS_FLAGS)} only; not {', '.join(other)}")
+    return sem, sem.canonical()
+
+
 def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degree: int = 6,
         pieces: int | None = None, params: dict | None = None, time_limit: float = 300.0,
-        progress=None) -> FitReport:
+        fma: bool = False, semantics=None, symmetry: bool = True, progress=None) -> FitReport:
     """Fit a correctly rounded kernel (see the module docstring); ``pieces``: the number
     of table pieces (default: try 16, 32, 64, 128, 256 and keep the first that passes at
-    the smallest degree)."""
+    the smallest degree).  ``fma``: Horner steps as fused multiply-adds (one rounding each;
+    fmaf in C).  ``semantics`` (text or Semantics; flags contract, ftz, daz): the machine
+    the kernel is verified on; ``contract`` implies ``fma`` (a contracting compiler would
+    fuse the Horner steps anyway, so the kernel spells them out).  ``symmetry``: where
+    RN_F(f(-x)) is -RN_F(f(x)) (odd) or RN_F(f(x)) (even) bit for bit at every finite input,
+    fit x >= 0 only and put the sign back (half the table)."""
     t0 = time.perf_counter()
+    sem, sem_text = _fit_semantics(semantics)
+    fma = bool(fma or (sem is not None and sem.contract))
     ref = get_reference(reference)
     if ref.arity != 1:
         raise BadOptionError(f"fit synthesizes functions of one input; {reference} takes two")
@@ -365,6 +455,9 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
     x = fmt.finite_values()
     y = oracle.evaluate(ref, fmt, x, rp).rounded
     sat = clip_mod.saturation(ref, fmt, rp)
+    sym = _symmetry(fmt, x, y) if symmetry else "none"
+    if sym != "none":
+        sat = {"low": None, "high": sat["high"]}  # x < 0 maps to |x|
     lo = hi = lo_v = hi_v = None
     hi_id = False
     if sat["low"] is not None:
@@ -376,8 +469,9 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
     f0 = float(oracle.evaluate(ref, fmt, np.array([0.0]), rp).rounded[0])
     a1e, a2 = _taylor0(ref, rp) if f0 == 0 else (0.0, 0.0)
     a1 = float(np.float32(a1e))
-    tiny, c2, bias = _tiny_region(x, y, fmt, a1, a2, f0 == 0)
-    core = np.ones(len(x), bool)
+    half = x >= 0 if sym != "none" else np.ones(len(x), bool)
+    tiny, c2, bias = _tiny_region(x[half], y[half], fmt, a1, a2, f0 == 0, fma)
+    core = half.copy()
     if lo is not None:
         core &= x > lo
     if hi is not None:
@@ -402,7 +496,8 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
             with np.errstate(all="ignore"):
                 k, bad_pieces, bad_inputs = _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi,
                                                        hi_v, hi_id, tiny, a1, c2, bias, c_lo,
-                                                       c_hi, degree, K, f0 == 0, progress)
+                                                       c_hi, degree, K, f0 == 0, progress,
+                                                       fma, sem, sem_text, sym)
             tried.append({"pieces": k.pieces, "degree": degree, "failing_pieces": bad_pieces,
                           "failing_inputs": bad_inputs})
             if bad_inputs == 0:
@@ -418,7 +513,8 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
 
 
 def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, a1, c2, bias,
-               c_lo, c_hi, degree, K, f0_zero, progress):
+               c_lo, c_hi, degree, K, f0_zero, progress, fma=False, sem=None, sem_text="ieee",
+               sym="none"):
     span = max(c_hi - min(c_lo, 0.0), c_hi - c_lo, 2.0 ** -20)
     w = 2.0 ** math.ceil(math.log2(max(c_hi - c_lo, 2.0 ** -20) / K))
     a0 = math.floor(c_lo / w) * w
@@ -431,7 +527,7 @@ def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, 
     k = Kernel(reference, fmt.name, dict(rp), lo, lo_v, hi, hi_v, hi_id, tiny, a1, c2, bias,
                float(np.float32(a0)), float(np.float32(1 / w)),
                float(np.float32(c_lo)), float(np.float32(c_hi)), degree, ctr,
-               [[0.0] * degree for _ in range(n)], [0.0] * n)
+               [[0.0] * degree for _ in range(n)], [0.0] * n, fma, sem_text, sym)
     # the piece of each core input, and t, as the kernel computes them
     ns = load_source(python_source(k))
     f32 = get_format("fp32")
@@ -474,7 +570,7 @@ def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, 
             c0 = float(np.float32(c[0]))
             k.nc0[i] = 0.0 - c0 if c0 != 0 else 0.0
         ns = load_source(python_source(k))
-        r = evaluate(ns["fn"], xi, f32, f32, {})
+        r = evaluate(ns["fn"], xi, f32, f32, {}, semantics=sem)
         ok = _same(fmt, r, yi)
         if progress:
             progress(f"degree {degree}, {n} pieces, round {_round + 1}", int(ok.sum()), len(ok))
@@ -483,7 +579,7 @@ def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, 
             break
         weight[~ok] *= 0.5
     # the whole format through the kernel (saturation, tiny region, specials included)
-    full = evaluate(ns["fn"], x, fmt, f32, {})
+    full = evaluate(ns["fn"], x, fmt, f32, {}, semantics=sem)
     wrong = int(np.sum(~_same(fmt, full, y)))
     return k, len(bad_pieces), wrong
 
@@ -519,6 +615,7 @@ def to_dict(rep: FitReport) -> dict:
 
         out["kernel"] = {"name": k.name, "reference": k.reference, "dtype": k.dtype,
                          "params": k.params, "compute": "fp32", "degree": k.degree,
+                         "fma": k.fma, "semantics": k.semantics, "symmetry": k.symmetry,
                          "pieces": k.pieces, "piece_width": 1 / k.inv_w, "ops": k.ops(),
                          "low": None if k.lo is None else {"x": jn(k.lo), "value": jn(k.lo_value)},
                          "high": None if k.hi is None else

@@ -105,17 +105,41 @@ class Suggestion:
     weights: dict
     entries: list = field(default_factory=list)
     recommendations: list = field(default_factory=list)
+    semantics: object = None  # audit.semantics.Semantics (None: ieee)
 
     def to_dict(self) -> dict:
         from . import __version__
 
         return {"schema": SCHEMA, "actaudit": __version__, "reference": self.reference,
                 "dtype": self.dtype, "compute": self.compute,
+                "semantics": _sem_label(self.semantics),
                 "inputs": {"count": self.inputs, "exhaustive": self.exhaustive},
                 "cost_weights": self.weights,
                 "ranking": [e.to_dict() for e in self.entries],
                 "pareto": [e.cand.id for e in self.entries if e.pareto],
                 "recommendations": self.recommendations}
+
+
+def _sem_label(sem) -> str:
+    from . import semantics as semantics_mod
+
+    return semantics_mod.label(sem) if sem is not None else "ieee"
+
+
+def _semantics(sem):
+    """A Semantics from a text or a Semantics; None for ieee."""
+    from . import semantics as semantics_mod
+
+    if sem is None:
+        return None
+    if isinstance(sem, (list, tuple)):
+        if len(sem) != 1:
+            raise BadOptionError("suggest ranks under one semantics at a time")
+        sem = sem[0]
+    s = semantics_mod.parse(sem) if isinstance(sem, str) else sem
+    if s.stochastic:
+        raise BadOptionError("suggest ranks under a deterministic semantics (not round=stochastic)")
+    return None if s.is_default else s
 
 
 def pareto(entries: list[Entry]) -> None:
@@ -168,10 +192,14 @@ def load_extra(target: str) -> Candidate:
 
 def suggest(reference: str, dtype: str = "fp16", compute: str | None = None, *,
             extra=(), weights: dict | None = None, samples: int | None = None, seed: int = 0,
-            repairs: bool = True, time_c: bool = False, progress=None) -> Suggestion:
+            repairs: bool = True, time_c: bool = False, semantics=None,
+            progress=None) -> Suggestion:
     """Sweep every candidate of ``reference`` (and ``extra`` candidates or 'module:NAME'
     targets) in the path (dtype, compute), rank them, mark the Pareto front and (with
-    ``repairs``) verify a repair for every finding."""
+    ``repairs``) verify a repair for every finding.  ``semantics`` (a text such as
+    'contract,ftz' or a :class:`audit.semantics.Semantics`): the machine every candidate,
+    and every repair, is swept and costed under (contracted products count as FMAs)."""
+    sem = _semantics(semantics)
     ref = get_reference(reference)
     if ref.arity != 1:
         raise BadOptionError(f"suggest ranks functions of one input; {reference} takes two")
@@ -184,6 +212,7 @@ def suggest(reference: str, dtype: str = "fp16", compute: str | None = None, *,
         if c.reference != reference:
             raise BadOptionError(f"{c.id} approximates {c.reference}, not {reference}")
         cands.append(c)
+    cands = [c.with_semantics(sem) for c in cands]
     if not cands:
         raise UnknownNameError(f"no candidate approximates {reference}")
     dom = domain(st, None, samples=None if st.enumerable else samples, seed=seed)
@@ -199,7 +228,7 @@ def suggest(reference: str, dtype: str = "fp16", compute: str | None = None, *,
     for i, e in enumerate(entries, 1):
         e.rank = i
     pareto(entries)
-    s = Suggestion(reference, st.name, cf.name, dom.exhaustive, dom.count, w, entries)
+    s = Suggestion(reference, st.name, cf.name, dom.exhaustive, dom.count, w, entries, semantics=sem)
     if repairs:
         s.recommendations = _recommend(entries, st, cf, dom, w, progress)
     return s
@@ -331,6 +360,34 @@ def c_time(cand: Candidate, fmt: Format, repeat: int = 7) -> float | None:
     return statistics.median(ts) / x.size * 1e9
 
 
+def for_results(results, *, weights: dict | None = None, samples: int | None = None,
+                seed: int = 0, progress=None) -> list[Suggestion]:
+    """One suggestion per (reference, storage, compute, semantics) of sweep results, in the
+    order the results first name them: the paths an HTML report shows.  Results that suggest
+    cannot rank are left out: references of two inputs, derivatives and backward kernels,
+    an --out-dtype, a native compute, a stochastic rounding, references without a catalog
+    candidate."""
+    from .references import REFERENCES
+
+    refs = {c.reference for c in catalog().values()}
+    seen, out = set(), []
+    for r in results:
+        sem = getattr(r, "semantics", None)
+        key = (r.reference, r.dtype, r.compute, None if sem is None else _sem_label(sem))
+        if key in seen or r.out_dtype or r.reference not in refs or r.reference not in REFERENCES:
+            continue
+        seen.add(key)
+        if get_reference(r.reference).arity != 1 or (sem is not None and sem.stochastic):
+            continue
+        try:
+            get_format(r.compute)
+        except UnknownNameError:
+            continue  # native (a library's own arithmetic): no path to rank in
+        out.append(suggest(r.reference, r.dtype, r.compute, weights=weights, samples=samples,
+                           seed=seed, semantics=sem, progress=progress))
+    return out
+
+
 def clip_text(c: dict) -> str:
     """'clamp x to <= 11.09 (the saturation threshold)' and the like."""
     parts = []
@@ -367,7 +424,8 @@ def _alternative(e: Entry, kind: str, entries: list[Entry]) -> Entry | None:
 def text(s: Suggestion) -> str:
     """The ranking, the Pareto front and the recommendations, as plain text."""
     how = "every input" if s.exhaustive else "a sample (a lower bound on the errors)"
-    lines = [f"suggest {s.reference} {s.dtype} (compute {s.compute}): {s.inputs} inputs, {how}",
+    on = "" if s.semantics is None else f", semantics {_sem_label(s.semantics)}"
+    lines = [f"suggest {s.reference} {s.dtype} (compute {s.compute}{on}): {s.inputs} inputs, {how}",
              "",
              f"{'rank':>4}  {'candidate':24} {'max ULP':>9} {'p99':>8} {'NaN':>5} {'inf':>5} "
              f"{'spec':>4} {'cost':>6}  pareto  ops"]

@@ -223,8 +223,11 @@ def _render(job) -> bytes:
     return getattr(figures, fn)(*args)
 
 
-def build(results, out_dir, command: str = "") -> Path:
-    """Write DIR/index.html, one PNG per figure and DIR/run.json; return the HTML path."""
+def build(results, out_dir, command: str = "", suggestions=None) -> Path:
+    """Write DIR/index.html, one PNG per figure and DIR/run.json; return the HTML path.
+    suggestions: ``actaudit.suggest/1`` documents (:func:`audit.suggest.for_results`), shown
+    in a "Suggest" section after "Which candidate to use" and linked from its rows."""
+    sugg = [s if isinstance(s, dict) else s.to_dict() for s in (suggestions or [])]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rep = Report(out)
@@ -232,8 +235,8 @@ def build(results, out_dir, command: str = "") -> Path:
     uni = [r for r in results if r.points is not None and r.points.x2 is None]
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<title>actaudit report</title><style>{CSS}</style></head><body>",
-             _nav(results), "<main>", "<h1>actaudit report</h1>", _recommend(results),
-             _summary(results), _meta(results, command)]
+             _nav(results, bool(sugg)), "<main>", "<h1>actaudit report</h1>",
+             _recommend(results, sugg), _suggest(sugg), _summary(results), _meta(results, command)]
 
     # family views: all candidates of a family on one map, per path
     groups = defaultdict(list)
@@ -442,8 +445,32 @@ def _spec(r) -> str:
         if r.special_failures else ""
 
 
-def _nav(results) -> str:
-    links = ["<a href='#recommend'>Which candidate</a>", "<a href='#summary'>Summary</a>",
+def _suggest_id(reference, dtype, compute, sem="ieee") -> str:
+    return slug(f"suggest-{reference}-{dtype}-{compute}" + ("" if sem == "ieee" else f"-{sem}"))
+
+
+def _suggest(docs) -> str:
+    """The "Suggest" section: per reference and path, suggest's ranking (correctness, then
+    cost), its Pareto front and its verified repairs (reports/suggest.py renders each)."""
+    if not docs:
+        return ""
+    from reports import suggest as suggest_report
+
+    parts = ["<h2 id='suggest'>Suggest: what to ship instead</h2><p class='note'>Every candidate "
+             "of each reference swept in each path of this report (actaudit suggest): ranked by "
+             "correctness (NaN, inf, specials, max ULP, p99), then by cost (weighted operation "
+             "counts, audit/cost.py); each repair was verified by a sweep over the same inputs.</p>"]
+    for d in docs:
+        sec = suggest_report.section(d, level=3).replace("<details open>", "<details>")  # repairs folded
+        parts.append(f"<div id='{_suggest_id(d['reference'], d['dtype'], d['compute'], d.get('semantics', 'ieee'))}'>"
+                     f"{sec}</div>")
+    return "\n".join(parts)
+
+
+def _nav(results, suggest: bool = False) -> str:
+    links = ["<a href='#recommend'>Which candidate</a>"]
+    links += ["<a href='#suggest'>Suggest</a>"] if suggest else []
+    links += ["<a href='#summary'>Summary</a>",
              "<a href='#run'>How the run was made</a>", "<a href='#families'>Families</a>",
              "<a href='#candidates'>Candidates</a>"]
     by_path: dict = defaultdict(list)
@@ -456,9 +483,10 @@ def _nav(results) -> str:
     return "<nav>" + "".join(links) + "</nav>"
 
 
-def _recommend(results) -> str:
+def _recommend(results, docs=()) -> str:
     """Per evaluation path: the candidates without NaN, inf or wrong specials, lowest max ULP
-    first (at most 3)."""
+    first (at most 3); with suggest documents, links to the path's ranking of each
+    reference."""
     by_path: dict = defaultdict(list)
     for r in results:
         by_path[(r.dtype, r.compute)].append(r)
@@ -469,7 +497,11 @@ def _recommend(results) -> str:
         best = ", ".join(f"<b>{e(r.candidate)}</b> ({e(num(r.max_ulp))} ULP max, {e(num(r.p99_ulp))} p99"
                          f"{_spec(r)})" if i == 0 else f"{e(r.candidate)} ({e(num(r.max_ulp))}{_spec(r)})"
                          for i, r in enumerate(clean[:3])) or "none without NaN or inf results"
-        rows.append(f"<tr><td>{e(d)} storage, {e(c)} compute</td><td>{best}</td></tr>")
+        links = [f"<a href='#{_suggest_id(s['reference'], s['dtype'], s['compute'], s.get('semantics', 'ieee'))}'>"
+                 f"{e(s['reference'])}</a>" for s in docs if (s["dtype"], s["compute"]) == (d, c)]
+        more = f"<br><span class='note'>ranked with costs and repairs: {', '.join(links)}</span>" \
+            if links else ""
+        rows.append(f"<tr><td>{e(d)} storage, {e(c)} compute</td><td>{best}{more}</td></tr>")
     return ("<h2 id='recommend'>Which candidate to use</h2><p class='note'>Per evaluation path, "
             "the candidates with no NaN or infinite result over the finite inputs: those with every "
             "special input (+-inf, NaN) right first, then lowest maximum ULP error.</p>"

@@ -15,7 +15,8 @@ STYLE = """
 .aa-suggest td.l, .aa-suggest th.l { text-align: left; }
 .aa-suggest tr.pareto td { background: #eef7ee; }
 .aa-suggest tr.bad td.n { color: #b00020; font-weight: 600; }
-.aa-suggest ul { font: 13px/1.4 system-ui, sans-serif; }
+.aa-suggest ul, .aa-suggest p { font: 13px/1.4 system-ui, sans-serif; }
+.aa-suggest details > summary { cursor: pointer; font: 600 14px/1.6 system-ui, sans-serif; }
 """
 
 
@@ -33,11 +34,14 @@ def _ops(ops: dict) -> str:
     return ", ".join(f"{n} {k}" for k, n in ops.items()) or "-"
 
 
-def section(doc: dict) -> str:
-    """An HTML <section> for one suggest document."""
+def section(doc: dict, level: int = 2) -> str:
+    """An HTML <section> for one suggest document (its title a heading of that level)."""
     how = "every input" if doc["inputs"]["exhaustive"] else "a sample (errors are lower bounds)"
-    head = (f"<h2>Suggest: {escape(doc['reference'])} in {escape(doc['dtype'])} "
-            f"(compute {escape(doc['compute'])})</h2><p>{doc['inputs']['count']} inputs, "
+    sem = doc.get("semantics", "ieee")
+    on = "" if sem == "ieee" else f", semantics {escape(sem)}"
+    h = f"h{level}"
+    head = (f"<{h}>Suggest: {escape(doc['reference'])} in {escape(doc['dtype'])} "
+            f"(compute {escape(doc['compute'])}{on})</{h}><p>{doc['inputs']['count']} inputs, "
             f"{how}. Ranked by correctness (NaN, inf, specials, max ULP, p99), then cost "
             f"(weighted operation counts). Shaded: the Pareto front of accuracy and cost.</p>")
     cols = ("rank", "candidate", "max ULP", "p99", "NaN", "inf", "specials wrong", "cost", "operations")
@@ -61,9 +65,15 @@ def section(doc: dict) -> str:
         reps = "".join(f"<li>{escape(rep['action'])}: {escape(rep['text'])}</li>" for rep in rec["repairs"])
         reps = reps or "<li>no verified repair among the catalog's candidates and clips</li>"
         recs.append(f"<li><b>{escape(rec['candidate'])}</b>: {escape(rec['problem'])}<ul>{reps}</ul></li>")
-    rec_html = (f"<h3>Repairs (each verified by a sweep over the same inputs)</h3><ul>{''.join(recs)}</ul>"
+    rec_html = (f"<details open><summary>Repairs of {len(recs)} findings (each verified by a "
+                f"sweep over the same inputs)</summary><ul>{''.join(recs)}</ul></details>"
                 if recs else "")
-    return f'<section class="aa-suggest"><style>{STYLE}</style>{head}{table}{rec_html}</section>'
+    front = sorted((r for r in doc["ranking"] if r["pareto"]), key=lambda r: (r["cost"], r["candidate"]))
+    front_html = ("<p>Pareto front (cost, max ULP): " + "; ".join(
+        f"{escape(r['candidate'])} ({_num(r['cost'])}, {_num(r['max_ulp'])})" for r in front) + "</p>"
+        if front else "")
+    return (f'<section class="aa-suggest"><style>{STYLE}</style>{head}{table}{front_html}'
+            f"{rec_html}</section>")
 
 
 def page(doc: dict) -> str:

@@ -45,14 +45,27 @@ def bf16_fit():
     return rep
 
 
-def _compile(k, tmp_path):
+def _hardware_fma() -> list:
+    """['-mfma'] where gcc targets x86-64 and this CPU has FMA (so that -ffp-contract=fast
+    really contracts), else []."""
+    import platform
+
+    try:
+        flags = open("/proc/cpuinfo").read()
+    except OSError:
+        return []
+    return ["-mfma"] if platform.machine() == "x86_64" and " fma " in flags else []
+
+
+def _compile(k, tmp_path, contract="off"):
     if shutil.which("gcc") is None:
         pytest.skip("gcc not available")
     c = tmp_path / f"{k.name}.c"
     c.write_text(fit.c_source(k))
-    so = tmp_path / f"{k.name}.so"
-    subprocess.run(["gcc", "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", str(so), str(c), "-lm"],
-                   check=True)
+    so = tmp_path / f"{k.name}-{contract}.so"
+    extra = _hardware_fma() if contract == "fast" else []
+    subprocess.run(["gcc", "-O2", f"-ffp-contract={contract}", *extra, "-shared", "-fPIC", "-o", str(so),
+                    str(c), "-lm"], check=True)
     lib = ctypes.CDLL(str(so))
     f = getattr(lib, k.name)
     f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
@@ -227,3 +240,147 @@ def test_json_with_an_infinite_saturation_value(capsys, tmp_path):
     doc = json.loads(capsys.readouterr().out)
     assert doc["kernel"]["high"]["value"] == "inf"
     assert doc["kernel"]["high"]["x"] == 12.0 and math.exp(10) < 57344 + 4096 < math.exp(12)
+
+
+# ------------------------------------------------------------------ FMA and semantics
+@pytest.fixture(scope="module")
+def bf16_fma_fit():
+    rep = fit.fit("gelu", "bf16", max_degree=3, fma=True)
+    assert rep.ok, rep.message
+    return rep
+
+
+def test_fma_kernel_c_fmaf_and_python_agree_bit_for_bit(bf16_fma_fit, tmp_path):
+    # the C version calls fmaf (glibc: one rounding); compiled with contraction off and
+    # on (fast, with -mfma where the CPU has it: fmaf inlined as vfmadd), it gives the same bits as the Python formula's exact fused operations
+    # (audit.compute.Ops.fma) at every bf16 input and at +-inf, NaN
+    k = bf16_fma_fit.kernel
+    src = fit.c_source(k)
+    assert k.fma and "fmaf(q, t, -NC0[i])" in src and "q * t" not in src.replace("fmaf(q, t", "")
+    fmt = get_format("bf16")
+    x = np.concatenate([fmt.finite_values(), [np.inf, -np.inf, np.nan]])
+    ns = fit.load_source(fit.python_source(k))
+    py_out = evaluate(ns["fn"], x, F32, F32, {}).astype(np.float32)
+    for contract in ("off", "fast"):
+        c_out = _compile(k, tmp_path, contract)(x)
+        assert np.array_equal(c_out.view(np.uint32), py_out.view(np.uint32)), contract
+
+
+def test_fma_kernel_sampled_against_mpmath(bf16_fma_fit, tmp_path):
+    k = bf16_fma_fit.kernel
+    run = _compile(k, tmp_path)
+    fmt = get_format("bf16")
+    vals = fmt.finite_values()
+    x = np.concatenate([np.random.default_rng(11).choice(vals, 300), vals[:4], vals[-4:],
+                        [2.0 ** -133, -(2.0 ** -133), 2.0 ** -126, -3.0, 0.5, 2.75, 3.0]])
+    y = run(x).astype(ml_dtypes.bfloat16).astype(np.float64)
+    for xi, yi in zip(x.tolist(), y.tolist()):
+        if xi != 0:
+            assert is_nearest_even(fmt, gelu_mp(xi), yi), (xi, yi)
+    r = run_candidate(fit.candidate(k), fmt, F32, domain(fmt))
+    assert r.max_ulp <= 0.5 and r.correctly_rounded_fraction == 1.0 and r.special_failures == 0
+
+
+def test_fma_op_counts_by_hand(bf16_fma_fit):
+    k = bf16_fma_fit.kernel
+    d = k.degree
+    # index: xc - A0 (add), * INV_W (mul); t = xc - CTR (add); Horner: d fma (the last one
+    # adds -NC0); clamps 2 select, saturation 2 select; tiny region: x*A1 alone (mul) or
+    # fma(x, A1, (x*x)*C2 or BIAS) (1 fma, 2 mul with C2), select, +-0 select
+    tie = bool(k.c2 or k.bias)
+    fma = d + (1 if tie else 0)
+    mul = 1 + ((2 if k.c2 else 0) if tie else 1)
+    sel = 2 + 2 + 1 + (1 if tie else 0)
+    assert k.ops() == {"add": 2, "fma": fma, "mul": mul, "select": sel}
+    assert cost.counts(fit.candidate(k), F32) == k.ops()
+
+
+def test_a_broken_fma_coefficient_is_caught(bf16_fma_fit):
+    k = bf16_fma_fit.kernel
+    i = int(math.floor((1.0 - k.a0) * k.inv_w))  # the piece holding x = 1 (see above)
+    nc0 = list(k.nc0)
+    nc0[i] = float(np.float32(nc0[i] * (1 + 2.0 ** -6)))
+    st = get_format("bf16")
+    r = run_candidate(fit.candidate(fit.Kernel(**{**vars(k), "nc0": nc0})), st, F32, domain(st))
+    assert r.max_ulp > 0.5 and r.correctly_rounded_fraction < 1.0
+
+
+def test_cli_fit_under_contract(capsys, tmp_path, monkeypatch):
+    # contract implies FMA: the kernel spells out every fused step, and it is verified
+    # (and swept, and gated) under the contract semantics
+    assert main(["fit", "gelu", "--dtype", "fp8_e4m3", "--max-degree", "4", "--semantics", "contract",
+                 "--out", str(tmp_path), "--json", "-"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["kernel"]["fma"] and doc["kernel"]["semantics"] == "contract"
+    assert doc["kernel"]["name"] == "fit_gelu_fp8_e4m3_fma" and doc["ops_traced"]["fma"] >= 1
+    assert doc["audit"][0]["max_ulp"] <= 0.5
+    gate = (tmp_path / "fit_gelu_fp8_e4m3_fma.toml").read_text()
+    assert 'semantics = ["contract"]' in gate
+    assert "fmaf(" in (tmp_path / "fit_gelu_fp8_e4m3_fma.c").read_text()
+    # the module loads with its semantics
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("fit_gelu_fp8_e4m3_fma", None)
+    from audit.adapters import load_callable
+
+    c = load_callable("fit_gelu_fp8_e4m3_fma:CANDIDATE")
+    assert c.semantics is not None and c.semantics.contract
+    # flags that change conversions or primitives are refused
+    assert main(["fit", "gelu", "--dtype", "fp8_e4m3", "--semantics", "round=rtz"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("actaudit: error:") and "round=rtz" in err
+
+
+# ------------------------------------------------------------------ symmetry
+def test_symmetry_detected_by_hand():
+    fmt = get_format("bf16")
+    x = fmt.finite_values()
+    assert fit._symmetry(fmt, x, x.copy()) == "odd"  # f(x) = x
+    assert fit._symmetry(fmt, x, fmt.round(x * x)) == "even"  # x^2 rounds the same at +-x
+    assert fit._symmetry(fmt, x, fmt.round(x + 1)) == "none"
+    y = x.copy()
+    y[np.flatnonzero(x == 1.0)[0]] = 1.0078125  # one input off: no longer odd
+    assert fit._symmetry(fmt, x, y) == "none"
+
+
+def test_odd_tanh_fitted_on_half_the_table(tmp_path):
+    # tanh is odd and RN is symmetric: RN(tanh(-x)) = -RN(tanh(x)) at every input, so the
+    # kernel fits x >= 0 and puts the sign back: fewer pieces than the fit over both signs
+    fmt = get_format("fp8_e4m3")
+    sym = fit.fit("tanh", "fp8_e4m3")
+    both = fit.fit("tanh", "fp8_e4m3", symmetry=False)
+    assert sym.ok and both.ok and sym.kernel.symmetry == "odd" and both.kernel.symmetry == "none"
+    assert sym.kernel.degree <= both.kernel.degree and sym.kernel.pieces < both.kernel.pieces
+    run = _compile(sym.kernel, tmp_path)
+    x = fmt.finite_values()
+    y = run(x).astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    for xi, yi in zip(x.tolist(), y.tolist()):
+        if xi == 0:
+            assert yi == 0 and math.copysign(1, yi) == math.copysign(1, xi)  # tanh(-0) = -0
+            continue
+        with mp.workprec(200):
+            assert is_nearest_even(fmt, mp.tanh(mp.mpf(xi)), yi), (xi, yi)
+    out = run(np.array([np.inf, -np.inf, np.nan]))
+    assert out[0] == 1.0 and out[1] == -1.0 and math.isnan(out[2])
+    assert "signbit(v0) ? -r : r" in fit.c_source(sym.kernel)
+
+
+def test_odd_bf16_erf_kernel_sweeps_correctly_rounded():
+    rep = fit.fit("erf", "bf16", max_degree=3)
+    assert rep.ok and rep.kernel.symmetry == "odd"
+    st = get_format("bf16")
+    r = run_candidate(fit.candidate(rep.kernel), st, F32, domain(st))
+    assert r.max_ulp <= 0.5 and r.correctly_rounded_fraction == 1.0 and r.special_failures == 0
+    assert cost.counts(fit.candidate(rep.kernel), F32) == rep.kernel.ops()
+
+
+def test_fit_under_ftz_daz_in_e4m3():
+    # E4M3's values (subnormals 2^-9 .. 7 * 2^-9 included) are normal fp32 numbers, and so
+    # are the kernel's intermediate results: flushing fp32 subnormals changes nothing, and
+    # the kernel verified under ftz,daz is correctly rounded (its sweep runs under them too)
+    rep = fit.fit("gelu", "fp8_e4m3", max_degree=4, semantics="ftz,daz")
+    assert rep.ok and rep.kernel.semantics == "ftz,daz" and rep.kernel.name == "fit_gelu_fp8_e4m3_ftz_daz"
+    c = fit.candidate(rep.kernel)
+    assert c.semantics is not None and c.semantics.ftz and c.semantics.daz
+    st = get_format("fp8_e4m3")
+    r = run_candidate(c, st, F32, domain(st))
+    assert r.max_ulp <= 0.5 and r.correctly_rounded_fraction == 1.0

@@ -149,3 +149,82 @@ def test_fitted_extra_ranks_first_and_its_c_version_is_timed(tmp_path, monkeypat
     assert all(e.ns_per_element is None for e in s.entries[1:])  # catalog formulas: no C
     with pytest.raises(Exception, match="not a candidate"):
         suggest.suggest("gelu", "fp8_e4m3", extra=["fit_gelu_fp8_e4m3:fn"])
+
+
+def test_counts_under_contract_by_hand():
+    # gelu.tanh under contract: x + 0.044715 * (x*x*x) is the only product whose one use is
+    # an addition, so it becomes one fma: 6 - 1 mul, 2 - 1 add, 1 fma (the other sums'
+    # operands are not products: 1 + tanh(..), and 0.5*x*(..) multiplies)
+    from audit import semantics
+
+    c = catalog()["gelu.tanh"].with_semantics(semantics.parse("contract"))
+    assert cost.counts(c, get_format("fp32")) == {"add": 1, "fma": 1, "mul": 5, "tanh": 1}
+    # ftz alone fuses nothing
+    c = catalog()["gelu.tanh"].with_semantics(semantics.parse("ftz"))
+    assert cost.counts(c, get_format("fp32")) == {"add": 2, "mul": 6, "tanh": 1}
+
+
+def test_suggest_ranks_under_a_semantics(capsys):
+    # ftz_out flushes a subnormal result of the conversion fp32 -> fp16 to zero.  x = 2^-15
+    # (an fp16 subnormal): GELU(x) = x Phi(x) ~ 2^-16, an fp16 subnormal (below 2^-14), so
+    # its right answer is 2^-16 (ulp 2^-24 there) and the flushed one is 0: an error of
+    # 2^-16 / 2^-24 = 256 ULP at least, where gelu.erfc is within 0.5001 ULP under ieee
+    s0 = suggest.suggest("gelu", "fp16", "fp32", repairs=False)
+    s1 = suggest.suggest("gelu", "fp16", "fp32", repairs=False, semantics="ftz_out")
+    assert s0.semantics is None and s1.semantics is not None
+    e0 = next(e for e in s0.entries if e.cand.id == "gelu.erfc")
+    e1 = next(e for e in s1.entries if e.cand.id == "gelu.erfc")
+    assert e0.result.max_ulp < 0.51 and e1.result.max_ulp >= 256
+    assert s1.to_dict()["semantics"] == "ftz_out"
+    assert main(["suggest", "gelu", "--dtype", "fp8_e4m3", "--compute", "fp32", "--brief",
+                 "--semantics", "contract"]) == 0
+    out = capsys.readouterr().out
+    assert "semantics contract" in out and "fma" in out
+    assert main(["suggest", "gelu", "--dtype", "fp8_e4m3", "--semantics", "round=stochastic"]) == 2
+    assert capsys.readouterr().err.startswith("actaudit: error:")
+
+
+def test_report_embeds_suggest_sections(tmp_path):
+    import re
+    import shutil
+    import subprocess
+
+    import audit
+    from reports import html as html_report
+
+    res = audit.sweep(["gelu.tanh", "sigmoid.naive", "swiglu.silu_mul"], dtype="fp8_e4m3",
+                      keep_points=True, grid=8)
+    docs = suggest.for_results(res)
+    # one per one-input reference of the run (swiglu takes two inputs: left out)
+    assert [(d.reference, d.dtype) for d in docs] == [("gelu", "fp8_e4m3"), ("sigmoid", "fp8_e4m3")]
+    path = html_report.build(res, tmp_path, "test", suggestions=docs)
+    page = path.read_text()
+    # every catalog candidate of each reference has a row in its section
+    for ref in ("gelu", "sigmoid"):
+        sec = page[page.index(f"id='suggest-{ref}-fp8_e4m3-fp8_e4m3'"):]
+        sec = sec[:sec.index("</section>")]
+        names = {c.id for c in catalog().values() if c.reference == ref}
+        assert set(re.findall(r'<td class="l">([\w.]+)</td>', sec)) == names
+        assert "Pareto front" in sec
+    # the recommendation table links to the sections; the nav too
+    for ref in ("gelu", "sigmoid"):
+        assert f"href='#suggest-{ref}-fp8_e4m3-fp8_e4m3'" in page
+    assert "href='#suggest'" in page and page.index("id='recommend'") < page.index("id='suggest'")
+    # no suggestions: no section
+    assert "id='suggest'" not in html_report.build(res, tmp_path / "b", "t").read_text()
+    browser = next((shutil.which(b) for b in ("chromium", "chromium-browser") if shutil.which(b)), None)
+    if browser is None:
+        return
+    p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000",
+                        "--virtual-time-budget=10000", "--dump-dom", path.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    body = dict(re.findall(r'data-([\w-]+)="([^"]*)"', re.search(r"<body([^>]*)>", p.stdout).group(1)))
+    assert body.get("checked") == "1" and body["errors"] == "" and body["overlaps"] == "0", body
+
+
+def test_cli_report_suggest(tmp_path, capsys):
+    assert main(["report", "sigmoid.naive", "--dtype", "fp8_e4m3", "--suggest", "-o", str(tmp_path)]) == 0
+    page = (tmp_path / "index.html").read_text()
+    n = sum(c.reference == "sigmoid" for c in catalog().values())
+    sec = page[page.index("id='suggest-sigmoid-fp8_e4m3-fp8_e4m3'"):]
+    assert sec[:sec.index("</section>")].count("<tr") == 1 + n
