@@ -20,6 +20,8 @@ import io
 import math
 import textwrap
 
+import numpy as np
+
 SHORT = {"nan": "nan", "overflow": "ovf", "underflow": "unf", "sign": "sign", "range": "range",
          "monotonicity": "mono", "special": "spec"}
 
@@ -151,11 +153,31 @@ def _compact_row(r, ovf: bool = False) -> list[str]:
         ([str(r.overflow_miss_count)] if ovf else [])
 
 
+def extent(r) -> str:
+    """' in [a, b]' where a univariate domain is narrower than its format (--range); ''."""
+    d = r.domain
+    if d.values2 is not None or d.axis is not None or not d.count:
+        return ""
+    if d.values is not None:
+        v = d.values[np.isfinite(d.values)]
+        if not len(v):
+            return ""
+        a, b = float(v.min()), float(v.max())
+    else:
+        a, b = (float(x) for x in d.fmt.from_ordinal(np.array([d.lo_ord, d.hi_ord])))
+    m = d.fmt.max_finite
+    if a <= -m and b >= m:
+        return ""
+    from audit.io import format_number
+
+    return f" in [{format_number(a, 6)},{format_number(b, 6)}]"  # one word: never wrapped
+
+
 def _groups(results):
     groups: dict = {}
     for r in results:
         key = (getattr(r, "formats_label", r.dtype), r.compute, r.domain.count, r.domain.exhaustive,
-               sem_label(r))
+               sem_label(r), extent(r))
         groups.setdefault(key, []).append(r)
     return groups
 
@@ -175,8 +197,8 @@ def compact(results, width: int = 80) -> str:
     """The default table: fits ``width`` columns, no cell cut."""
     out: list[str] = []
     used: set[str] = {"CR %"}
-    for (dtype, compute, count, exhaustive, sem), rs in _groups(results).items():
-        n = f"all {count:,} finite inputs" if exhaustive else f"{count:,} sampled inputs (~)"
+    for (dtype, compute, count, exhaustive, sem, ext), rs in _groups(results).items():
+        n = (f"all {count:,} finite inputs" if exhaustive else f"{count:,} sampled inputs (~)") + ext
         if not exhaustive:
             used.add("~")
         if out:

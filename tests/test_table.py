@@ -145,3 +145,17 @@ def test_list_formats_and_clip_fit_80_columns_and_never_cut_a_name(capsys, monke
     # the clip record of sigmoid.naive in fp16: exp overflows fp16 above 11.0859375
     main(["clip", "sigmoid.naive", "--dtype", "fp16", "--compute", "fp16"])
     assert "high side: clamp x to <= 11.0859" in capsys.readouterr().out
+
+
+def test_a_restricted_range_is_in_the_title(capsys):
+    """--range -3:3 in fp16: the title names the extent actually swept, [-3, 3] (both are
+    fp16 values), and counts its inputs: 2 x (the positive fp16 values <= 3) + both zeros."""
+    import numpy as np
+
+    from audit.cli import main
+
+    assert main(["sweep", "gelu.tanh", "--dtype", "fp16", "--compute", "fp16", "--range", "-3:3"]) == 0
+    title = " ".join(x.strip() for x in capsys.readouterr().out.splitlines()[:2])  # (wrapped)
+    pos = np.arange(1, 0x7C00, dtype=np.uint16).view(np.float16).astype(float)
+    n = 2 * int((pos <= 3).sum()) + 2
+    assert f"all {n:,} finite inputs in [-3,3]" in title
