@@ -304,22 +304,11 @@ def diff_cmd(
 
 
 def print_diff(r) -> None:
-    n = "" if r.exhaustive else " (sampled)"
-    out.print(f"{r.a} vs {r.b}  {r.dtype} (compute {r.compute}): {r.count} inputs{n}, "
-              f"{r.same} identical ({100 * r.identical_fraction:.2f}%), max distance "
-              f"{r.max_distance} ULP{f', NaN in one only at {r.nan_mismatch}' if r.nan_mismatch else ''}; A closer at {r.a_closer}, B closer at {r.b_closer}, "
-              f"ties {r.ties}; max error A {fmt_num(r.a_max_ulp)} ULP, B {fmt_num(r.b_max_ulp)} ULP; "
-              f"verdict: {r.verdict}", markup=False, highlight=False, soft_wrap=True)
-    for iv in r.intervals[:8]:
-        out.print(f"  [{fmt_num(iv['lo'], 6)}, {fmt_num(iv['hi'], 6)}]  {iv['count']} differ, "
-                  f"A closer {iv['a_closer']}, B closer {iv['b_closer']}, max distance "
-                  f"{iv['max_distance']}", markup=False, highlight=False)
-    if r.intervals_total > 8:
-        out.print(f"  (+{r.intervals_total - 8} more intervals)", highlight=False)
-    for s in r.specials:
-        if not s["same"]:
-            out.print(f"  special x = {s['x']}: A {s['a']}, B {s['b']}, exact {s['expected']}",
-                      markup=False, highlight=False)
+    import shutil
+
+    from reports import diff as diff_report
+
+    sys.stdout.write(diff_report.text(r, shutil.get_terminal_size((80, 24)).columns))
 
 
 @app.command()

@@ -109,3 +109,33 @@ def build(results, out_dir, command: str = "") -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"
+
+
+def text(r, width: int = 80) -> str:
+    """``actaudit diff`` for people: the two, the path, the verdict and its evidence, then the
+    disagreement intervals and specials; wrapped at ``width``."""
+    import textwrap
+
+    from audit.io import format_number as num
+
+    def wrap(t, ind="  "):
+        return textwrap.wrap(t, width=max(40, width), initial_indent=ind, subsequent_indent=ind + "  ",
+                             break_on_hyphens=False, break_long_words=False)
+
+    n = "" if r.exhaustive else " (sampled)"
+    nan = f"; NaN in one only at {r.nan_mismatch}" if r.nan_mismatch else ""
+    out = wrap(f"{r.a} vs {r.b}: {r.dtype} storage, {r.compute} compute; {r.count} inputs{n}", "")
+    out += wrap(f"identical at {r.same} ({100 * r.identical_fraction:.2f}%); max distance "
+                f"{r.max_distance} ULP{nan}")
+    out += wrap(f"closer to the exact value: A at {r.a_closer}, B at {r.b_closer}, ties {r.ties}; "
+                f"max error A {num(r.a_max_ulp)} ULP, B {num(r.b_max_ulp)} ULP")
+    out += wrap(f"verdict: {r.verdict}")
+    for iv in r.intervals[:8]:
+        out += wrap(f"[{num(iv['lo'], 6)}, {num(iv['hi'], 6)}]: {iv['count']} differ, A closer "
+                    f"{iv['a_closer']}, B closer {iv['b_closer']}, max distance {iv['max_distance']}")
+    if r.intervals_total > 8:
+        out += wrap(f"(+{r.intervals_total - 8} more intervals)")
+    for sp in r.specials:
+        if not sp["same"]:
+            out += wrap(f"special x = {sp['x']}: A {sp['a']}, B {sp['b']}, exact {sp['expected']}")
+    return "\n".join(out) + "\n"
