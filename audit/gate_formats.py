@@ -59,9 +59,13 @@ def run(a) -> list:
             if kind == "quant":
                 out += quant_mod.sweep(a.targets, dt, a.out_dtype, cp, a.params or None, a.reference)
             else:
-                out += blocks_mod.sweep(a.targets, dt, a.out_dtype, cp, rule=a.scale_rule,
-                                        dist=a.blocks, elements=a.samples or DEFAULT_ELEMENTS,
-                                        seed=a.seed, params=a.params or None)
+                rs = blocks_mod.sweep(a.targets, dt, a.out_dtype, cp, rule=a.scale_rule,
+                                      dist=a.blocks, elements=a.samples or DEFAULT_ELEMENTS,
+                                      seed=a.seed, params=a.params or None)
+                for r in rs:  # the seed belongs to the inputs: compared with the baseline's
+                    if not r.inputs.startswith("exhaustive"):
+                        r.inputs = f"{r.inputs} (seed {a.seed})"
+                out += rs
     return out
 
 
@@ -176,6 +180,9 @@ def against_baseline(slack: float, now: dict, base: dict, show, covered) -> tupl
         return [f"the baseline entry is a {base.get('kind') or 'float'} audit, this is a "
                 f"{now['kind']} audit; record the baseline again"], []
     q = now["kind"] == "quant"
+    if now["inputs"] != base.get("inputs") or now.get("elements") != base.get("elements"):
+        return [f"the inputs changed ({base.get('inputs')} -> {now['inputs']}); the figures cannot "
+                "be compared: record the baseline again"], []
     up, down, counts = (QUANT_UP, QUANT_DOWN, QUANT_COUNTS) if q else (BLOCK_UP, (), BLOCK_COUNTS)
     for m in up + down:
         b, n = _num(base[m]), _num(now[m])
