@@ -626,16 +626,32 @@ def report(
     dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
     dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
     semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
+    out_dtype: Optional[str] = typer.Option(None, "--out-dtype", help="Output format: also quantized (uint8:scale=S,zero=Z) or block-scaled (mxfp8_e4m3, nvfp4)."),
+    blocks_dist: str = typer.Option("normal:std=1", "--blocks", help="Block-scaled outputs: input distribution (as sweep's)."),
+    elements: int = typer.Option(1 << 16, "--elements", help="Block-scaled outputs: number of seeded input elements."),
+    scale_rule: str = typer.Option("ocp", "--scale-rule", help="Block-scaled outputs: ocp or ceil."),
 ):
     """Write an HTML report (self-contained) with one PNG per figure and the run's JSON."""
     from reports import html as html_report
+
+    from . import blocks, quant
+
+    if blocks.is_block(out_dtype) or quant.is_quant(dtype) or quant.is_quant(out_dtype):
+        from reports import formats_html
+
+        results = blocks.sweep(targets, dtype, out_dtype, compute or "fp32", rule=scale_rule,
+                               dist=blocks_dist, elements=elements, seed=seed,
+                               params=parse_params(param)) if blocks.is_block(out_dtype) else \
+            quant.sweep(targets, dtype, out_dtype, compute or "fp32", parse_params(param), reference)
+        out.print(f"wrote {formats_html.build(results, out_dir, _command_line())}", highlight=False)
+        return
 
     with _progress() as bar:
         results = run_sweep(targets, dtype, compute, range=parse_range(range_), samples=samples,
                             seed=seed, params=parse_params(param), grad=grad, backward=backward, grid=grid,
                             keep_points=True, progress=bar, reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
-                            semantics=semantics or None)
+                            semantics=semantics or None, out_dtype=out_dtype)
     path = html_report.build(results, out_dir, _command_line())
     out.print(f"wrote {path}", highlight=False)
 
