@@ -35,6 +35,11 @@ ULP_TIERS = [(0.5, "t0", "correctly rounded element"), (1, "t1", "<= 1 element U
              (4, "t2", "<= 4"), (64, "t3", "<= 64"), (float("inf"), "t4", "> 64 or NaN")]
 
 
+def _pct(frac: float) -> str:
+    """Percent truncated to 2 decimals, as the tables: 100.00 only when every code is correct."""
+    return "-" if not np.isfinite(frac) else f"{np.floor(frac * 10000) / 100:.2f}"
+
+
 def num(v, digits: int = 5) -> str:
     return "-" if v is None else format_number(float(v), digits)
 
@@ -90,7 +95,7 @@ QUANT_COLS = [
      lambda r: r.max_code_err if not r.nan_count else float("inf")),
     ("mean code err", lambda r: num(r.mean_code_err), False),
     ("max real err", lambda r: num(r.max_real_err), False),
-    ("correct codes %", lambda r: f"{100 * r.correct_fraction:.2f}", False),
+    ("correct codes %", lambda r: _pct(r.correct_fraction), False),
     ("NaN", lambda r: str(r.nan_count), False),
     ("findings", lambda r: ", ".join(f"{f['kind']} {f['count']}" for f in r.findings) or "-", True)]
 
@@ -126,7 +131,7 @@ def _quant_candidate(r, img: str) -> str:
     cand = catalog().get(r.candidate)
     out = [f"<details class='cand' id='{_anchor(r)}' open><summary>{e(r.candidate)}: "
            f"{e(r.dtype)} -> {e(r.out_dtype)}, {e(r.compute)} &middot; max {e(num(r.max_code_err))} "
-           f"codes &middot; {100 * r.correct_fraction:.2f}% correct codes</summary>"]
+           f"codes &middot; {_pct(r.correct_fraction)}% correct codes</summary>"]
     if cand is not None:
         out.append(f"<p class='note'>reference <code>{e(cand.reference)}</code>; formula "
                    f"<code>{e(cand.formula)}</code><br>source: {e(cand.source)}</p>")
