@@ -199,7 +199,8 @@ def csv_text(results) -> str:
     """One row per result: every figure of the JSON document that is a scalar, repr numbers."""
     _kind(results)
     docs = [r.to_dict() for r in results]
-    fields = [k for k, v in docs[0].items() if not isinstance(v, (dict, list)) or k == "params"]
+    fields = [k for k, v in docs[0].items()  # not the timing: the same command, the same bytes
+              if (not isinstance(v, (dict, list)) or k == "params") and k != "seconds"]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(fields)
