@@ -28,7 +28,7 @@ import math
 
 from . import blocks as blocks_mod
 from . import quant as quant_mod
-from .errors import BadFileError
+from .errors import BadFileError, BadOptionError
 
 QUANT_UP = ("max_code_error", "mean_code_error", "max_real_error")  # worse when they rise
 QUANT_DOWN = ("correct_code_fraction",)  # worse when it falls
@@ -50,9 +50,25 @@ def kind_of(a) -> str | None:
     return None
 
 
+def _unused(a, kind) -> list[str]:
+    """Keys of the audit that a quantized or block audit would ignore: refused, not dropped."""
+    keys = {"range": a.range is not None, "grid": a.grid is not None, "grad": a.grad,
+            "backward": a.backward, "dump": a.dump is not None, "semantics": a.semantics is not None,
+            "device": a.device != "cpu"}
+    if kind == "quant":
+        keys.update(samples=a.samples is not None, seed=a.seed != 0, blocks=a.blocks != "normal:std=1",
+                    scale_rule=a.scale_rule != "ocp")
+    return [k for k, used in keys.items() if used]
+
+
 def run(a) -> list:
     """The audit's results: one per (dtype, compute, target)."""
     kind = kind_of(a)
+    bad = _unused(a, kind)
+    if bad:
+        raise BadOptionError(f"key '{bad[0]}' does not apply to a {'quantized' if kind == 'quant' else 'block-scaled'} "
+                             "audit (" + ("every input code is swept" if kind == "quant" else
+                                          "inputs: blocks, samples, seed") + ")")
     out = []
     for dt in a.dtype:
         for cp in (a.compute or ["fp32"]):

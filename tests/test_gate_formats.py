@@ -155,3 +155,14 @@ def test_bad_block_keys_in_the_spec(tmp_path, monkeypatch, capsys, line, key):
     (tmp_path / "actaudit.toml").write_text(BSPEC.replace('blocks = "normal:std=2"', line))
     code, out, err = run(capsys, "baseline")
     assert code == 2 and f"audit[0].{key}'" in err
+
+
+@pytest.mark.parametrize("spec, key", [(QSPEC.replace('tolerance', 'samples = 10\ntolerance'), "samples"),
+                                       (QSPEC.replace('tolerance', 'range = [-1.0, 1.0]\ntolerance'), "range"),
+                                       (BSPEC + "grid = 16\n", "grid"),
+                                       (QSPEC.replace("uint8:scale=0.00390625", "uint8:scale=nope"), "scale")])
+def test_keys_that_do_not_apply_are_refused(tmp_path, monkeypatch, capsys, spec, key):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "actaudit.toml").write_text(spec)
+    code, out, err = run(capsys, "baseline")
+    assert code == 2 and err.startswith("actaudit: error:") and key in err and "Traceback" not in err
