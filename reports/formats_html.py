@@ -25,7 +25,7 @@ from audit import quant as quant_mod
 from audit.candidates import catalog
 from audit.io import dumps, format_number
 
-from .html import CSS, JS, e, slug
+from .html import CSS, EXPLORER_JS, JS, e, slug
 
 # tiers of the code error (quantized) and element ULP error (block-scaled): the classes of
 # reports/html.py's TIERS
@@ -252,7 +252,7 @@ def build(results, out_dir, command: str = "") -> Path:
                                          f"src='data:image/png;base64,{base64.b64encode(png).decode('ascii')}'>"))
     for r in bs:
         parts.append(_block_candidate(r))
-    parts.append(f"</main><script>{JS}</script></body></html>")
+    parts.append(f"</main><script>{JS}{EXPLORER_JS}</script></body></html>")
     page = "\n".join(parts)
     doc = {"schema": "actaudit.formats-report/1", "actaudit": __version__, "command": command,
            "quant": quant_mod.document(qs)["results"], "blocks": blocks_mod.document(bs)["results"]}

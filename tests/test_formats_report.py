@@ -47,3 +47,29 @@ def test_block_report_page(tmp_path, capsys):
     assert page.count("<b>Worst block</b>") == 2 and "of 32</td>" in page
     doc = json.loads((out / "run.json").read_text())
     assert [r["elements"] for r in doc["blocks"]] == [1024, 1024]
+
+
+def test_pages_run_clean_in_chromium(tmp_path, capsys):
+    """Both pages in a headless browser: the page check of reports/html.py ran, no script
+    error, every image decoded, no overlapping blocks."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from tests.test_report_browser import ARGS, CHROMIUM, _body
+
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on this machine")
+    q, b = tmp_path / "q", tmp_path / "b"
+    assert main(["report", "sigmoid.hard", "--dtype", "int8:scale=0.0625,zero=0", "--out-dtype",
+                 "uint8:scale=0.00390625,zero=0", "-o", str(q)]) == 0
+    assert main(["report", "silu.hard", "--dtype", "bf16", "--out-dtype", "nvfp4", "--elements", "256",
+                 "-o", str(b)]) == 0
+    for out, images in ((q, 1), (b, 0)):
+        p = subprocess.run([CHROMIUM, *ARGS, "--dump-dom", (out / "index.html").as_uri()],
+                           capture_output=True, text=True, timeout=120)
+        body = _body(p.stdout)
+        assert body.get("checked") == "1" and body["errors"] == ""
+        assert body["images"] == str(images) and body["images-bad"] == "0" and body["overlaps"] == "0"
+    assert shutil.which(CHROMIUM)
