@@ -75,7 +75,8 @@ def quant_compact(results, width: int = 80) -> str:
     for (dt, odt, cp, n), rs in _groups(results, lambda r: (r.dtype, r.out_dtype, r.compute, r.count)).items():
         if out:
             out.append("")
-        out += _wrap(f"{dt} -> {odt}, {cp} compute; all {n:,} input codes", width, "")
+        what = "input codes" if rs[0].in_hex is None else "finite inputs (one zero)"
+        out += _wrap(f"{dt} -> {odt}, {cp} compute; all {n:,} {what}", width, "")
         rows = [[r.candidate, num(r.max_code_err), num(r.mean_code_err), num(r.max_real_err),
                  _pct(r.correct_fraction), str(r.nan_count)] for r in rs]
         extras = ["; ".join(p for p in (f"worst at x = {_q_where(r)}", _q_findings(r)) if p) for r in rs]

@@ -74,3 +74,11 @@ def test_block_summary_fits_80_columns(monkeypatch, capsys):
     assert [int(r["blocks"]) for r in rows] == [64, 64]
     md = run(monkeypatch, capsys, BLOCK + ["--format", "markdown"])
     assert "| blocks scale differs |" in md and md.count("\n| silu.") == 2
+
+
+def test_float_inputs_are_named_as_values(monkeypatch, capsys):
+    out = run(monkeypatch, capsys, ["sweep", "tanh.sigmoid", "--dtype", "bf16", "--out-dtype",
+                                    "int8:scale=0.0078125,zero=0"])
+    # bf16: 65,536 patterns less 256 with the top exponent (inf, NaN) less -0
+    assert "all 65,279 finite inputs (one zero)" in " ".join(x.strip() for x in out.splitlines()[:2])
+    assert max(len(line) for line in out.splitlines()) <= 80
