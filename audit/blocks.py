@@ -432,7 +432,6 @@ def audit(cand, bf: BlockFormat, x: np.ndarray, in_fmt: Format, compute: Format,
     cq = quantize(bf, y)
     rq, exact, n_mp = reference(bf, ref, x, rp)
     f = exact.reshape(nb, B)
-    E = bf.elem
     dref = (rq.scale * rq.tensor_scale) if bf.nv else rq.scale
     with np.errstate(all="ignore"):
         u = _unit(bf, dref[:, None], f, rq.tensor_scale)  # the element ulp at the reference's scale
