@@ -363,7 +363,7 @@ def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quanti
         e_lo = div_round(E, v - slack, dfull)
         e_hi = div_round(E, v + slack, dfull)
     el = e_lo.copy()
-    for i in np.flatnonzero(~(e_lo == e_hi)).tolist():
+    for i in np.flatnonzero(~(e_lo == e_hi) & (dfull != 0)).tolist():  # NVFP4 S = 0: zeros below
         with mp.workprec(300):
             el[i] = _elem_round_mpf(E, ex(i) / mp.mpf(float(dfull[i])))
     if bf.nv:
@@ -377,6 +377,15 @@ def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quanti
 
 
 # -------------------------------------------------------------------- the audit
+def _unit(bf: BlockFormat, d: np.ndarray, f: np.ndarray, t: float) -> np.ndarray:
+    """The element ULP at the reference's decode scale d, d ulp_E(f / d); where d is 0 (an
+    NVFP4 block scale S = 0) at the smallest nonzero decode scale, 2^-9 T (E4M3's least
+    positive value times the tensor scale)."""
+    with np.errstate(all="ignore"):
+        d = np.where(d > 0, d, math.ldexp(t, -9)) if bf.nv else d
+        return d * bf.elem.ulp(f / d)
+
+
 @dataclass
 class BlockResult:
     candidate: str
@@ -423,10 +432,9 @@ def audit(cand, bf: BlockFormat, x: np.ndarray, in_fmt: Format, compute: Format,
     cq = quantize(bf, y)
     rq, exact, n_mp = reference(bf, ref, x, rp)
     f = exact.reshape(nb, B)
-    E = bf.elem
     dref = (rq.scale * rq.tensor_scale) if bf.nv else rq.scale
     with np.errstate(all="ignore"):
-        u = dref[:, None] * E.ulp(f / dref[:, None])  # the element ulp at the reference's scale
+        u = _unit(bf, dref[:, None], f, rq.tensor_scale)  # the element ulp at the reference's scale
         err = np.abs(cq.values - f) / u
         ref_err = np.abs(rq.values - f) / u
         added = np.abs(cq.values - rq.values) / u
@@ -460,16 +468,15 @@ def audit(cand, bf: BlockFormat, x: np.ndarray, in_fmt: Format, compute: Format,
 
 def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
                params: dict | None = None) -> BlockResult:
-    """Every pair (element input x, block-max input m) of a 16-bit (or smaller) input format,
-    MX formats: the block {x, m} (other elements smaller) has the scale of max(|f(x)|, |f(m)|)
-    for the reference and of max(|y(x)|, |y(m)|) for the candidate; since the scale rule is
-    monotone, that is the larger of the two elements' own exponents, so the N^2 pairs reduce to
-    N inputs times the distinct (reference, candidate) exponent classes of m, each counted
-    with its multiplicity.  Figures are over pairs (x's element error in each pair)."""
+    """Every pair (element input x, block-max input m) of a 16-bit (or smaller) input format:
+    the block {x, m} (other elements smaller) has the scale of max(|f(x)|, |f(m)|) for the
+    reference and of max(|y(x)|, |y(m)|) for the candidate; since the scale rule is monotone,
+    that is the larger of the two elements' own scale codes (MX: exponent k; NVFP4: E4M3 S),
+    so the N^2 pairs reduce to N inputs times the distinct (reference, candidate) scale
+    classes of m, each counted with its multiplicity.  NVFP4: the tensor is every pair block
+    together, so its tensor scale T is that of the largest |f| over all inputs (the
+    candidate's: of its largest |y|).  Figures are over pairs (x's element error in each pair)."""
     t0 = time.perf_counter()
-    if bf.nv:
-        raise BadOptionError("the exhaustive block mode is for MX formats (NVFP4's tensor scale "
-                             "depends on the whole tensor)")
     if not in_fmt.enumerable:
         raise BadOptionError(f"the exhaustive block mode is for inputs of 16 bits or fewer, not {in_fmt.name}")
     p = cand.resolve_params(params)
@@ -484,12 +491,35 @@ def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
     v, slack = _fast(ref, x, rp)
     ex = _Exact(ref, x, rp)
     with np.errstate(all="ignore"):
-        kc = mx_exponent(bf, np.abs(y))
-        k_lo = mx_exponent(bf, np.maximum(np.abs(v) - slack, 0.0))
-        k_hi = mx_exponent(bf, np.abs(v) + slack)
+        lo, hi = np.maximum(np.abs(v) - slack, 0.0), np.abs(v) + slack
+    # per input: its own scale code (MX: the E8M0 exponent k; NVFP4: the E4M3 block scale S,
+    # at the tensor scale of the whole tensor, every pair block)
+    t = tc = 1.0
+    if bf.nv:
+        ay = np.abs(y)
+        fin = np.isfinite(ay)
+        tc = tensor_scale(float(ay[fin].max()) if fin.any() else 0.0)
+        tl, th = float(lo.max()), float(hi.max())
+        if tensor_scale(tl) == tensor_scale(th) and math.isfinite(th):
+            t = tensor_scale(th)
+        else:
+            t = tensor_scale_mpf(max(abs(ex(int(i))) for i in np.flatnonzero(hi >= tl)))
+        own = (lambda a, tt: nv_scale(bf, a, tt))  # noqa: E731
+        own_mpf = (lambda a: nv_scale_mpf(bf, a, t))  # noqa: E731
+    else:
+        own = (lambda a, _tt: mx_exponent(bf, a))  # noqa: E731
+        own_mpf = (lambda a: mx_exponent_mpf(bf, a))  # noqa: E731
+    with np.errstate(all="ignore"):
+        kc = own(np.abs(y), tc)
+        k_lo, k_hi = own(lo, t), own(hi, t)
     kr = k_lo.copy()
     for i in np.flatnonzero(~(k_lo == k_hi)).tolist():
-        kr[i] = mx_exponent_mpf(bf, abs(ex(i)))
+        kr[i] = own_mpf(abs(ex(i)))
+
+    def decode(K, tt):
+        """The decode scale of scale codes K: 2^K (MX) or K T (NVFP4; exact, 4 bits x 24)."""
+        return K * tt if bf.nv else np.ldexp(1.0, np.nan_to_num(K, nan=0).astype(np.int64))
+
     # classes of the block-max input m: (reference exponent, candidate exponent), with counts
     kc_key = np.where(np.isnan(kc), 1000.0, kc)
     classes, counts = np.unique(np.stack([kr, kc_key], axis=1), axis=0, return_counts=True)
@@ -503,10 +533,12 @@ def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
         Kr = np.maximum(kr[sl, None], classes[None, :, 0])
         Kc = np.where(nan_class | np.isnan(kc[sl, None]), np.nan,
                       np.maximum(np.nan_to_num(kc[sl], nan=-1e9)[:, None], classes[None, :, 1]))
-        Xr = np.ldexp(1.0, Kr.astype(np.int64))
+        Xr = decode(Kr, t)
         with np.errstate(all="ignore"):
             vv, ss = v[sl, None], slack[sl, None]
-            e_lo, e_hi = div_round(E, vv - ss + 0 * Xr, Xr), div_round(E, vv + ss + 0 * Xr, Xr)
+            Xd = np.where(Xr > 0, Xr, 1.0)  # NVFP4 S = 0: a block of zeros
+            e_lo, e_hi = div_round(E, vv - ss + 0 * Xr, Xd), div_round(E, vv + ss + 0 * Xr, Xd)
+            e_lo, e_hi = np.where(Xr > 0, e_lo, 0.0), np.where(Xr > 0, e_hi, 0.0)
             el = e_lo.copy()
             for i, j in zip(*np.nonzero(~(e_lo == e_hi))):
                 with mp.workprec(300):
@@ -516,10 +548,15 @@ def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
                     f[i] = float(ex.cache[i])
             fr = f[sl, None]
             rv = el * Xr
-            Xc = np.ldexp(1.0, np.nan_to_num(Kc, nan=0).astype(np.int64))
-            cel = np.where(np.isnan(Kc), np.nan, elem_round(E, y[sl, None] / Xc))
+            Xc = np.where(np.isnan(Kc), np.nan, decode(Kc, tc))
+            Xcd = np.where(Xc > 0, Xc, 1.0)
+            if bf.nv:
+                cel = div_round(E, np.broadcast_to(y[sl, None], Xc.shape), Xcd)
+                cel = np.where(Xc > 0, cel, np.where(Xc == 0, 0.0, np.nan))
+            else:
+                cel = np.where(np.isnan(Kc), np.nan, elem_round(E, y[sl, None] / Xcd))
             cv = cel * Xc
-            u = Xr * E.ulp(fr / Xr)
+            u = _unit(bf, Xr, fr, t)
             err = np.abs(cv - fr) / u
             ref_err = np.abs(rv - fr) / u
             added = np.abs(cv - rv) / u
@@ -544,8 +581,9 @@ def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
                 acc["worst"] = {"x": json_number(float(x[a + i])), "x_hex": in_fmt.hex(float(x[a + i])),
                                 "pair_input": json_number(float(x[m_idx])),
                                 "max_elem_ulp": json_number(float(err[i, j])),
-                                "scale_ref": json_number(float(Xr[i, j])),
-                                "scale_candidate": json_number(float(Xc[i, j])),
+                                # the block scales: 2^k (MX), S (NVFP4, as audit() reports)
+                                "scale_ref": json_number(float(Kr[i, j] if bf.nv else Xr[i, j])),
+                                "scale_candidate": json_number(float(Kc[i, j] if bf.nv else Xc[i, j])),
                                 "got": json_number(float(cv[i, j])), "reference": json_number(float(rv[i, j])),
                                 "exact": json_number(float(f[a + i]))}
     total = n * n
@@ -555,7 +593,7 @@ def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
                       acc["max"] if have else math.nan, acc["sum"] / acc["wsum"] if have else math.nan,
                       acc["rel"] if have else math.nan, acc["ref"], int(acc["mism"]),
                       acc["added"] if have else math.nan, int(acc["sdiff"]), [], acc["worst"],
-                      int(acc["nan"]), None, ex.n, params=p)
+                      int(acc["nan"]), {"reference": t, "candidate": tc} if bf.nv else None, ex.n, params=p)
     res.seconds = time.perf_counter() - t0
     return res
 

@@ -114,21 +114,22 @@ def sweep(
                     ("--checkpoint", checkpoint)):
         if v is not None and not str(v).strip():
             raise BadOptionError(f"{name} needs a path, got an empty string")
-    from . import blocks, quant
-
-    if blocks.is_block(out_dtype):
-        return _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, blocks_dist,
-                            elements, seed, scale_rule)
-    if quant.is_quant(dtype) or quant.is_quant(out_dtype):
-        return _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details, reference)
-    if samples is not None and samples < 1:
-        raise BadOptionError(f"--samples must be positive, got {samples}")
     from reports import table as table_report
+
+    from . import blocks, quant
 
     if format_ not in table_report.FORMATS:
         raise BadOptionError(f"--format must be one of {', '.join(table_report.FORMATS)}, got '{format_}'")
     if json_out == "-" and format_ != "table":
         raise BadOptionError("--json - already prints the JSON document on stdout; drop --format")
+    if blocks.is_block(out_dtype):
+        return _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, blocks_dist,
+                            elements, seed, scale_rule, (format_, wide))
+    if quant.is_quant(dtype) or quant.is_quant(out_dtype):
+        return _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details, reference,
+                            (format_, wide))
+    if samples is not None and samples < 1:
+        raise BadOptionError(f"--samples must be positive, got {samples}")
     with _progress() as bar:
         results = run_sweep(targets, dtype, "auto" if compute is None else compute, range=rng,
                             samples=samples, seed=seed, exhaustive=exhaustive, params=params, grad=grad,
@@ -177,64 +178,53 @@ def summary(results: list[SweepResult], format_: str = "table", wide: bool = Fal
     return table_report.compact(results, width=shutil.get_terminal_size((80, 24)).columns)
 
 
+def _formats_summary(results, doc, json_out, quiet, shape) -> bool:
+    """The quantized or block sweep's document and summary (reports/formats_table.py); False
+    when nothing more is to be printed."""
+    import shutil
+
+    from reports import formats_table
+
+    format_, wide = shape
+    if json_out == "-" or (format_ == "json" and not quiet):
+        sys.stdout.write(dumps(doc))
+        if json_out in (None, "-"):
+            return False
+    if json_out:
+        write_text(json_out, dumps(doc))
+    if quiet or format_ == "json":
+        return False
+    sys.stdout.write(formats_table.summary(results, format_, wide,
+                                           shutil.get_terminal_size((80, 24)).columns))
+    return format_ == "table"
+
+
 def _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details,
-                 reference=None) -> None:
+                 reference=None, shape=("table", False)) -> None:
     """sweep with a quantized (int8:..., uint8:..., int16:...) input or output format."""
     from . import quant
 
     results = quant.sweep(targets, dtype, out_dtype, compute or "fp32", params, reference)
     doc = quant.document(results, command=_command_line())
-    if json_out == "-":
-        sys.stdout.write(dumps(doc))
+    if not _formats_summary(results, doc, json_out, quiet, shape):
         return
-    if json_out:
-        write_text(json_out, dumps(doc))
-    if quiet:
-        return
-    t = Table(title="actaudit sweep (quantized)", title_justify="left", header_style="bold")
-    for col in ("candidate", "in", "out", "compute", "inputs", "max code err", "at x (code)", "mean",
-                "max real err", "correct %", "NaN", "findings"):
-        t.add_column(col, justify="left" if col in ("candidate", "in", "out", "compute", "findings") else "right")
-    for r in results:
-        w = r.worst or {}
-        t.add_row(r.candidate, r.dtype, r.out_dtype, r.compute, str(r.count), format_number(r.max_code_err),
-                  f"{format_number(w.get('x', math.nan))} ({w.get('x_code', '')})", format_number(r.mean_code_err),
-                  format_number(r.max_real_err), f"{100 * r.correct_fraction:.2f}", str(r.nan_count),
-                  ", ".join(f"{f['kind']} {f['count']}" for f in r.findings))
-    out.print(t)
     if details:
-        for r in results:
-            for f in r.findings:
-                iv = ", ".join(f"[{a}, {b}]" for a, b in f["intervals"][:4])
-                out.print(f"{r.candidate} {r.out_dtype}: {f['kind']} {f['count']} inputs {iv}; {f['note']}", markup=False, highlight=False)
+        import shutil
+
+        from reports import formats_table
+
+        sys.stdout.write(formats_table.quant_findings(results, shutil.get_terminal_size((80, 24)).columns))
 
 
 def _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, dist, elements, seed,
-                 rule) -> None:
+                 rule, shape=("table", False)) -> None:
     """sweep with a block-scaled output format (mxfp8_e4m3, ..., nvfp4)."""
     from . import blocks
 
     results = blocks.sweep(targets, dtype, out_dtype, compute or "fp32", rule=rule, dist=dist,
                            elements=elements, seed=seed, params=params)
     doc = blocks.document(results, command=_command_line())
-    if json_out == "-":
-        sys.stdout.write(dumps(doc))
-        return
-    if json_out:
-        write_text(json_out, dumps(doc))
-    if quiet:
-        return
-    t = Table(title=f"actaudit sweep (block-scaled, {rule} scale rule)", title_justify="left", header_style="bold")
-    for col in ("candidate", "in", "out", "compute", "elements", "max elem ULP", "mean", "quant. cost",
-                "added ULP", "elems differing", "blocks scale differs", "worst block", "NaN"):
-        t.add_column(col, justify="left" if col in ("candidate", "in", "out", "compute") else "right")
-    for r in results:
-        t.add_row(r.candidate, r.dtype, r.out_dtype, r.compute, str(r.elements), format_number(r.max_elem_ulp),
-                  format_number(r.mean_elem_ulp), format_number(r.ref_max_elem_ulp), format_number(r.max_added_ulp),
-                  str(r.mismatches), f"{r.scale_diff_blocks} of {r.blocks}",
-                  str(r.worst_block.get("index", r.worst_block.get("x_hex"))) if r.worst_block else "-",
-                  str(r.nan_elements))
-    out.print(t)
+    _formats_summary(results, doc, json_out, quiet, shape)
 
 
 def _tolerance(v, name):
@@ -615,9 +605,25 @@ def report(
     dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
     semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
     suggest_: bool = typer.Option(False, "--suggest", help="Also rank every candidate of each reference in each path (actaudit suggest) in a 'Suggest' section."),
+    out_dtype: Optional[str] = typer.Option(None, "--out-dtype", help="Output format: also quantized (uint8:scale=S,zero=Z) or block-scaled (mxfp8_e4m3, nvfp4)."),
+    blocks_dist: str = typer.Option("normal:std=1", "--blocks", help="Block-scaled outputs: input distribution (as sweep's)."),
+    elements: int = typer.Option(1 << 16, "--elements", help="Block-scaled outputs: number of seeded input elements."),
+    scale_rule: str = typer.Option("ocp", "--scale-rule", help="Block-scaled outputs: ocp or ceil."),
 ):
     """Write an HTML report (self-contained) with one PNG per figure and the run's JSON."""
     from reports import html as html_report
+
+    from . import blocks, quant
+
+    if blocks.is_block(out_dtype) or quant.is_quant(dtype) or quant.is_quant(out_dtype):
+        from reports import formats_html
+
+        results = blocks.sweep(targets, dtype, out_dtype, compute or "fp32", rule=scale_rule,
+                               dist=blocks_dist, elements=elements, seed=seed,
+                               params=parse_params(param)) if blocks.is_block(out_dtype) else \
+            quant.sweep(targets, dtype, out_dtype, compute or "fp32", parse_params(param), reference)
+        out.print(f"wrote {formats_html.build(results, out_dir, _command_line())}", highlight=False)
+        return
 
     with _progress() as bar:
         results = run_sweep(targets, dtype, "auto" if compute is None else compute,
@@ -625,7 +631,7 @@ def report(
                             seed=seed, params=parse_params(param), grad=grad, backward=backward, grid=grid,
                             keep_points=True, progress=bar, reference=reference, device=device,
                             dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
-                            semantics=semantics or None)
+                            semantics=semantics or None, out_dtype=out_dtype)
         sugg = None
         if suggest_:
             from . import suggest as suggest_mod

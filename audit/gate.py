@@ -51,10 +51,12 @@ MAX_FILE = 1 << 24  # bytes of a spec or a baseline
 METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count", "special_failures")
 FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity", "special")
-TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range"}
+TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range",
+                  # quantized and block-scaled audits (audit/gate_formats.py)
+                  "max_code_error", "correct_code_fraction", "max_elem_ulp", "scale_diff_blocks"}
 AUDIT_KEYS = {"name", "targets", "dtype", "compute", "range", "params", "samples", "seed",
               "tolerance", "grid", "reference", "grad", "device", "dump", "dump_dtype",
-              "semantics", "backward", "out_dtype"}
+              "semantics", "backward", "out_dtype", "blocks", "scale_rule"}
 
 
 @dataclass
@@ -77,6 +79,8 @@ class Audit:
     semantics: list | None = None  # semantics to audit (audit/semantics.py); None: ieee
     backward: bool = False  # sweep the targets' backward kernels dy * f'(x) over pairs
     out_dtype: str | None = None  # one element format (--out-dtype)
+    blocks: str = "normal:std=1"  # block-scaled outputs: input distribution (--blocks)
+    scale_rule: str = "ocp"  # block-scaled outputs: scale rule (--scale-rule)
 
 
 @dataclass
@@ -208,8 +212,11 @@ def _audit(p: Path, raw, where: str) -> Audit:
             bad(f"tolerance.{k}", f"is unknown (known: {', '.join(sorted(TOLERANCE_KEYS))})")
         if k in ("nan", "inf") and not isinstance(v, bool):
             bad(f"tolerance.{k}", "must be true or false")
-        if k in ("max_ulp", "p99_ulp", "max_abs", "max_rel") and not (_is_num(v) and v >= 0):
+        if k in ("max_ulp", "p99_ulp", "max_abs", "max_rel", "max_code_error", "max_elem_ulp",
+                 "scale_diff_blocks") and not (_is_num(v) and v >= 0):
             bad(f"tolerance.{k}", "must be a finite number >= 0")
+        if k == "correct_code_fraction" and not (_is_num(v) and 0 <= v <= 1):
+            bad(f"tolerance.{k}", "must be a fraction in [0, 1]")
         if k == "safe_range" and not (isinstance(v, list) and len(v) == 2 and all(_is_num(x) for x in v)
                                       and v[0] <= 0 <= v[1]):
             bad(f"tolerance.{k}", "must be [lo, hi], finite, with lo <= 0 <= hi")
@@ -219,6 +226,17 @@ def _audit(p: Path, raw, where: str) -> Audit:
     out_dtype = raw.get("out_dtype")
     if out_dtype is not None and not isinstance(out_dtype, str):
         bad("out_dtype", "must be a string (one format)")
+    blocks = string("blocks") or "normal:std=1"
+    scale_rule = string("scale_rule") or "ocp"
+    from . import blocks as blocks_mod
+
+    try:
+        if blocks.strip().lower() != "exhaustive":
+            blocks_mod.parse_dist(blocks)
+    except ActauditError as e:
+        bad("blocks", str(e))
+    if scale_rule not in blocks_mod.RULES:
+        bad("scale_rule", f"must be one of {', '.join(blocks_mod.RULES)}")
     dump = string("dump")
     reference = string("reference")
     if dump is not None and reference is None:
@@ -237,13 +255,18 @@ def _audit(p: Path, raw, where: str) -> Audit:
                  raw.get("grid"), dict(tol), reference, raw.get("grad", False),
                  string("device") or "cpu",
                  None if dump is None else str(p.parent / dump), string("dump_dtype"), sems,
-                 raw.get("backward", False), out_dtype)
+                 raw.get("backward", False), out_dtype, blocks, scale_rule)
 
 
 def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]:
+    from . import gate_formats
+
     out = []
     for a in spec.audits:
         try:
+            if gate_formats.kind_of(a):  # quantized or block-scaled outputs
+                out.append((a, gate_formats.run(a)))
+                continue
             res = sweep(a.targets, a.dtype, a.compute, range=a.range, samples=a.samples,
                         seed=a.seed, params=a.params or None, grid=a.grid, progress=progress,
                         reference=a.reference, grad=a.grad, device=a.device, dump=a.dump,
@@ -259,6 +282,10 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
 def entry_key(audit: str, r: SweepResult) -> str:
     """The result's id: audit/candidate/dtype[->out_dtype]/compute[/params][@semantics],
     parameters written exactly (repr), so that nearby values never share an entry."""
+    from . import gate_formats
+
+    if gate_formats.is_format_result(r):
+        return gate_formats.entry_key(audit, r)
     p = ",".join(f"{k}={float(v)!r}" for k, v in sorted(r.params.items()))
     sem = "" if r.semantics is None else f"@{r.semantics.canonical()}"  # ieee: today's keys
     dt = r.dtype + (f"->{r.out_dtype}" if r.out_dtype else "")
@@ -266,6 +293,10 @@ def entry_key(audit: str, r: SweepResult) -> str:
 
 
 def entry(r: SweepResult) -> dict:
+    from . import gate_formats
+
+    if gate_formats.is_format_result(r):
+        return gate_formats.entry(r)
     d = r.to_dict()
     return {"candidate": r.candidate, "dtype": r.dtype, "compute": r.compute, "params": r.params,
             **({} if r.semantics is None else {"semantics": r.semantics.canonical()}),
@@ -286,7 +317,8 @@ def make_baseline(spec: Spec, runs) -> dict:
     for a, results in runs:
         for r in results:
             e = entry(r)
-            e["seed"] = a.seed
+            if e.get("kind") != "quant":  # quantized audits are exhaustive: no seed
+                e["seed"] = a.seed
             entries[entry_key(a.name, r)] = e
     return {"schema": BASELINE_SCHEMA, "actaudit": __version__, "spec": str(spec.path),
             "entries": entries}
@@ -331,6 +363,12 @@ def _check_entry(path, where: str, e) -> None:
 
     if not isinstance(e, dict):
         bad("", "must be an object")
+    if "kind" in e:
+        if e["kind"] not in ("quant", "blocks"):
+            bad("kind", "must be 'quant' or 'blocks' (or absent: a float audit)")
+        from . import gate_formats
+
+        return gate_formats.check_entry(path, where, e)
     for m in METRICS + COUNTS + ("findings", "finding_counts", "clip", "candidate", "dtype",
                                  "compute", "params"):
         if m not in e:
@@ -441,9 +479,16 @@ def _clip_side(c: dict, side: str) -> float:
 
 def tolerance_failures(a: Audit, r: SweepResult) -> list[str]:
     """What breaks the audit's tolerances; a tolerance that cannot be decided fails."""
+    from . import gate_formats
+
+    if gate_formats.is_format_result(r):
+        return gate_formats.tolerance_failures(a, r, _show)
+    unknown = sorted(set(a.tolerance) & {"max_code_error", "correct_code_fraction", "max_elem_ulp",
+                                         "scale_diff_blocks"})
     tol = a.tolerance
     now = entry(r)
-    fails = []
+    fails = [f"tolerance '{k}' cannot be checked on a float audit (it is for quantized or "
+             "block-scaled outputs)" for k in unknown]
     for m in ("max_ulp", "p99_ulp", "max_abs", "max_rel"):
         if m in tol and not _num(now[m]) <= tol[m]:
             fails.append(f"{m} = {_show(now[m])} exceeds the tolerance {_show(tol[m])}")
@@ -468,6 +513,13 @@ def tolerance_failures(a: Audit, r: SweepResult) -> list[str]:
 
 
 def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], list[str]]:
+    if "kind" in now or "kind" in base:
+        from . import gate_formats
+
+        if "kind" not in now:
+            return [f"the baseline entry is a {base['kind']} audit, this is a float audit; "
+                    "record the baseline again"], []
+        return gate_formats.against_baseline(spec.slack, now, base, _show, _covered)
     fails, better = [], []
     for m in METRICS:
         b, n = _num(base[m]), _num(now[m])

@@ -201,3 +201,53 @@ def test_exhaustive_pairs_equal_brute_force(rule):
     assert r.mismatches == int(np.count_nonzero(cq.elems[:, 0] != rq.elems[:, 0]))
     assert r.scale_diff_blocks == int(np.count_nonzero(cq.scale != rq.scale))
     assert r.max_elem_ulp == float(err.max())
+
+
+@pytest.mark.parametrize("rule", ["ocp", "ceil"])
+def test_nvfp4_exhaustive_pairs_equal_brute_force(rule):
+    """NVFP4's exhaustive mode against every pair built as a real 16-element block
+    [x, m, 0, ..., 0], all 253^2 blocks of fp8_e4m3 inputs in one tensor (its tensor scale
+    is then that of every input), quantized by the sampled-block code.  gelu at large
+    negative x is below E4M3's least scale: blocks with S = 0, whose element ULP is taken at
+    the smallest nonzero decode scale 2^-9 T."""
+    bf = blocks.get_block_format("nvfp4", rule)
+    c = catalog()["gelu.tanh"]
+    e4, e2 = FORMATS["fp8_e4m3"], FORMATS["fp4_e2m1"]
+    r = blocks.exhaustive(c, bf, e4, FORMATS["fp32"])
+    xs = e4.finite_values()
+    xs = xs[~((xs == 0) & np.signbit(xs))]
+    n = len(xs)
+    blk = np.zeros((n * n, 16))
+    blk[:, 0] = np.repeat(xs, n)
+    blk[:, 1] = np.tile(xs, n)
+    flat = blk.ravel()
+    y = c.evaluate(flat, FORMATS["fp32"], FORMATS["fp32"], {}).reshape(-1, 16)
+    cq = blocks.quantize(bf, y)
+    rq, exact, _ = blocks.reference(bf, c.ref, flat, {})
+    f = exact.reshape(-1, 16)[:, 0]
+    d = rq.scale * rq.tensor_scale
+    assert (d == 0).any() and (d > 0).any()
+    d = np.where(d > 0, d, 2.0 ** -9 * rq.tensor_scale)
+    err = np.abs(cq.values[:, 0] - f) / (d * e2.ulp(f / d))
+    assert r.elements == n * n
+    assert r.tensor_scale == {"reference": rq.tensor_scale, "candidate": cq.tensor_scale}
+    assert r.mismatches == int(np.count_nonzero(cq.elems[:, 0] != rq.elems[:, 0]))
+    assert r.scale_diff_blocks == int(np.count_nonzero(
+        ~((cq.scale == rq.scale) & (cq.tensor_scale == rq.tensor_scale))))
+    assert r.max_elem_ulp == float(err.max())
+    assert r.mean_elem_ulp == pytest.approx(float(err.mean()), rel=1e-12)
+
+
+def test_nvfp4_zero_scale_block_with_undecided_elements(tmp_path, capsys):
+    """A block of gelu(-448) (|f| < 1e-40000: below every E4M3 scale, S = 0) beside a block
+    of 448s: the reference's elements there are zeros, never divided by the zero scale
+    (this crashed with ZeroDivisionError in mpmath)."""
+    from audit.cli import main
+
+    p = tmp_path / "x.npy"
+    np.save(p, np.array([448.0] * 16 + [-448.0] * 16))
+    code = main(["sweep", "gelu.tanh", "--dtype", "fp8_e4m3", "--out-dtype", "nvfp4",
+                 "--blocks", f"npy:{p}", "--json", "-"])
+    d = json.loads(capsys.readouterr().out)["results"][0]
+    assert code in (0, None) and d["mismatches"] == 0 and d["nan_elements"] == 0
+    assert d["scale_diff_blocks"] == 0 and d["max_elem_ulp"] < 1e-6
