@@ -122,6 +122,16 @@ def sweep(
         raise BadOptionError(f"--format must be one of {', '.join(table_report.FORMATS)}, got '{format_}'")
     if json_out == "-" and format_ != "table":
         raise BadOptionError("--json - already prints the JSON document on stdout; drop --format")
+    if blocks.is_block(out_dtype) or quant.is_quant(dtype) or quant.is_quant(out_dtype):
+        # what these audits do not take is refused, never silently ignored
+        given = [name for name, v in (("--csv", csv_out), ("--report", report_dir),
+                                      ("--semantics", semantics), ("--checkpoint", checkpoint),
+                                      ("--dump", dump), ("--range", range_), ("--grad", grad),
+                                      ("--backward", backward), ("--exhaustive", exhaustive))
+                 if v]
+        if given:
+            raise BadOptionError(f"{', '.join(given)}: not for quantized or block-scaled audits "
+                                 "(their HTML report: actaudit report ... --out-dtype)")
     if blocks.is_block(out_dtype):
         return _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, blocks_dist,
                             elements, seed, scale_rule, (format_, wide))
