@@ -50,7 +50,8 @@ BASELINE_SCHEMA = "actaudit.baseline/2"
 MAX_FILE = 1 << 24  # bytes of a spec or a baseline
 METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count", "special_failures")
-FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity", "special")
+FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity", "special",
+                 "no_effect")
 TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range",
                   # quantized and block-scaled audits (audit/gate_formats.py)
                   "max_code_error", "correct_code_fraction", "max_elem_ulp", "scale_diff_blocks"}

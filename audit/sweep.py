@@ -18,7 +18,7 @@ import numpy as np
 
 from . import clip as clip_mod
 from . import findings as findings_mod
-from . import adapters, arguments, golden, oracle
+from . import adapters, arguments, golden, oracle, param_effect
 from . import semantics as semantics_mod
 from .candidates import Candidate, catalog, families, resolve
 from .errors import BadOptionError, UnknownNameError
@@ -55,6 +55,7 @@ class SweepResult:
     stochastic: dict | None = None  # worst case and mean over the draws of round=stochastic
     changed: dict | None = None  # inputs whose result differs from the ieee run's
     out_dtype: str | None = None  # the output format (--out-dtype) when it differs from dtype
+    param_effect: dict | None = None  # swept parameter -> its effect (audit/param_effect.py)
 
     @property
     def formats_label(self) -> str:
@@ -148,6 +149,7 @@ class SweepResult:
             "clip": clip_mod.to_json(self.clip),
             "hidden": self.hidden,
             "semantics": semantics_mod.result_json(self.semantics, self.stochastic, self.changed),
+            **({"param_effect": self.param_effect} if self.param_effect else {}),
         }
 
 
@@ -190,6 +192,7 @@ class _Job:
     keep: bool
     dom: Domain
     inputs: Format | None = None  # the input format where it differs from storage (the output)
+    outputs: bool = False  # keep the outputs' bits or digests (audit/param_effect.py)
 
 
 def _chunk(job: _Job, part):
@@ -220,7 +223,8 @@ def _chunk(job: _Job, part):
         hid = findings_mod.hidden(c, st, job.compute, job.params, e, watched)
         if c.ref.pieces(job.ref_params) and x2 is None:
             edges = findings_mod.monotone_edges(e, c.ref.pieces(job.ref_params))
-    return s, found, hid, ov.n_mpmath, (e if job.keep else None), edges
+    outs = param_effect.chunk_outputs(got, st, job.dom.values is not None) if job.outputs else None
+    return s, found, hid, ov.n_mpmath, (e if job.keep else None), edges, outs
 
 
 def _range_chunk(job: _Job, r):
@@ -239,9 +243,12 @@ class _Merged:
     done: int = 0  # chunks merged
     mono_last: list | None = None  # per monotone piece: the last input so far with a finite result
     kept: list = field(default_factory=list)  # per-input errors, when kept
+    outputs: list = field(default_factory=list)  # per chunk: output bits or digests, when kept
 
     def add(self, res, job: _Job) -> None:
-        s, found, hid, n, e, edges = res
+        s, found, hid, n, e, edges, outs = res
+        if outs is not None:
+            self.outputs.append(outs)
         fmt = job.inputs or job.storage  # (intervals of inputs)
         self.summary.merge(s)
         if edges is not None:  # steps across the chunk edge, before the chunk's own findings
@@ -331,7 +338,7 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
                   progress: Callable[[int], None] | None = None, analyze: bool = True,
                   max_ulp: float | None = None, atol: float | None = None,
                   workers: int = 1, executor: str = "local", scheduler: str | None = None,
-                  checkpoint=None, inputs: Format | None = None) -> SweepResult:
+                  checkpoint=None, inputs: Format | None = None, outputs: bool = False) -> SweepResult:
     """Sweep one candidate in one evaluation path over a domain.
 
     analyze: also find stability findings (with causes), hidden overflows and lossy
@@ -341,6 +348,7 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     and, with a ``checkpoint`` directory, resume from the chunks already merged there.
     inputs: the format of the domain's values where it differs from ``storage``, which is
     then the output format (--out-dtype): results, oracle and metrics in ``storage``.
+    outputs: keep the results' bits (or digests) for the parameter-effect check.
     """
     inputs = None if inputs is None or inputs == storage else inputs
     t0 = time.perf_counter()
@@ -349,7 +357,7 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     compute_fmt = cand.compute_format(compute_fmt)
     one_chunk = dom.values is not None and len(dom.values) <= CHUNK
     keep = keep_points or (analyze and one_chunk)
-    job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom, inputs)
+    job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom, inputs, outputs)
     if progress and hasattr(progress, "start"):
         progress.start(f"{cand.id} {(inputs or storage).name}" + (f"->{storage.name}" if inputs else "")
                        + (f"/{compute_fmt.name}" if compute_fmt != (inputs or storage) else ""),
@@ -362,6 +370,8 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
                       NATIVE if cand.native else compute_fmt.name, params, dom,
                       summary, specials, merged.n_mpmath, 0.0, points if keep_points else None,
                       out_dtype=storage.name if inputs else None)
+    if outputs:
+        res._outputs = param_effect.merged_outputs(merged.outputs, merged.done)
     if cand.semantics is not None and points is not None and len(points.got) == dom.count:
         res._sem_got = points.got  # for semantics.changed_inputs, which drops it
     if analyze:
@@ -560,8 +570,9 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     if out_fmt is not None and (any(not t.startswith("lut:") for t in external) or dump is not None
                                 or funcs):
         raise BadOptionError("--out-dtype applies to catalog candidates and lut: tables")
+    keyed = [t for t in external if not t.startswith(("c:", "lut:"))] if params else []
     for k in params or {}:
-        if not any(k in c.params for c in cands):
+        if not any(k in c.params for c in cands) and not keyed:
             raise BadOptionError(f"no selected candidate has a parameter '{k}'")
     if dump is not None:
         if len(storages) != 1:
@@ -574,6 +585,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
         raise BadOptionError(f"{', '.join(st.name for st in storages)} are swept exhaustively; "
                              "--samples applies to fp32 and fp64")
     nworkers = (os.cpu_count() or 1) if workers is None else workers
+    if keyed and device != "cpu":
+        raise BadOptionError("--param on torch: ops runs them on the CPU; drop --device")
     if device != "cpu" and not any(n.startswith("torch:") for n in external):
         raise BadOptionError("--device applies to torch: candidates")
     if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < 1e6):
@@ -581,7 +594,9 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     if checkpoint is not None and keep_points:
         raise BadOptionError("--checkpoint keeps merged results, not per-input data: "
                              "it cannot be combined with --csv or --report")
-    n_results = sum(len(param_sets(c, params)) for c in cands) * len(storages) * len(computes or [1])
+    n_keyed = len(keyed) * math.prod(len(v) if isinstance(v, (list, tuple)) else 1
+                                     for v in (params or {}).values())
+    n_results = (sum(len(param_sets(c, params)) for c in cands) + n_keyed) * len(storages) * len(computes or [1])
     if n_results > MAX_RESULTS:
         raise BadOptionError(f"{n_results} results (candidates x parameter values x formats) "
                              f"is more than {MAX_RESULTS}: sweep fewer at a time")
@@ -594,6 +609,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     if (checkpoint is not None or executor != "local") and not exhaustive:
         raise BadOptionError("--checkpoint and --executor apply to chunked sweeps: add --exhaustive")
     results = []
+    swept = param_effect.varied(params)
     if keep_points and exhaustive and any(not st.enumerable for st in storages):
         lo_hi = range or (-math.inf, math.inf)
         from .inputs import _ordinal_bounds
@@ -607,7 +623,8 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     for st in storages:
         doms: dict[int, Domain] = {}
         ext = [_lut(t, st, out_fmt or st, reference) if t.startswith("lut:")
-               else adapters.external_candidate(t, reference, st, device, timeout, cflags)
+               else param_effect.external_candidate(t, list(params), reference, st, timeout)
+               if t in keyed else adapters.external_candidate(t, reference, st, device, timeout, cflags)
                for t in external]
         for t in external if ext else []:
             bad = sorted({f for sem in sems for f in sem.op_flags})
@@ -640,13 +657,15 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                             sem, c, lambda cs: run_candidate(
                                 cs, out_fmt or st, cf, doms[c.arity], p, keep_points, progress,
                                 analyze, max_ulp, atol, nworkers, executor, scheduler, checkpoint,
-                                inputs=st),
+                                inputs=st, outputs=bool(swept)),
                             out_fmt or st, cf, p, doms[c.arity]))
         if dump is not None:
             d = golden.read_dump(dump, st, dump_dtype)
             dc, ddom = golden.dump_candidate(d, reference)
             results.append(run_candidate(dc, st, st, ddom, None, keep_points, progress, analyze,
                                          max_ulp, atol))
+    if swept:
+        param_effect.attach(results, swept, analyze)
     return results
 
 

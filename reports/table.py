@@ -345,7 +345,8 @@ def findings_text(results, width: int = 80) -> str:
         for f in r.findings:
             iv = ", ".join(f"[{format_number(a, 6)}, {format_number(b, 6)}]" for a, b in f.intervals[:4])
             more = f" (+{f.intervals_total - 4} more)" if f.intervals_total > 4 else ""
-            out += _wrap(f"{f.kind} {f.count} input{'' if f.count == 1 else 's'}: {iv}{more}", width, "  ")
+            out += _wrap(f"{f.kind} {f.count} input{'' if f.count == 1 else 's'}: {iv or f.note}{more}",
+                         width, "  ")
             if f.cause:
                 out += _wrap(f"cause: {f.cause['text']}", width, "      ")
         for h in r.hidden:
