@@ -142,7 +142,10 @@ def backward_reference(grad_name: str) -> BackwardReference:
     ref = BackwardReference(
         name, f"dy * {g.formula}", mpf, _np(lambda x, dy, **p: dy * gf(x, **p)),
         max(g.rel_err, 2.0**-50) + PRODUCT_REL, lambda **_: math.nan, lambda **_: math.nan,
-        dict(g.params), 2, False, near, None, None, dd, None, (), grad=grad_name)
+        dict(g.params), 2, False, near, None, None, dd, None, (), grad=grad_name,
+        # sign(dy f'(x)) = sign(dy) sign(f'(x)), also where the product underflows float64
+        # (without it, every such pair would go to mpmath to learn the sign of its zero)
+        sign=None if g.sign is None else _np(lambda x, dy, **p: np.copysign(1.0, dy) * g.sign(x, **p)))
     REFERENCES[name] = ref
     return ref
 

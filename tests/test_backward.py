@@ -197,3 +197,26 @@ def test_catalog_backward_is_pytorchs_kernel(op, cand):
 
     r = diff(f"torch-bwd:{op}", cand, "bf16", "fp32", grid=128)
     assert r.count > 128 ** 2 - 1 and r.verdict == "identical", r.intervals[:3]
+
+
+def test_underflowing_backward_products_keep_their_sign_without_mpmath():
+    """dy * gelu'(x) at x = -40: gelu'(-40) = Phi(-40) - 40 phi(40) ~ -5.9e-347 (mpmath, in
+    the test) is below float64's range, so the product's zero takes the sign of dy times
+    that negative value: -0 for dy > 0, +0 for dy < 0; the reference's declared sign
+    decides it, with no mpmath call (such pairs once sent whole chunks to mpmath)."""
+    import mpmath as mp
+
+    from audit import backward, oracle  # noqa: F401  (backward registers NAME_bwd)
+    from audit.formats import get_format
+    from audit.references import REFERENCES
+
+    with mp.workprec(200):
+        g = mp.ncdf(-40) - 40 * mp.npdf(40)
+    assert g < 0 and abs(g) < mp.mpf(2) ** -1100
+    bf16 = get_format("bf16")
+    x = np.full(4, -40.0)
+    dy = np.array([1.5, -1.5, 3.0e38, -2.0**-126])
+    ov = oracle.evaluate(REFERENCES["gelu_bwd"], bf16, x, {}, dy)
+    assert ov.rounded.tolist() == [0.0] * 4
+    assert np.signbit(ov.rounded).tolist() == [True, False, True, False]
+    assert ov.n_mpmath == 0
