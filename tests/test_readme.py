@@ -240,6 +240,11 @@ def update_readme() -> None:
     out, i = [], 0
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
+        shutil.copytree(ROOT / "examples", work / "examples")
+        for lang, body, _, _ in BLOCKS:  # the modules the README's commands import
+            m = re.match(r"# file: ([\w.]+)", body[0]) if lang == "python" and body else None
+            if m:
+                (work / m.group(1)).write_text("\n".join(body) + "\n")
         while i < len(lines):
             out.append(lines[i])
             if lines[i].startswith("$ actaudit"):
