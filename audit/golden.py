@@ -77,8 +77,9 @@ def write_golden(reference: str, fmt: Format, path, params: dict | None = None,
 
 
 def _bits(fmt: Format, v: np.ndarray) -> np.ndarray:
+    """The format's own bit patterns (as x_bits: a tf32 value is 19 bits, not fp32's 32)."""
     with np.errstate(all="ignore"):
-        return np.asarray(v, dtype=np.float64).astype(fmt.dtype).view(fmt.uint)
+        return fmt.to_bits(np.asarray(v, dtype=np.float64))
 
 
 # ------------------------------------------------------------------- dumps
@@ -141,7 +142,7 @@ def dump_limit(fmt: Format) -> int:
     return MAX_DUMP_BYTES
 
 
-def _read_columns(p: Path, fmt: Format, raw_dtype: str | None):
+def _read_columns(p: Path, fmt: Format, raw_dtype: str | None, inputs_only: bool = False):
     """(x or None, y) of a dump or input file, every read bounded by dump_limit(fmt) bytes
     of decoded data (a device such as /dev/zero, a zip bomb, a huge .npy header: refused)."""
     import io as _io
@@ -155,6 +156,8 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None):
             keys = set(z)
             xk = next((k for k in ("x_bits", "x", "inputs") if k in keys), None)
             yk = next((k for k in ("y_bits", "y", "outputs") if k in keys), None)
+            if inputs_only and xk is not None:  # golden --inputs: the x key alone will do
+                return _values(fmt, z[xk], f"'{xk}'", p), None
             if yk is None:
                 raise BadFileError(f"{p}: no outputs: expected key 'y' (or 'y_bits', 'outputs'); "
                                    f"found {sorted(keys)}")
@@ -175,6 +178,11 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None):
                 df = pd.read_csv(_io.BytesIO(data))
             except Exception as e:
                 raise BadFileError(f"{p}: unreadable CSV ({type(e).__name__}: {e})") from None
+            if inputs_only and "x" in df.columns:  # golden --inputs: the x column alone will do
+                return _parse_hex_or_float(df["x"], fmt, "column x", p), None
+            if inputs_only and "y" not in df.columns and len(df.columns) == 1:  # one bare column
+                df = pd.read_csv(_io.BytesIO(data), header=None, names=["x"])
+                return _parse_hex_or_float(df["x"], fmt, "column x", p), None
             if "y" not in df.columns:
                 raise BadFileError(f"{p}: no column 'y' (columns: {list(df.columns)})")
             y = _parse_hex_or_float(df["y"], fmt, "column y", p)
@@ -202,7 +210,7 @@ def read_inputs(path, fmt: Format) -> np.ndarray:
     or key where it has one, else its only array), in its own order; finite values of
     ``fmt``; any length, any format."""
     p = Path(path)
-    x, y = _read_columns(p, fmt, None)
+    x, y = _read_columns(p, fmt, None, inputs_only=True)
     xs = y if x is None else x
     bad = ~np.isfinite(xs)
     if bad.any():

@@ -32,7 +32,8 @@ from .references import Reference
 
 log = logging.getLogger(__name__)
 
-ORACLE_VERSION = 7  # 6: signed zeros from the reference's sign; 7: fused references' signs
+ORACLE_VERSION = 8  # 6: signed zeros from the reference's sign; 7: fused references' signs;
+#   8: no -0 in fnuz tables
 FAST_ABS_TOL = 2.0**-1000
 MIN_REL_ERR = 2.0**-50
 GUARD_BITS = 12  # precision margin trusted of an mpmath evaluation
@@ -144,6 +145,8 @@ def exact_points(ref: Reference, x: np.ndarray, fmt: Format, params: dict,
         sgn = np.where(neg, -1.0, 1.0)
         out[0, fix] = np.copysign(out[0, fix], sgn)
         out[1, fix] = np.copysign(out[1, fix], sgn)
+        if not fmt.neg_zero:  # (fnuz: no -0 in the format; the rounded zero is +0)
+            out[0, fix] += 0.0
     return OracleValues(out[0], out[1], out[2], len(pts))
 
 
@@ -257,6 +260,8 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
         sgn = np.where(zero_signbit(ref, x, params, x2), -1.0, 1.0)
         np.copysign(rounded, sgn, out=rounded, where=tiny)
         np.copysign(hi, sgn, out=hi, where=tiny)
+        if not fmt.neg_zero:  # (fnuz: no -0 in the format; the rounded zero is +0)
+            np.add(rounded, 0.0, out=rounded, where=tiny)
     if ref.fast_near is not None and x2 is None:
         _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded)
     if ref.fast_dd is not None and amb.any():

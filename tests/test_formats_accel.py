@@ -360,3 +360,37 @@ def test_report_names_the_output_format(tmp_path):
     assert res[0].formats_label == "fp8_e4m3->fp4_e2m1"
     html.build(res, tmp_path / "rep", "test")
     assert "fp8_e4m3-&gt;fp4_e2m1 storage" in (tmp_path / "rep" / "index.html").read_text()
+
+
+def test_golden_of_formats_without_negative_zero_and_tf32_bits(tmp_path):
+    """fnuz has no -0: gelu's underflowing negative tail is +0 in y as in y_bits (0x00,
+    the fnuz NaN being 0x80); tf32's y_bits are 19-bit tf32 patterns like its x_bits:
+    sigmoid(0.5) = 0.62246 rounds to 1.0010111110110... (11 bits) = 0x1f8fb (hand-worked:
+    sign 0, exponent 126 -> 0x7e << 10 = 0x1f800, fraction 0b0011111011 = 0xfb)."""
+    from audit.cli import main
+
+    assert main(["golden", "gelu", "--dtype", "fp8_e5m2fnuz", "-o", str(tmp_path / "g.npz")]) == 0
+    d = np.load(tmp_path / "g.npz")
+    zero = d["y"] == 0
+    assert zero.any() and not np.signbit(d["y"][zero]).any() and (d["y_bits"][zero] == 0).all()
+    np.save(tmp_path / "in.npy", np.array([0.5]))
+    assert main(["golden", "sigmoid", "--dtype", "tf32", "--inputs", str(tmp_path / "in.npy"),
+                 "-o", str(tmp_path / "s.npz")]) == 0
+    d = np.load(tmp_path / "s.npz")
+    assert int(d["x_bits"][0]) == 0x1F800 and int(d["y_bits"][0]) == 0x1F8FB
+
+
+def test_golden_inputs_from_an_x_column_or_key(tmp_path):
+    """golden --inputs takes a file's x column (CSV, with or without a header) or x key (npz)."""
+    from audit.cli import main
+
+    (tmp_path / "a.csv").write_text("x\n-0.0\n1.5\n")
+    (tmp_path / "b.csv").write_text("-0.0\n1.5\n")
+    np.savez(tmp_path / "c.npz", x=np.array([-0.0, 1.5]))
+    for f in ("a.csv", "b.csv", "c.npz"):
+        assert main(["golden", "tanh", "--dtype", "fp64", "--inputs", str(tmp_path / f),
+                     "-o", str(tmp_path / "t.npz")]) == 0
+        d = np.load(tmp_path / "t.npz")
+        assert int(d["y_bits"][0]) == 0x8000000000000000  # tanh(-0) = -0
+        with mp.workprec(200):
+            assert d["y"][1] == float(mp.tanh(1.5))  # correctly rounded (mpmath, 200 bits)
