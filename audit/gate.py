@@ -448,6 +448,24 @@ def _show(a, b=None) -> str:
     return f"{a!r} -> {b!r}"
 
 
+def compare_findings(now: dict, base: dict) -> tuple[list[str], list[str]]:
+    """(failures, improvements) of a result's findings against its baseline entry: a kind
+    with more inputs, or an interval the baseline did not cover, fails."""
+    fails, better = [], []
+    for kind, ivs in now["findings"].items():
+        bcount = base["finding_counts"].get(kind, 0)
+        if now["finding_counts"][kind] > bcount:
+            fails.append(f"{kind} findings rose: {bcount} -> {now['finding_counts'][kind]} inputs")
+        new = [iv for iv in ivs if not _covered(iv, base["findings"].get(kind, []))]
+        if new:
+            fails.append(f"new {kind} interval [{new[0][0]}, {new[0][1]}]"
+                         + (f" and {len(new) - 1} more" if len(new) > 1 else ""))
+    for kind, bcount in base["finding_counts"].items():
+        if now["finding_counts"].get(kind, 0) < bcount:
+            better.append(f"{kind} findings fell: {bcount} -> {now['finding_counts'].get(kind, 0)} inputs")
+    return fails, better
+
+
 def _covered(iv, base_ivs) -> bool:
     """Whether interval iv lies inside one of base_ivs (a NaN input covers a NaN input)."""
     lo, hi = _num(iv[0]), _num(iv[1])
@@ -520,7 +538,7 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
         if "kind" not in now:
             return [f"the baseline entry is a {base['kind']} audit, this is a float audit; "
                     "record the baseline again"], []
-        return gate_formats.against_baseline(spec.slack, now, base, _show, _covered)
+        return gate_formats.against_baseline(spec.slack, now, base, _show)
     fails, better = [], []
     for m in METRICS:
         b, n = _num(base[m]), _num(now[m])
@@ -538,17 +556,9 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
             fails.append(f"{c} rose: {base[c]} -> {now[c]}")
         elif now[c] < base[c]:
             better.append(f"{c} fell: {base[c]} -> {now[c]}")
-    for kind, ivs in now["findings"].items():
-        bcount = base["finding_counts"].get(kind, 0)
-        if now["finding_counts"][kind] > bcount:
-            fails.append(f"{kind} findings rose: {bcount} -> {now['finding_counts'][kind]} inputs")
-        new = [iv for iv in ivs if not _covered(iv, base["findings"].get(kind, []))]
-        if new:
-            fails.append(f"new {kind} interval [{new[0][0]}, {new[0][1]}]"
-                         + (f" and {len(new) - 1} more" if len(new) > 1 else ""))
-    for kind, bcount in base["finding_counts"].items():
-        if now["finding_counts"].get(kind, 0) < bcount:
-            better.append(f"{kind} findings fell: {bcount} -> {now['finding_counts'].get(kind, 0)} inputs")
+    f, b = compare_findings(now, base)
+    fails += f
+    better += b
     bc, nc = base.get("clip"), now["clip"]
     if bc is not None and nc is None:
         fails.append("no clip recommendation any more (the baseline had one)")

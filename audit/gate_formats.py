@@ -190,7 +190,7 @@ def tolerance_failures(a, r, show) -> list[str]:
     return fails
 
 
-def against_baseline(slack: float, now: dict, base: dict, show, covered) -> tuple[list[str], list[str]]:
+def against_baseline(slack: float, now: dict, base: dict, show) -> tuple[list[str], list[str]]:
     fails, better = [], []
     if base.get("kind") != now["kind"]:
         return [f"the baseline entry is a {base.get('kind') or 'float'} audit, this is a "
@@ -217,17 +217,11 @@ def against_baseline(slack: float, now: dict, base: dict, show, covered) -> tupl
         elif now[c] < base[c]:
             better.append(f"{c} fell: {base[c]} -> {now[c]}")
     if q:
-        for kind, ivs in now["findings"].items():
-            bcount = base["finding_counts"].get(kind, 0)
-            if now["finding_counts"][kind] > bcount:
-                fails.append(f"{kind} findings rose: {bcount} -> {now['finding_counts'][kind]} inputs")
-            new = [iv for iv in ivs if not covered(iv, base["findings"].get(kind, []))]
-            if new:
-                fails.append(f"new {kind} interval [{new[0][0]}, {new[0][1]}]"
-                             + (f" and {len(new) - 1} more" if len(new) > 1 else ""))
-        for kind, bcount in base["finding_counts"].items():
-            if now["finding_counts"].get(kind, 0) < bcount:
-                better.append(f"{kind} findings fell: {bcount} -> {now['finding_counts'].get(kind, 0)} inputs")
+        from .gate import compare_findings
+
+        f, b = compare_findings(now, base)
+        fails += f
+        better += b
         w = now.get("worst")
         if fails and w:
             fails.append(f"worst input x = {w['x']} (code {w['x_code']}): code {w['got']}, correct {w['want']}")
