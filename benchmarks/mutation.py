@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-COPY = ("audit", "approximations", "reports", "tests", "data", "pyproject.toml")
+COPY = ("audit", "approximations", "reports", "tests", "data", "examples", "pyproject.toml", "README.md")
 ORACLE_FILES = {"audit/formats.py", "audit/oracle.py", "audit/references.py"}
 
 T_CLAIMS = "tests/test_claims.py"
