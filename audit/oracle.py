@@ -145,7 +145,7 @@ def exact_points(ref: Reference, x: np.ndarray, fmt: Format, params: dict,
         sgn = np.where(neg, -1.0, 1.0)
         out[0, fix] = np.copysign(out[0, fix], sgn)
         out[1, fix] = np.copysign(out[1, fix], sgn)
-        if not fmt.neg_zero:  # (fnuz: no -0 in the format; the rounded zero is +0)
+        if not getattr(fmt, "neg_zero", True):  # (fnuz: no -0 in the format; the zero is +0)
             out[0, fix] += 0.0
     return OracleValues(out[0], out[1], out[2], len(pts))
 
@@ -260,7 +260,7 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
         sgn = np.where(zero_signbit(ref, x, params, x2), -1.0, 1.0)
         np.copysign(rounded, sgn, out=rounded, where=tiny)
         np.copysign(hi, sgn, out=hi, where=tiny)
-        if not fmt.neg_zero:  # (fnuz: no -0 in the format; the rounded zero is +0)
+        if not getattr(fmt, "neg_zero", True):  # (fnuz: no -0 in the format; the zero is +0)
             np.add(rounded, 0.0, out=rounded, where=tiny)
     if ref.fast_near is not None and x2 is None:
         _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded)
