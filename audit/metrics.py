@@ -139,7 +139,10 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
         rel_err = abs_err / np.abs(hi)
         zero = np.flatnonzero(hi == 0)
         if len(zero):
-            rel_err[zero] = np.where(abs_err[zero] == 0, 0.0, np.inf)
+            # f = 0 exactly: 0 or inf; f nonzero below float64's range (hi = 0 and lo the
+            # +-5e-324 stand-in) against a zero result: |0 - f| / |f| = 1
+            rel_err[zero] = np.where(abs_err[zero] == 0, 0.0,
+                                     np.where((got[zero] == 0) & (lo[zero] != 0), 1.0, np.inf))
         # an exact value (or an error) beyond float64's range is still a finite real: its
         # figures come from mpmath, never inf/inf = NaN
         big = np.flatnonzero(~np.isfinite(abs_err))

@@ -32,8 +32,8 @@ from .references import Reference
 
 log = logging.getLogger(__name__)
 
-ORACLE_VERSION = 8  # 6: signed zeros from the reference's sign; 7: fused references' signs;
-#   8: no -0 in fnuz tables
+ORACLE_VERSION = 9  # 6: signed zeros from the reference's sign; 7: fused references' signs;
+#   8: no -0 in fnuz tables; 9: underflowed nonzero values keep a stand-in (zero_at)
 FAST_ABS_TOL = 2.0**-1000
 MIN_REL_ERR = 2.0**-50
 GUARD_BITS = 12  # precision margin trusted of an mpmath evaluation
@@ -260,6 +260,12 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
         sgn = np.where(zero_signbit(ref, x, params, x2), -1.0, 1.0)
         np.copysign(rounded, sgn, out=rounded, where=tiny)
         np.copysign(hi, sgn, out=hi, where=tiny)
+        if ref.zero_at is not None:  # nonzero values that underflowed: the stand-in
+            gone = np.flatnonzero(tiny & (hi == 0))
+            if len(gone):
+                z = np.asarray(ref.zero_at(x[gone], **params) if x2 is None
+                               else ref.zero_at(x[gone], np.asarray(x2)[gone], **params), dtype=bool)
+                lo[gone[~z]] = sgn[gone[~z]] * 5e-324
         if not getattr(fmt, "neg_zero", True):  # (fnuz: no -0 in the format; the zero is +0)
             np.add(rounded, 0.0, out=rounded, where=tiny)
     if ref.fast_near is not None and x2 is None:

@@ -75,6 +75,10 @@ class Reference:
     # monotone_at(**params) -> the monotone pieces where they move with the parameters
     # (swish's turning point is SILU_GRAD_ROOT / beta)
     monotone_at: Callable | None = None
+    # zero_at(x[, b], **params) -> bool array: where f is exactly 0.  With it, a fast value
+    # that underflows float64 to 0 elsewhere keeps a +-5e-324 stand-in (f is nonzero there),
+    # as mpmath's values do; without it, such a value is taken as 0
+    zero_at: Callable | None = None
 
     def pieces(self, params: dict | None = None) -> tuple:
         """The monotone pieces of f at these parameters."""
@@ -100,7 +104,8 @@ REFERENCES: dict[str, Reference] = {}
 
 def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1,
               exact=False, near=None, fast_near=None, rel_err_at=None, fast_dd=None, bounds=None,
-              monotone=(), sign=None, undefined=None, log2_frac=None, monotone_at=None):
+              monotone=(), sign=None, undefined=None, log2_frac=None, monotone_at=None,
+              zero_at=None):
     """Decorator registering an mpmath function as a reference.
 
     exact=True declares that the fast path computes the exact real value for every
@@ -116,7 +121,7 @@ def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params
                                      None if sign is None else _np(sign),
                                      None if undefined is None else _np(undefined),
                                      None if log2_frac is None else _np(log2_frac),
-                                     monotone_at)
+                                     monotone_at, zero_at)
         return fn
 
     return wrap
@@ -148,6 +153,11 @@ def _np(fn):
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)  # phi(0)
 DD_TINY = 2.0**-30  # |x| below which the second-order expansions of fast_dd apply
+
+
+def _never_zero(x, **_):
+    """zero_at of a function with no exact zero at a float (its roots are irrational)."""
+    return np.zeros(np.shape(x), bool)
 
 
 def _swish_pieces(beta: float) -> tuple:
@@ -547,7 +557,7 @@ def _gelu_grad_np(x):
 
 
 @reference("gelu_grad", "d/dx gelu = Phi(x) + x phi(x)",
-           sign=_below_root(GELU_GRAD_ROOT),
+           sign=_below_root(GELU_GRAD_ROOT), zero_at=_never_zero,
            fast=_np(_unsure_near(GELU_GRAD_ROOT, 0.05)(_gelu_grad_np)), rel_err=2.0**-40,
            neg_inf=-0.0, pos_inf=1.0,
            near=lambda x: (mp.mpf(1), mp.erfc(x / mp.sqrt(2)) / 2 - x * mp.exp(-x * x / 2) / mp.sqrt(2 * mp.pi)) if x > 0 else None)
@@ -608,7 +618,7 @@ def _mish_grad_np(x):
 
 
 @reference("mish_grad", "d/dx mish = tanh(sp) + x sech^2(sp) sigmoid(x), sp = softplus(x)",
-           sign=_below_root(MISH_GRAD_ROOT),
+           sign=_below_root(MISH_GRAD_ROOT), zero_at=_never_zero,
            fast=_np(_unsure_near(MISH_GRAD_ROOT, 0.05)(_mish_grad_np)), rel_err=2.0**-38,
            neg_inf=-0.0, pos_inf=1.0,
            near=_near_mish_grad)

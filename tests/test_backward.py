@@ -220,3 +220,22 @@ def test_underflowing_backward_products_keep_their_sign_without_mpmath():
     assert ov.rounded.tolist() == [0.0] * 4
     assert np.signbit(ov.rounded).tolist() == [True, False, True, False]
     assert ov.n_mpmath == 0
+
+
+def test_relative_error_of_a_zero_result_below_float64s_range():
+    """README: relative error |r - f| / |f|. A zero result where f is nonzero but below
+    float64's range (dy * sech^2(x) at x = -57344: e^-114688) is off by exactly 1 (100%);
+    where dy = 0 the product is exactly 0 and the error is 0."""
+    from audit import backward  # noqa: F401  (registers NAME_bwd)
+    from audit.formats import get_format
+    from audit.metrics import point_errors
+    from audit import oracle
+    from audit.references import REFERENCES
+
+    f = get_format("fp8_e5m2")
+    x = np.array([-57344.0, -57344.0, 3.0])
+    dy = np.array([1.5, 0.0, 0.0])
+    ov = oracle.evaluate(REFERENCES["tanh_bwd"], f, x, {}, dy)
+    e = point_errors(x, np.zeros(3), ov, f, dy)
+    assert e.rel_err.tolist() == [1.0, 0.0, 0.0]
+    assert np.signbit(ov.rounded).tolist() == [False, False, False]  # +: dy sech^2 >= 0
