@@ -167,6 +167,26 @@ def write_text(path, text: str) -> None:
 
 
 # ------------------------------------------------------------------- input
+def write_files(out, files) -> None:
+    """Write ``files`` [(name, bytes or str), ...] into directory ``out`` as a set: each is
+    written in a temporary directory beside them, then moved in, in order (put index.html
+    last): an interrupted report leaves nothing half-written."""
+    out = Path(out)
+    tmp = Path(tempfile.mkdtemp(prefix=".actaudit-report-", dir=out))
+    try:
+        for name, data in files:
+            if isinstance(data, str):
+                (tmp / name).write_text(data, encoding="utf-8")
+            else:
+                (tmp / name).write_bytes(data)
+        for name, _ in files:
+            os.replace(tmp / name, out / name)
+    finally:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def read_bytes(path, limit: int, what: str = "file") -> bytes:
     """The bytes of ``path``, refusing more than ``limit`` (checked while reading, so a
     device or FIFO that never ends is refused too)."""

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import base64
 import datetime
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from audit.diff import document
-from audit.io import dumps, format_number
+from audit.io import dumps, format_number, write_files
 
 from . import figures
 from .html import CSS, e
@@ -96,18 +93,8 @@ def build(results, out_dir, command: str = "") -> Path:
             f"</title><style>{CSS}</style></head><body><h1>actaudit diff</h1>"
             f"<p class='note'>{e(command or '(Python API)')}; {e(when)}</p>" + "".join(parts)
             + "</body></html>")
-    tmp = Path(tempfile.mkdtemp(prefix=".actaudit-report-", dir=out))
-    try:
-        names = []
-        for name, png in pngs:
-            (tmp / name).write_bytes(png)
-            names.append(name)
-        (tmp / "run.json").write_text(dumps(document(results, command=command)), encoding="utf-8")
-        (tmp / "index.html").write_text(page, encoding="utf-8")
-        for name in names + ["run.json", "index.html"]:
-            os.replace(tmp / name, out / name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    write_files(out, [*pngs, ("run.json", dumps(document(results, command=command))),
+                      ("index.html", page)])
     return out / "index.html"
 
 

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import base64
 import datetime
-import os
 import platform
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +20,7 @@ from audit import __version__
 from audit import blocks as blocks_mod
 from audit import quant as quant_mod
 from audit.candidates import catalog
-from audit.io import dumps, format_number
+from audit.io import dumps, format_number, write_files
 
 from .html import CSS, EXPLORER_JS, JS, e, slug
 
@@ -256,14 +253,5 @@ def build(results, out_dir, command: str = "") -> Path:
     page = "\n".join(parts)
     doc = {"schema": "actaudit.formats-report/1", "actaudit": __version__, "command": command,
            "quant": quant_mod.document(qs)["results"], "blocks": blocks_mod.document(bs)["results"]}
-    tmpdir = Path(tempfile.mkdtemp(prefix=".actaudit-report-", dir=out))
-    try:
-        for fname, png in images:
-            (tmpdir / fname).write_bytes(png)
-        (tmpdir / "run.json").write_text(dumps(doc), encoding="utf-8")
-        (tmpdir / "index.html").write_text(page, encoding="utf-8")
-        for fname in [f for f, _ in images] + ["run.json", "index.html"]:
-            os.replace(tmpdir / fname, out / fname)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+    write_files(out, [*images, ("run.json", dumps(doc)), ("index.html", page)])
     return out / "index.html"

@@ -13,8 +13,6 @@ import html
 import os
 import platform
 import re
-import shutil
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import numpy as np
 
 from audit import __version__, oracle
 from audit.candidates import catalog
-from audit.io import dumps, format_number
+from audit.io import dumps, format_number, write_files
 from audit.sweep import document
 
 from . import figures
@@ -271,20 +269,10 @@ def build(results, out_dir, command: str = "", suggestions=None) -> Path:
     for fname, png in images:
         page = page.replace(f"@@{fname}@@", "data:image/png;base64," + base64.b64encode(png).decode("ascii"))
 
-    # every file is written in a temporary directory beside DIR, then moved in: an
-    # interrupted report leaves nothing half-written (index.html is moved last)
-    tmpdir = Path(tempfile.mkdtemp(prefix=".actaudit-report-", dir=out))
-    try:
-        names = []
-        for fname, png in images:
-            (tmpdir / fname).write_bytes(png)
-            names.append(fname)
-        (tmpdir / "run.json").write_text(dumps(document(results, command=command)), encoding="utf-8")
-        (tmpdir / "index.html").write_text(page, encoding="utf-8")
-        for fname in names + ["run.json", "index.html"]:
-            os.replace(tmpdir / fname, out / fname)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+    # written as a set (audit.io.write_files): an interrupted report leaves nothing
+    # half-written (index.html is moved last)
+    write_files(out, [*images, ("run.json", dumps(document(results, command=command))),
+                      ("index.html", page)])
     return out / "index.html"
 
 
@@ -303,7 +291,6 @@ def _meta(results, command) -> str:
                        "the binade are certain); float64 fast paths only where proven and unambiguous"),
             ("inputs", "; ".join(sorted({f"{r.dtype}: {'exhaustive (every finite value; maxima are bounds)' if r.domain.exhaustive else 'sampled (maxima are lower bounds)'}" for r in results})))]
     body = "".join(f"<tr><th class='l'>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows)
-    legend = "".join(f"<span class='{c}'>{e(t)}</span>" for _, c, t in TIERS)
     return (f"<h2 id='run'>How the run was made</h2><table class='meta'>{body}</table>")
 
 
