@@ -6,5 +6,21 @@ formulas and constants are taken from the cited papers and documentation.
 """
 
 from . import (  # noqa: F401
-    backward, elu, exp, fused, gated, gelu, grads, logexp, lut, mish, misc, piecewise, rsqrt,
-    sigmoid, silu, softplus, tanh)
+    backward,
+    elu,
+    exp,
+    fused,
+    gated,
+    gelu,
+    grads,
+    logexp,
+    lut,
+    misc,
+    mish,
+    piecewise,
+    rsqrt,
+    sigmoid,
+    silu,
+    softplus,
+    tanh,
+)

@@ -24,68 +24,91 @@ from audit.candidates import candidate
 
 from .primitives import SQRT_HALF
 
-MEGATRON = ("Megatron-LM megatron/model/fused_bias_gelu.py bias_gelu (torch.jit.script): "
-            "x = bias + y; x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))")
+MEGATRON = (
+    "Megatron-LM megatron/model/fused_bias_gelu.py bias_gelu (torch.jit.script): "
+    "x = bias + y; x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))"
+)
 
 
 def _gelu_erf(t, m):
     return 0.5 * t * m.erfc(-t * SQRT_HALF)
 
 
-@candidate("gelu_bias.storage", reference="gelu_bias",
-           formula="gelu(RN_storage(x + b)): the sum written out, then exact-form GELU",
-           source="unfused graph: torch.add then torch.nn.functional.gelu (two kernels, the sum "
-                  "stored in the tensor's dtype)")
+@candidate(
+    "gelu_bias.storage",
+    reference="gelu_bias",
+    formula="gelu(RN_storage(x + b)): the sum written out, then exact-form GELU",
+    source="unfused graph: torch.add then torch.nn.functional.gelu (two kernels, the sum "
+    "stored in the tensor's dtype)",
+)
 def gelu_bias_storage(x, b, m):
     return _gelu_erf(m.store(x + b), m)
 
 
-@candidate("gelu_bias.compute", reference="gelu_bias",
-           formula="gelu(x + b) with x + b kept in the compute format",
-           source="fused bias + GELU epilogues (e.g. cuBLASLt CUBLASLT_EPILOGUE_GELU_BIAS, "
-                  "CUTLASS LinearCombinationGELU): the sum never leaves registers")
+@candidate(
+    "gelu_bias.compute",
+    reference="gelu_bias",
+    formula="gelu(x + b) with x + b kept in the compute format",
+    source="fused bias + GELU epilogues (e.g. cuBLASLt CUBLASLT_EPILOGUE_GELU_BIAS, "
+    "CUTLASS LinearCombinationGELU): the sum never leaves registers",
+)
 def gelu_bias_compute(x, b, m):
     return _gelu_erf(x + b, m)
 
 
-@candidate("gelu_bias.megatron_tanh", reference="gelu_bias",
-           formula="t = b + x; t * 0.5 * (1 + tanh(0.79788456 * t * (1 + 0.044715 * t * t)))",
-           source=MEGATRON + " (the tanh approximation where the model was trained with erf GELU)")
+@candidate(
+    "gelu_bias.megatron_tanh",
+    reference="gelu_bias",
+    formula="t = b + x; t * 0.5 * (1 + tanh(0.79788456 * t * (1 + 0.044715 * t * t)))",
+    source=MEGATRON + " (the tanh approximation where the model was trained with erf GELU)",
+)
 def gelu_bias_megatron_tanh(x, b, m):
     t = b + x
     return t * 0.5 * (1.0 + m.tanh(0.79788456 * t * (1.0 + 0.044715 * t * t)))
 
 
-@candidate("gelu_scale.fused", reference="gelu_scale",
-           formula="RN_storage(gelu(x) * scale), both in the compute format",
-           source="epilogue scaling before the cast to the output type (e.g. NVIDIA "
-                  "TransformerEngine's FP8 activation kernels: activation, times the output "
-                  "scale, then the cast)", scale=1.0)
+@candidate(
+    "gelu_scale.fused",
+    reference="gelu_scale",
+    formula="RN_storage(gelu(x) * scale), both in the compute format",
+    source="epilogue scaling before the cast to the output type (e.g. NVIDIA "
+    "TransformerEngine's FP8 activation kernels: activation, times the output "
+    "scale, then the cast)",
+    scale=1.0,
+)
 def gelu_scale_fused(x, m, scale):
     return _gelu_erf(x, m) * scale
 
 
-@candidate("gelu_scale.unfused", reference="gelu_scale",
-           formula="RN_storage(RN_storage(gelu(x)) * scale): the activation written out first",
-           source="unfused graph: torch.nn.functional.gelu, then a separate multiply by the "
-                  "scale (two kernels, two roundings to the tensor's dtype)", scale=1.0)
+@candidate(
+    "gelu_scale.unfused",
+    reference="gelu_scale",
+    formula="RN_storage(RN_storage(gelu(x)) * scale): the activation written out first",
+    source="unfused graph: torch.nn.functional.gelu, then a separate multiply by the "
+    "scale (two kernels, two roundings to the tensor's dtype)",
+    scale=1.0,
+)
 def gelu_scale_unfused(x, m, scale):
     return m.store(_gelu_erf(x, m)) * scale
 
 
-@candidate("swiglu_cast.silu_mul", reference="swiglu",
-           formula="RN_storage(silu(a)) * b: the activation cast to the storage format first",
-           source="HF transformers LlamaMLP act_fn(gate_proj(x)) * up_proj(x) (two tensors "
-                  "of the model dtype); vLLM csrc/activation_kernels.cu silu_kernel returns "
-                  "(T) of the float result before act_and_mul multiplies it by y")
+@candidate(
+    "swiglu_cast.silu_mul",
+    reference="swiglu",
+    formula="RN_storage(silu(a)) * b: the activation cast to the storage format first",
+    source="HF transformers LlamaMLP act_fn(gate_proj(x)) * up_proj(x) (two tensors "
+    "of the model dtype); vLLM csrc/activation_kernels.cu silu_kernel returns "
+    "(T) of the float result before act_and_mul multiplies it by y",
+)
 def swiglu_cast_gate(a, b, m):
     return m.store(a / (1.0 + m.exp(-a))) * b
 
 
-@candidate("geglu_cast.gelu_mul", reference="geglu",
-           formula="RN_storage(gelu(a)) * b: the activation cast to the storage format first",
-           source="unfused GeGLU: torch.nn.functional.gelu(gate) * up, two tensors of the model "
-                  "dtype")
+@candidate(
+    "geglu_cast.gelu_mul",
+    reference="geglu",
+    formula="RN_storage(gelu(a)) * b: the activation cast to the storage format first",
+    source="unfused GeGLU: torch.nn.functional.gelu(gate) * up, two tensors of the model dtype",
+)
 def geglu_cast_gate(a, b, m):
     return m.store(_gelu_erf(a, m)) * b
-

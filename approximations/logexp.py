@@ -11,8 +11,6 @@ import numpy as np
 
 from audit.candidates import candidate
 
-
-
 LN2 = math.log(2)
 
 
@@ -42,23 +40,34 @@ def uint32_bits_as_float32(t, m):
 
 
 # ------------------------------------------------------------------ expm1
-@candidate("expm1.libm", reference="expm1", formula="expm1(x) (a correctly rounded expm1 in the compute format)",
-           source="C99 expm1f / CUDA expm1f")
+@candidate(
+    "expm1.libm",
+    reference="expm1",
+    formula="expm1(x) (a correctly rounded expm1 in the compute format)",
+    source="C99 expm1f / CUDA expm1f",
+)
 def expm1_libm(x, m):
     return m.expm1(x)
 
 
-@candidate("expm1.naive", reference="expm1", formula="exp(x) - 1",
-           source="the textbook form; Higham, Accuracy and Stability of Numerical Algorithms "
-                  "(2nd ed., 2002), 1.14.1: its cancellation near 0")
+@candidate(
+    "expm1.naive",
+    reference="expm1",
+    formula="exp(x) - 1",
+    source="the textbook form; Higham, Accuracy and Stability of Numerical Algorithms "
+    "(2nd ed., 2002), 1.14.1: its cancellation near 0",
+)
 def expm1_naive(x, m):
     return m.exp(x) - 1.0
 
 
-@candidate("expm1.kahan", reference="expm1",
-           formula="u = exp(x); x if u == 1; -1 if u - 1 == -1; else (u - 1) x / log(u)",
-           source="W. Kahan's expm1 trick, Higham, Accuracy and Stability of Numerical "
-                  "Algorithms (2nd ed., 2002), 1.14.1")
+@candidate(
+    "expm1.kahan",
+    reference="expm1",
+    formula="u = exp(x); x if u == 1; -1 if u - 1 == -1; else (u - 1) x / log(u)",
+    source="W. Kahan's expm1 trick, Higham, Accuracy and Stability of Numerical "
+    "Algorithms (2nd ed., 2002), 1.14.1",
+)
 def expm1_kahan(x, m):
     u = m.exp(x)
     um1 = u - 1.0
@@ -67,22 +76,34 @@ def expm1_kahan(x, m):
 
 
 # ------------------------------------------------------------------ log1p
-@candidate("log1p.libm", reference="log1p", formula="log1p(x) (a correctly rounded log1p in the compute format)",
-           source="C99 log1pf / CUDA log1pf")
+@candidate(
+    "log1p.libm",
+    reference="log1p",
+    formula="log1p(x) (a correctly rounded log1p in the compute format)",
+    source="C99 log1pf / CUDA log1pf",
+)
 def log1p_libm(x, m):
     return m.log1p(x)
 
 
-@candidate("log1p.naive", reference="log1p", formula="log(1 + x)",
-           source="the textbook form; Goldberg, 'What Every Computer Scientist Should Know "
-                  "About Floating-Point Arithmetic', ACM Computing Surveys 23(1), 1991, Thm. 4")
+@candidate(
+    "log1p.naive",
+    reference="log1p",
+    formula="log(1 + x)",
+    source="the textbook form; Goldberg, 'What Every Computer Scientist Should Know "
+    "About Floating-Point Arithmetic', ACM Computing Surveys 23(1), 1991, Thm. 4",
+)
 def log1p_naive(x, m):
     return m.log(1.0 + x)
 
 
-@candidate("log1p.goldberg", reference="log1p", formula="u = 1 + x; x if u == 1 else log(u) x / (u - 1)",
-           source="Goldberg, 'What Every Computer Scientist Should Know About Floating-Point "
-                  "Arithmetic', ACM Computing Surveys 23(1), 1991, Theorem 4")
+@candidate(
+    "log1p.goldberg",
+    reference="log1p",
+    formula="u = 1 + x; x if u == 1 else log(u) x / (u - 1)",
+    source="Goldberg, 'What Every Computer Scientist Should Know About Floating-Point "
+    "Arithmetic', ACM Computing Surveys 23(1), 1991, Theorem 4",
+)
 def log1p_goldberg(x, m):
     u = 1.0 + x
     y = m.log(u) * x / (u - 1.0)
@@ -90,8 +111,12 @@ def log1p_goldberg(x, m):
 
 
 # -------------------------------------------------------------------- log
-@candidate("log.libm", reference="log", formula="log(x) (a correctly rounded log in the compute format)",
-           source="C99 logf / CUDA logf")
+@candidate(
+    "log.libm",
+    reference="log",
+    formula="log(x) (a correctly rounded log in the compute format)",
+    source="C99 logf / CUDA logf",
+)
 def log_libm(x, m):
     return m.log(x)
 
@@ -99,10 +124,14 @@ def log_libm(x, m):
 MINEIRO_LOG = (1.1920928955078125e-7, 124.22551499, 1.498030302, 1.72587999, 0.3520887068, 0.69314718)
 
 
-@candidate("log.fastlog", reference="log",
-           formula="0.69314718 (bits(x) 2^-23 - 124.22551499 - 1.498030302 mx - 1.72587999 / "
-                   "(0.3520887068 + mx)), mx = float with bits (bits(x) & 0x7FFFFF) | 0x3F000000",
-           source="Paul Mineiro, fastapprox (fastlog.h: fastlog2, fastlog), 2012", compute="fp32")
+@candidate(
+    "log.fastlog",
+    reference="log",
+    formula="0.69314718 (bits(x) 2^-23 - 124.22551499 - 1.498030302 mx - 1.72587999 / "
+    "(0.3520887068 + mx)), mx = float with bits (bits(x) & 0x7FFFFF) | 0x3F000000",
+    source="Paul Mineiro, fastapprox (fastlog.h: fastlog2, fastlog), 2012",
+    compute="fp32",
+)
 def log_fastlog(x, m):
     scale, c0, c1, c2, c3, ln2 = MINEIRO_LOG
     bits = np.asarray(x.a, dtype=np.float32).view(np.uint32).astype(np.int64)
@@ -111,24 +140,36 @@ def log_fastlog(x, m):
     return ln2 * (y - c0 - c1 * mx - c2 / (c3 + mx))
 
 
-@candidate("log.fasterlog", reference="log",
-           formula="bits(x) 8.2629582881927490e-8 - 87.989971088",
-           source="Paul Mineiro, fastapprox (fastlog.h: fasterlog), 2012", compute="fp32")
+@candidate(
+    "log.fasterlog",
+    reference="log",
+    formula="bits(x) 8.2629582881927490e-8 - 87.989971088",
+    source="Paul Mineiro, fastapprox (fastlog.h: fasterlog), 2012",
+    compute="fp32",
+)
 def log_fasterlog(x, m):
     return float32_bits_as_value(x, m) * 8.2629582881927490e-8 - 87.989971088
 
 
 # ------------------------------------------------------------------- exp2
-@candidate("exp2.exp", reference="exp2", formula="exp(x ln 2) (ln 2 and the product rounded)",
-           source="the common exp2f fallback through expf (e.g. kernels without exp2)")
+@candidate(
+    "exp2.exp",
+    reference="exp2",
+    formula="exp(x ln 2) (ln 2 and the product rounded)",
+    source="the common exp2f fallback through expf (e.g. kernels without exp2)",
+)
 def exp2_exp(x, m):
     return m.exp(x * LN2)
 
 
-@candidate("exp2.fastpow2", reference="exp2",
-           formula="c = max(x, -126); z = c - int(c) + (x < 0); float with bits "
-                   "uint32(2^23 (c + 121.2740575 + 27.7280233 / (4.84252568 - z) - 1.49012907 z))",
-           source="Paul Mineiro, fastapprox (fastexp.h: fastpow2), 2012", compute="fp32")
+@candidate(
+    "exp2.fastpow2",
+    reference="exp2",
+    formula="c = max(x, -126); z = c - int(c) + (x < 0); float with bits "
+    "uint32(2^23 (c + 121.2740575 + 27.7280233 / (4.84252568 - z) - 1.49012907 z))",
+    source="Paul Mineiro, fastapprox (fastexp.h: fastpow2), 2012",
+    compute="fp32",
+)
 def exp2_fastpow2(x, m):
     offset = m.where(x.a < 0, 1.0, 0.0)
     c = m.maximum(x, -126.0)
@@ -138,11 +179,12 @@ def exp2_fastpow2(x, m):
     return uint32_bits_as_float32(t, m)
 
 
-@candidate("exp2.fasterpow2", reference="exp2",
-           formula="float with bits uint32(2^23 (max(x, -126) + 126.94269504))",
-           source="Paul Mineiro, fastapprox (fastexp.h: fasterpow2), 2012", compute="fp32")
+@candidate(
+    "exp2.fasterpow2",
+    reference="exp2",
+    formula="float with bits uint32(2^23 (max(x, -126) + 126.94269504))",
+    source="Paul Mineiro, fastapprox (fastexp.h: fasterpow2), 2012",
+    compute="fp32",
+)
 def exp2_fasterpow2(x, m):
     return uint32_bits_as_float32((m.maximum(x, -126.0) + 126.94269504) * float(1 << 23), m)
-
-
-

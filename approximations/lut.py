@@ -21,8 +21,10 @@ import scipy.special as sc
 from audit.candidates import candidate
 from audit.compute import Val
 
-TFLITE = ("TFLite int16 LUT activations: tensorflow/lite/kernels/internal/common.h gen_lut "
-          "(N = 512 segments) and reference_ops LUTLookup")
+TFLITE = (
+    "TFLite int16 LUT activations: tensorflow/lite/kernels/internal/common.h gen_lut "
+    "(N = 512 segments) and reference_ops LUTLookup"
+)
 FORMULA = "v[i] + t (v[i+1] - v[i]), v = f at N+1 breakpoints over [lo, hi], x clamped"
 
 
@@ -46,20 +48,24 @@ def _interp(x, m, f64, n, lo, hi):
     return m.where(nan, x, y) if nan.any() else y
 
 
-@candidate("lut.sigmoid_interp", reference="sigmoid", formula=FORMULA, source=TFLITE,
-           n=256, lo=-8.0, hi=8.0)
+@candidate("lut.sigmoid_interp", reference="sigmoid", formula=FORMULA, source=TFLITE, n=256, lo=-8.0, hi=8.0)
 def sigmoid_interp(x, m, n, lo, hi):
     return _interp(x, m, lambda t: sc.expit(t), n, lo, hi)
 
 
-@candidate("lut.tanh_interp", reference="tanh", formula=FORMULA, source=TFLITE,
-           n=256, lo=-4.0, hi=4.0)
+@candidate("lut.tanh_interp", reference="tanh", formula=FORMULA, source=TFLITE, n=256, lo=-4.0, hi=4.0)
 def tanh_interp(x, m, n, lo, hi):
     return _interp(x, m, np.tanh, n, lo, hi)
 
 
-@candidate("lut.gelu_interp", reference="gelu", formula=FORMULA + "; identity-free: clamped ends",
-           source="NPU piecewise-linear activation units (a table per function); " + TFLITE,
-           n=64, lo=-4.0, hi=4.0)
+@candidate(
+    "lut.gelu_interp",
+    reference="gelu",
+    formula=FORMULA + "; identity-free: clamped ends",
+    source="NPU piecewise-linear activation units (a table per function); " + TFLITE,
+    n=64,
+    lo=-4.0,
+    hi=4.0,
+)
 def gelu_interp(x, m, n, lo, hi):
     return _interp(x, m, lambda t: t * 0.5 * sc.erfc(-t / np.sqrt(2.0)), n, lo, hi)

@@ -5,22 +5,33 @@ from audit.candidates import candidate
 SRC = "Misra 2019, arXiv:1908.08681"
 
 
-@candidate("mish.naive", reference="mish", formula="x tanh(log(1 + exp(x)))",
-           source=f"{SRC} (definition); CANN aclnnMish formula")
+@candidate(
+    "mish.naive",
+    reference="mish",
+    formula="x tanh(log(1 + exp(x)))",
+    source=f"{SRC} (definition); CANN aclnnMish formula",
+)
 def mish_naive(x, m):
     return x * m.tanh(m.log(1.0 + m.exp(x)))
 
 
-@candidate("mish.torch", reference="mish", formula="x tanh(log1p(exp(x)))",
-           source="PyTorch ATen mish kernel: x * tanh(log1p(exp(x)))")
+@candidate(
+    "mish.torch",
+    reference="mish",
+    formula="x tanh(log1p(exp(x)))",
+    source="PyTorch ATen mish kernel: x * tanh(log1p(exp(x)))",
+)
 def mish_torch(x, m):
     return x * m.tanh(m.log1p(m.exp(x)))
 
 
-@candidate("mish.rational", reference="mish",
-           formula="x ((1 + e^x)^2 - 1) / ((1 + e^x)^2 + 1)",
-           source="identity tanh(log(1 + e^x)) = ((1+e^x)^2 - 1)/((1+e^x)^2 + 1): the rational-in-e^x "
-                  "form of vector kernels without a tanh unit; (1+e^x)^2 overflows early")
+@candidate(
+    "mish.rational",
+    reference="mish",
+    formula="x ((1 + e^x)^2 - 1) / ((1 + e^x)^2 + 1)",
+    source="identity tanh(log(1 + e^x)) = ((1+e^x)^2 - 1)/((1+e^x)^2 + 1): the rational-in-e^x "
+    "form of vector kernels without a tanh unit; (1+e^x)^2 overflows early",
+)
 def mish_rational(x, m):
     n = 1.0 + m.exp(x)
     n2 = n * n

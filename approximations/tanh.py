@@ -5,41 +5,58 @@ from audit.candidates import candidate
 from .primitives import TANH_CLAMP, tanh_rational
 
 
-@candidate("tanh.exp", reference="tanh", formula="(e^{2x} - 1) / (e^{2x} + 1)",
-           source="definition through exp; e^{2x} = inf gives inf/inf = NaN for large x")
+@candidate(
+    "tanh.exp",
+    reference="tanh",
+    formula="(e^{2x} - 1) / (e^{2x} + 1)",
+    source="definition through exp; e^{2x} = inf gives inf/inf = NaN for large x",
+)
 def tanh_exp(x, m):
     e = m.exp(2.0 * x)
     return (e - 1.0) / (e + 1.0)
 
 
-@candidate("tanh.sigmoid", reference="tanh", formula="2 sigmoid(2x) - 1",
-           source="identity tanh(x) = 2 sigmoid(2x) - 1; cancels near 0")
+@candidate(
+    "tanh.sigmoid",
+    reference="tanh",
+    formula="2 sigmoid(2x) - 1",
+    source="identity tanh(x) = 2 sigmoid(2x) - 1; cancels near 0",
+)
 def tanh_sigmoid(x, m):
     return 2.0 / (1.0 + m.exp(-2.0 * x)) - 1.0
 
 
-@candidate("tanh.rational", reference="tanh",
-           formula="x P(x^2) / Q(x^2), degree 13/6, x clamped to +-7.90531",
-           source="Eigen generic_fast_tanh_float; XLA EmitFastTanh; ONNX Runtime MLAS tanh "
-                  "(same coefficients; MLAS clamps at +-9)")
+@candidate(
+    "tanh.rational",
+    reference="tanh",
+    formula="x P(x^2) / Q(x^2), degree 13/6, x clamped to +-7.90531",
+    source="Eigen generic_fast_tanh_float; XLA EmitFastTanh; ONNX Runtime MLAS tanh "
+    "(same coefficients; MLAS clamps at +-9)",
+)
 def tanh_rational_(x, m):
     return tanh_rational(x, m)
 
 
-@candidate("tanh.rational_half", reference="tanh",
-           formula="the 13/6 rational evaluated entirely in fp16 (fp32 coefficients rounded "
-                   "to fp16: alpha_7..alpha_13 underflow)",
-           source="Eigen's float rational ported to half without new coefficients",
-           compute="fp16")
+@candidate(
+    "tanh.rational_half",
+    reference="tanh",
+    formula="the 13/6 rational evaluated entirely in fp16 (fp32 coefficients rounded "
+    "to fp16: alpha_7..alpha_13 underflow)",
+    source="Eigen's float rational ported to half without new coefficients",
+    compute="fp16",
+)
 def tanh_rational_half(x, m):
     return tanh_rational(x, m, TANH_CLAMP)
 
 
-@candidate("tanh.pade", reference="tanh",
-           formula="x (135135 + 17325 x^2 + 378 x^4 + x^6) / (135135 + 62370 x^2 + 3150 x^4 + 28 x^6), "
-                   "clamped to [-1, 1]",
-           source="Lambert's continued fraction for tanh truncated to a [7/6] Pade approximant "
-                  "(common in audio DSP kernels)")
+@candidate(
+    "tanh.pade",
+    reference="tanh",
+    formula="x (135135 + 17325 x^2 + 378 x^4 + x^6) / (135135 + 62370 x^2 + 3150 x^4 + 28 x^6), "
+    "clamped to [-1, 1]",
+    source="Lambert's continued fraction for tanh truncated to a [7/6] Pade approximant "
+    "(common in audio DSP kernels)",
+)
 def tanh_pade(x, m):
     x2 = x * x
     num = x * (135135.0 + x2 * (17325.0 + x2 * (378.0 + x2)))

@@ -13,14 +13,27 @@ from . import signals as _signals  # noqa: E402
 
 _signals.early()  # an actaudit process answers SIGINT / SIGTERM with one line from here on
 
+from . import inputs  # noqa: E402
+from . import sweep as sweep_module  # noqa: E402
 from .candidates import Candidate, candidate, catalog, resolve  # noqa: E402
 from .errors import ActauditError  # noqa: E402
 from .formats import FORMATS, Format, get_format  # noqa: E402
 from .references import REFERENCES, get_reference  # noqa: E402
-from . import inputs  # noqa: E402
-from . import sweep as sweep_module  # noqa: E402
 from .sweep import SweepResult, document, sweep  # noqa: E402
 
-__all__ = ["sweep", "SweepResult", "document", "Candidate", "candidate", "catalog", "resolve",
-           "Format", "FORMATS", "get_format", "REFERENCES", "get_reference", "ActauditError",
-           "__version__"]
+__all__ = [
+    "sweep",
+    "SweepResult",
+    "document",
+    "Candidate",
+    "candidate",
+    "catalog",
+    "resolve",
+    "Format",
+    "FORMATS",
+    "get_format",
+    "REFERENCES",
+    "get_reference",
+    "ActauditError",
+    "__version__",
+]

@@ -34,20 +34,44 @@ class UserFunctionError(ActauditError):
 
 # reference of each framework op name
 TORCH_OPS = {
-    "gelu": ("gelu", {}), "gelu_tanh": ("gelu", {"approximate": "tanh"}), "silu": ("silu", {}),
-    "mish": ("mish", {}), "softplus": ("softplus", {}), "sigmoid": ("sigmoid", {}),
-    "tanh": ("tanh", {}), "hardswish": ("hardswish", {}), "hardsigmoid": ("hardsigmoid", {}),
-    "elu": ("elu", {}), "selu": ("selu", {}), "celu": ("celu", {}), "relu": ("relu", {}),
-    "relu6": ("relu6", {}), "leaky_relu": ("leaky_relu", {}), "hardtanh": ("hardtanh", {}),
-    "logsigmoid": ("logsigmoid", {}), "softsign": ("softsign", {}),
+    "gelu": ("gelu", {}),
+    "gelu_tanh": ("gelu", {"approximate": "tanh"}),
+    "silu": ("silu", {}),
+    "mish": ("mish", {}),
+    "softplus": ("softplus", {}),
+    "sigmoid": ("sigmoid", {}),
+    "tanh": ("tanh", {}),
+    "hardswish": ("hardswish", {}),
+    "hardsigmoid": ("hardsigmoid", {}),
+    "elu": ("elu", {}),
+    "selu": ("selu", {}),
+    "celu": ("celu", {}),
+    "relu": ("relu", {}),
+    "relu6": ("relu6", {}),
+    "leaky_relu": ("leaky_relu", {}),
+    "hardtanh": ("hardtanh", {}),
+    "logsigmoid": ("logsigmoid", {}),
+    "softsign": ("softsign", {}),
 }
 JAX_OPS = {
-    "gelu": ("gelu", {"approximate": False}), "gelu_tanh": ("gelu", {"approximate": True}),
-    "silu": ("silu", {}), "swish": ("silu", {}), "mish": ("mish", {}), "softplus": ("softplus", {}),
-    "sigmoid": ("sigmoid", {}), "tanh": ("tanh", {}), "hard_swish": ("hardswish", {}),
-    "hard_sigmoid": ("hardsigmoid", {}), "elu": ("elu", {}), "selu": ("selu", {}),
-    "celu": ("celu", {}), "relu": ("relu", {}), "relu6": ("relu6", {}),
-    "leaky_relu": ("leaky_relu", {}), "hard_tanh": ("hardtanh", {}), "log_sigmoid": ("logsigmoid", {}),
+    "gelu": ("gelu", {"approximate": False}),
+    "gelu_tanh": ("gelu", {"approximate": True}),
+    "silu": ("silu", {}),
+    "swish": ("silu", {}),
+    "mish": ("mish", {}),
+    "softplus": ("softplus", {}),
+    "sigmoid": ("sigmoid", {}),
+    "tanh": ("tanh", {}),
+    "hard_swish": ("hardswish", {}),
+    "hard_sigmoid": ("hardsigmoid", {}),
+    "elu": ("elu", {}),
+    "selu": ("selu", {}),
+    "celu": ("celu", {}),
+    "relu": ("relu", {}),
+    "relu6": ("relu6", {}),
+    "leaky_relu": ("leaky_relu", {}),
+    "hard_tanh": ("hardtanh", {}),
+    "log_sigmoid": ("logsigmoid", {}),
     "soft_sign": ("softsign", {}),
 }
 
@@ -90,14 +114,22 @@ class _deadline:
         return False
 
 
-def wrap_callable(func, reference: str, dtype, name: str | None = None,
-                  source: str = "user callable", timeout: float | None = None) -> Candidate:
+def wrap_callable(
+    func,
+    reference: str,
+    dtype,
+    name: str | None = None,
+    source: str = "user callable",
+    timeout: float | None = None,
+) -> Candidate:
     """A candidate that calls ``func(array of the storage dtype)`` and checks its contract;
     ``timeout``: seconds a call may take (then one line, exit 2)."""
     fmt = get_format(dtype)
     if get_reference(reference).arity != 1:
-        raise BadOptionError(f"a callable f(x) is audited against a univariate reference; "
-                             f"{reference} takes two inputs (gated units: catalog candidates only)")
+        raise BadOptionError(
+            f"a callable f(x) is audited against a univariate reference; "
+            f"{reference} takes two inputs (gated units: catalog candidates only)"
+        )
     label = name or getattr(func, "__qualname__", None) or repr(func)
 
     def fn(x, m):
@@ -110,8 +142,9 @@ def wrap_callable(func, reference: str, dtype, name: str | None = None,
         except ActauditError:
             raise
         except _Timeout:
-            raise UserFunctionError(f"{label} did not return within {timeout:g} s "
-                                    f"(called on {arr.size} inputs; --timeout)") from None
+            raise UserFunctionError(
+                f"{label} did not return within {timeout:g} s (called on {arr.size} inputs; --timeout)"
+            ) from None
         except KeyboardInterrupt:  # Ctrl-C and SIGTERM stop the run
             raise
         except SystemExit as e:
@@ -123,8 +156,7 @@ def wrap_callable(func, reference: str, dtype, name: str | None = None,
         if out.shape != arr.shape:
             raise UserFunctionError(f"{label} returned shape {out.shape}, expected {arr.shape}")
         if out.dtype != fmt.dtype:
-            raise UserFunctionError(f"{label} returned dtype {out.dtype}, expected {fmt.dtype} "
-                                    f"({fmt.name})")
+            raise UserFunctionError(f"{label} returned dtype {out.dtype}, expected {fmt.dtype} ({fmt.name})")
         with np.errstate(all="ignore"):
             return out.astype(np.float64)
 
@@ -181,8 +213,14 @@ def load_callable(target: str):
     return obj
 
 
-def external_candidate(target: str, reference: str | None, fmt: Format, device: str = "cpu",
-                       timeout: float | None = None, cflags: str | None = None) -> Candidate:
+def external_candidate(
+    target: str,
+    reference: str | None,
+    fmt: Format,
+    device: str = "cpu",
+    timeout: float | None = None,
+    cflags: str | None = None,
+) -> Candidate:
     kind, _, name = target.partition(":")
     if kind == "c":  # a C kernel, c:FILE.c:FUNCTION (audit/ckernels.py)
         from .ckernels import c_candidate
@@ -214,7 +252,7 @@ def _need(module: str, extra: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise BadOptionError(f"{module} is not installed: pip install \"actaudit[{extra}]\"") from None
+        raise BadOptionError(f'{module} is not installed: pip install "actaudit[{extra}]"') from None
 
 
 def torch_candidate(name: str, fmt: Format, device: str = "cpu", reference: str | None = None) -> Candidate:
@@ -224,8 +262,9 @@ def torch_candidate(name: str, fmt: Format, device: str = "cpu", reference: str 
         raise UnknownNameError(f"unknown torch op '{name}' (known: {', '.join(TORCH_OPS)})")
     ref, kw = TORCH_OPS[name]
     op = getattr(F, ref if name != "gelu_tanh" else "gelu")
-    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
-           "fp64": torch.float64}.get(fmt.name)
+    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp64": torch.float64}.get(
+        fmt.name
+    )
     if tdt is None:
         raise BadOptionError(f"torch ops are audited in fp16, bf16, fp32 and fp64, not {fmt.name}")
     if device != "cpu" and not (device.startswith("cuda") and torch.cuda.is_available()):
@@ -239,9 +278,14 @@ def torch_candidate(name: str, fmt: Format, device: str = "cpu", reference: str 
             y = op(t, **kw)
         return y.to("cpu").contiguous().view(ti).numpy().view(fmt.dtype)
 
-    return wrap_callable(call, reference or ref, fmt, f"torch:{name}",
-                         f"torch {torch.__version__} torch.nn.functional.{op.__name__}"
-                         f"{'(approximate=tanh)' if kw else ''} on {device}")
+    return wrap_callable(
+        call,
+        reference or ref,
+        fmt,
+        f"torch:{name}",
+        f"torch {torch.__version__} torch.nn.functional.{op.__name__}"
+        f"{'(approximate=tanh)' if kw else ''} on {device}",
+    )
 
 
 def jax_candidate(name: str, fmt: Format, reference: str | None = None) -> Candidate:
@@ -255,5 +299,6 @@ def jax_candidate(name: str, fmt: Format, reference: str | None = None) -> Candi
     def call(arr):
         return np.asarray(op(jnp.asarray(arr), **kw)).astype(fmt.dtype)
 
-    return wrap_callable(call, reference or ref, fmt, f"jax:{name}",
-                         f"jax {jax.__version__} jax.nn.{op.__name__} {kw or ''}")
+    return wrap_callable(
+        call, reference or ref, fmt, f"jax:{name}", f"jax {jax.__version__} jax.nn.{op.__name__} {kw or ''}"
+    )

@@ -27,8 +27,9 @@ def split_targets(targets) -> tuple[list[str], list, list]:
     elif isinstance(targets, (list, tuple)):
         items = list(targets)
     else:
-        raise UnknownNameError(f"targets must be a name, a callable, a Candidate or a list of them, "
-                               f"not {type(targets).__name__}")
+        raise UnknownNameError(
+            f"targets must be a name, a callable, a Candidate or a list of them, not {type(targets).__name__}"
+        )
     names, funcs, cands = [], [], []
     for t in items:
         if isinstance(t, str):
@@ -38,8 +39,9 @@ def split_targets(targets) -> tuple[list[str], list, list]:
         elif callable(t):
             funcs.append(t)
         else:
-            raise UnknownNameError(f"a target must be a name, a callable or a Candidate, not "
-                                   f"{type(t).__name__} ({t!r:.60})")
+            raise UnknownNameError(
+                f"a target must be a name, a callable or a Candidate, not {type(t).__name__} ({t!r:.60})"
+            )
     return names, funcs, cands
 
 
@@ -73,8 +75,11 @@ def input_range(r):
         from .inputs import parse_range
 
         return parse_range(r)
-    if not isinstance(r, (list, tuple)) or len(r) != 2 or not all(
-            isinstance(x, numbers.Real) and not isinstance(x, bool) for x in r):
+    if (
+        not isinstance(r, (list, tuple))
+        or len(r) != 2
+        or not all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in r)
+    ):
         raise BadRangeError(f"range must be (lo, hi), two numbers, or 'LO:HI', got {r!r:.60}")
     return (float(r[0]), float(r[1]))
 
@@ -87,8 +92,13 @@ def params(p):
         raise BadParameterError(f"params must be a dict {{name: value}}, got {type(p).__name__}")
     for k, v in p.items():
         vals = v if isinstance(v, (list, tuple)) else [v]
-        if not isinstance(k, str) or not vals or not all(
-                isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in vals):
+        if (
+            not isinstance(k, str)
+            or not vals
+            or not all(
+                isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in vals
+            )
+        ):
             raise BadParameterError(f"parameter {k!r:.40}: a finite number or a list of them, got {v!r:.60}")
     return p
 

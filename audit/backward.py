@@ -140,14 +140,29 @@ def backward_reference(grad_name: str) -> BackwardReference:
     if grad_name in _TAYLOR:
         dd = _taylor_dd(*_TAYLOR[grad_name])
     ref = BackwardReference(
-        name, f"dy * {g.formula}", mpf, _np(lambda x, dy, **p: dy * gf(x, **p)),
-        max(g.rel_err, 2.0**-50) + PRODUCT_REL, lambda **_: math.nan, lambda **_: math.nan,
-        dict(g.params), 2, False, near, None, None, dd, None, (), grad=grad_name,
+        name,
+        f"dy * {g.formula}",
+        mpf,
+        _np(lambda x, dy, **p: dy * gf(x, **p)),
+        max(g.rel_err, 2.0**-50) + PRODUCT_REL,
+        lambda **_: math.nan,
+        lambda **_: math.nan,
+        dict(g.params),
+        2,
+        False,
+        near,
+        None,
+        None,
+        dd,
+        None,
+        (),
+        grad=grad_name,
         # sign(dy f'(x)) = sign(dy) sign(f'(x)), also where the product underflows float64
         # (without it, every such pair would go to mpmath to learn the sign of its zero)
         sign=None if g.sign is None else _np(lambda x, dy, **p: np.copysign(1.0, dy) * g.sign(x, **p)),
         # exactly 0 only where dy is (f' has no zero at a finite float: its roots are irrational)
-        zero_at=lambda x, dy, **p: np.asarray(dy) == 0)
+        zero_at=lambda x, dy, **p: np.asarray(dy) == 0,
+    )
     REFERENCES[name] = ref
     return ref
 

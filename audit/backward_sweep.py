@@ -25,6 +25,7 @@ def backward_candidates(cands: list[Candidate]) -> list[Candidate]:
     if not out:
         names = ", ".join(c.id for c in cands)
         have = sorted({c.family.removesuffix("_bwd") for c in cat.values() if c.family.endswith("_bwd")})
-        raise BadOptionError(f"no backward candidate for {names} (backward kernels exist for: "
-                             f"{', '.join(have)})")
+        raise BadOptionError(
+            f"no backward candidate for {names} (backward kernels exist for: {', '.join(have)})"
+        )
     return out

@@ -43,11 +43,18 @@ from .formats import FORMATS, Format, element_format
 from .io import json_number
 
 SCHEMA = "actaudit.blocks/1"
-MX = {"mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2",
-      "mxfp6_e2m3": "fp6_e2m3", "mxfp4_e2m1": "fp4_e2m1"}
-RULES = {"ocp": "OCP MX v1.0 section 6.3: k = floor(log2 amax) - emax_elem (NVFP4: S = RN_E4M3)",
-         "ceil": "round-up: the smallest scale with amax / scale <= the element maximum "
-                 "(torchao ScaleCalculationMode.RCEIL; NVIDIA's MXFP8 recipe)"}
+MX = {
+    "mxfp8_e4m3": "fp8_e4m3",
+    "mxfp8_e5m2": "fp8_e5m2",
+    "mxfp6_e3m2": "fp6_e3m2",
+    "mxfp6_e2m3": "fp6_e2m3",
+    "mxfp4_e2m1": "fp4_e2m1",
+}
+RULES = {
+    "ocp": "OCP MX v1.0 section 6.3: k = floor(log2 amax) - emax_elem (NVFP4: S = RN_E4M3)",
+    "ceil": "round-up: the smallest scale with amax / scale <= the element maximum "
+    "(torchao ScaleCalculationMode.RCEIL; NVIDIA's MXFP8 recipe)",
+}
 MAX_ELEMENTS = 1 << 24
 NV_DEN = 448.0 * 6.0
 
@@ -294,9 +301,12 @@ def _fast(ref, x, params):
         if ref.exact:
             slack = np.zeros(len(x))
         else:
-            rel = max(ref.rel_err, oracle.MIN_REL_ERR) if ref.rel_err_at is None \
+            rel = (
+                max(ref.rel_err, oracle.MIN_REL_ERR)
+                if ref.rel_err_at is None
                 else np.maximum(ref.rel_err_at(x, **params), oracle.MIN_REL_ERR)
-            slack = (np.abs(v) * rel + oracle.FAST_ABS_TOL) * (1 + 2.0 ** -20)
+            )
+            slack = (np.abs(v) * rel + oracle.FAST_ABS_TOL) * (1 + 2.0**-20)
         slack = np.where(np.isfinite(v), slack, np.inf)
     return v, slack
 
@@ -419,8 +429,15 @@ class BlockResult:
         return d
 
 
-def audit(cand, bf: BlockFormat, x: np.ndarray, in_fmt: Format, compute: Format,
-          params: dict | None = None, dist: str = "") -> BlockResult:
+def audit(
+    cand,
+    bf: BlockFormat,
+    x: np.ndarray,
+    in_fmt: Format,
+    compute: Format,
+    params: dict | None = None,
+    dist: str = "",
+) -> BlockResult:
     """One candidate's block-quantized outputs against the exactly quantized reference."""
     t0 = time.perf_counter()
     p = cand.resolve_params(params)
@@ -449,25 +466,46 @@ def audit(cand, bf: BlockFormat, x: np.ndarray, in_fmt: Format, compute: Format,
     if ok.any():
         bmax = errs.max(axis=1)
         w = int(np.argmax(bmax))
-        worst = {"index": w, "first_element": w * B, "max_elem_ulp": json_number(float(bmax[w])),
-                 "scale_ref": json_number(float(rq.scale[w])), "scale_candidate": json_number(float(cq.scale[w])),
-                 "mismatches": int(np.count_nonzero(cq.elems[w] != rq.elems[w]))}
+        worst = {
+            "index": w,
+            "first_element": w * B,
+            "max_elem_ulp": json_number(float(bmax[w])),
+            "scale_ref": json_number(float(rq.scale[w])),
+            "scale_candidate": json_number(float(cq.scale[w])),
+            "mismatches": int(np.count_nonzero(cq.elems[w] != rq.elems[w])),
+        }
     fin = ok & np.isfinite(err)
-    res = BlockResult(cand.id, ref.name, in_fmt.name, bf.name, bf.rule, cf.name, dist, len(x), nb,
-                      float(err[fin].max()) if fin.any() else math.nan,
-                      math.fsum(err[fin].tolist()) / int(fin.sum()) if fin.any() else math.nan,
-                      float(np.nanmax(np.where(fin, rel, np.nan))) if fin.any() else math.nan,
-                      float(np.nanmax(ref_err)) if np.isfinite(ref_err).any() else math.nan,
-                      mism, float(np.nanmax(np.where(fin, added, np.nan))) if fin.any() else math.nan,
-                      len(diff), diff[:8].tolist(), worst, nan_el,
-                      {"reference": rq.tensor_scale, "candidate": cq.tensor_scale} if bf.nv else None,
-                      n_mp, params=p)
+    res = BlockResult(
+        cand.id,
+        ref.name,
+        in_fmt.name,
+        bf.name,
+        bf.rule,
+        cf.name,
+        dist,
+        len(x),
+        nb,
+        float(err[fin].max()) if fin.any() else math.nan,
+        math.fsum(err[fin].tolist()) / int(fin.sum()) if fin.any() else math.nan,
+        float(np.nanmax(np.where(fin, rel, np.nan))) if fin.any() else math.nan,
+        float(np.nanmax(ref_err)) if np.isfinite(ref_err).any() else math.nan,
+        mism,
+        float(np.nanmax(np.where(fin, added, np.nan))) if fin.any() else math.nan,
+        len(diff),
+        diff[:8].tolist(),
+        worst,
+        nan_el,
+        {"reference": rq.tensor_scale, "candidate": cq.tensor_scale} if bf.nv else None,
+        n_mp,
+        params=p,
+    )
     res.seconds = time.perf_counter() - t0
     return res
 
 
-def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
-               params: dict | None = None) -> BlockResult:
+def exhaustive(
+    cand, bf: BlockFormat, in_fmt: Format, compute: Format, params: dict | None = None
+) -> BlockResult:
     """Every pair (element input x, block-max input m) of a 16-bit (or smaller) input format:
     the block {x, m} (other elements smaller) has the scale of max(|f(x)|, |f(m)|) for the
     reference and of max(|y(x)|, |y(m)|) for the candidate; since the scale rule is monotone,
@@ -478,7 +516,9 @@ def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
     candidate's: of its largest |y|).  Figures are over pairs (x's element error in each pair)."""
     t0 = time.perf_counter()
     if not in_fmt.enumerable:
-        raise BadOptionError(f"the exhaustive block mode is for inputs of 16 bits or fewer, not {in_fmt.name}")
+        raise BadOptionError(
+            f"the exhaustive block mode is for inputs of 16 bits or fewer, not {in_fmt.name}"
+        )
     p = cand.resolve_params(params)
     ref = cand.ref
     rp = ref.with_defaults(cand.reference_params(p))
@@ -504,11 +544,11 @@ def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
             t = tensor_scale(th)
         else:
             t = tensor_scale_mpf(max(abs(ex(int(i))) for i in np.flatnonzero(hi >= tl)))
-        own = (lambda a, tt: nv_scale(bf, a, tt))  # noqa: E731
-        own_mpf = (lambda a: nv_scale_mpf(bf, a, t))  # noqa: E731
+        own = lambda a, tt: nv_scale(bf, a, tt)  # noqa: E731
+        own_mpf = lambda a: nv_scale_mpf(bf, a, t)  # noqa: E731
     else:
-        own = (lambda a, _tt: mx_exponent(bf, a))  # noqa: E731
-        own_mpf = (lambda a: mx_exponent_mpf(bf, a))  # noqa: E731
+        own = lambda a, _tt: mx_exponent(bf, a)  # noqa: E731
+        own_mpf = lambda a: mx_exponent_mpf(bf, a)  # noqa: E731
     with np.errstate(all="ignore"):
         kc = own(np.abs(y), tc)
         k_lo, k_hi = own(lo, t), own(hi, t)
@@ -525,14 +565,27 @@ def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
     classes, counts = np.unique(np.stack([kr, kc_key], axis=1), axis=0, return_counts=True)
     w = counts.astype(np.float64)[None, :]
     nan_class = classes[None, :, 1] == 1000
-    acc = {"max": -1.0, "sum": 0.0, "wsum": 0.0, "rel": 0.0, "ref": 0.0, "mism": 0.0, "added": 0.0,
-           "sdiff": 0.0, "nan": 0.0, "worst": None}
+    acc = {
+        "max": -1.0,
+        "sum": 0.0,
+        "wsum": 0.0,
+        "rel": 0.0,
+        "ref": 0.0,
+        "mism": 0.0,
+        "added": 0.0,
+        "sdiff": 0.0,
+        "nan": 0.0,
+        "worst": None,
+    }
     f = v.copy()
     for a in range(0, n, 2048):  # rows of x, all classes of m: memory bounded
         sl = slice(a, min(a + 2048, n))
         Kr = np.maximum(kr[sl, None], classes[None, :, 0])
-        Kc = np.where(nan_class | np.isnan(kc[sl, None]), np.nan,
-                      np.maximum(np.nan_to_num(kc[sl], nan=-1e9)[:, None], classes[None, :, 1]))
+        Kc = np.where(
+            nan_class | np.isnan(kc[sl, None]),
+            np.nan,
+            np.maximum(np.nan_to_num(kc[sl], nan=-1e9)[:, None], classes[None, :, 1]),
+        )
         Xr = decode(Kr, t)
         with np.errstate(all="ignore"):
             vv, ss = v[sl, None], slack[sl, None]
@@ -578,29 +631,60 @@ def exhaustive(cand, bf: BlockFormat, in_fmt: Format, compute: Format,
             if em[i, j] > acc["max"]:
                 acc["max"] = float(em[i, j])
                 m_idx = int(np.flatnonzero((kr == classes[j, 0]) & (kc_key == classes[j, 1]))[0])
-                acc["worst"] = {"x": json_number(float(x[a + i])), "x_hex": in_fmt.hex(float(x[a + i])),
-                                "pair_input": json_number(float(x[m_idx])),
-                                "max_elem_ulp": json_number(float(err[i, j])),
-                                # the block scales: 2^k (MX), S (NVFP4, as audit() reports)
-                                "scale_ref": json_number(float(Kr[i, j] if bf.nv else Xr[i, j])),
-                                "scale_candidate": json_number(float(Kc[i, j] if bf.nv else Xc[i, j])),
-                                "got": json_number(float(cv[i, j])), "reference": json_number(float(rv[i, j])),
-                                "exact": json_number(float(f[a + i]))}
+                acc["worst"] = {
+                    "x": json_number(float(x[a + i])),
+                    "x_hex": in_fmt.hex(float(x[a + i])),
+                    "pair_input": json_number(float(x[m_idx])),
+                    "max_elem_ulp": json_number(float(err[i, j])),
+                    # the block scales: 2^k (MX), S (NVFP4, as audit() reports)
+                    "scale_ref": json_number(float(Kr[i, j] if bf.nv else Xr[i, j])),
+                    "scale_candidate": json_number(float(Kc[i, j] if bf.nv else Xc[i, j])),
+                    "got": json_number(float(cv[i, j])),
+                    "reference": json_number(float(rv[i, j])),
+                    "exact": json_number(float(f[a + i])),
+                }
     total = n * n
     have = acc["wsum"] > 0
-    res = BlockResult(cand.id, ref.name, in_fmt.name, bf.name, bf.rule, cf.name,
-                      f"exhaustive: every pair (x, m) of {in_fmt.name} inputs ({n} x {n})", total, total,
-                      acc["max"] if have else math.nan, acc["sum"] / acc["wsum"] if have else math.nan,
-                      acc["rel"] if have else math.nan, acc["ref"], int(acc["mism"]),
-                      acc["added"] if have else math.nan, int(acc["sdiff"]), [], acc["worst"],
-                      int(acc["nan"]), {"reference": t, "candidate": tc} if bf.nv else None, ex.n, params=p)
+    res = BlockResult(
+        cand.id,
+        ref.name,
+        in_fmt.name,
+        bf.name,
+        bf.rule,
+        cf.name,
+        f"exhaustive: every pair (x, m) of {in_fmt.name} inputs ({n} x {n})",
+        total,
+        total,
+        acc["max"] if have else math.nan,
+        acc["sum"] / acc["wsum"] if have else math.nan,
+        acc["rel"] if have else math.nan,
+        acc["ref"],
+        int(acc["mism"]),
+        acc["added"] if have else math.nan,
+        int(acc["sdiff"]),
+        [],
+        acc["worst"],
+        int(acc["nan"]),
+        {"reference": t, "candidate": tc} if bf.nv else None,
+        ex.n,
+        params=p,
+    )
     res.seconds = time.perf_counter() - t0
     return res
 
 
-def sweep(targets, dtype="bf16", out_dtype="mxfp8_e4m3", compute="fp32", *, rule: str = "ocp",
-          dist: str = "normal:std=1", elements: int = 1 << 16, seed: int = 0,
-          params: dict | None = None) -> list[BlockResult]:
+def sweep(
+    targets,
+    dtype="bf16",
+    out_dtype="mxfp8_e4m3",
+    compute="fp32",
+    *,
+    rule: str = "ocp",
+    dist: str = "normal:std=1",
+    elements: int = 1 << 16,
+    seed: int = 0,
+    params: dict | None = None,
+) -> list[BlockResult]:
     from .candidates import resolve
 
     bf = get_block_format(out_dtype, rule)
@@ -614,7 +698,9 @@ def sweep(targets, dtype="bf16", out_dtype="mxfp8_e4m3", compute="fp32", *, rule
     for c in resolve(names):
         if c.arity != 1:
             raise BadOptionError(f"{c.id}: block audits are for functions of one input")
-        out.append(exhaustive(c, bf, in_fmt, cf, params) if exh else audit(c, bf, x, in_fmt, cf, params, dist))
+        out.append(
+            exhaustive(c, bf, in_fmt, cf, params) if exh else audit(c, bf, x, in_fmt, cf, params, dist)
+        )
     return out
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import difflib
 import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 import numpy as np
 
@@ -37,7 +37,7 @@ class Candidate:
     native: bool = False  # a callable or framework op: it computes in its own arithmetic
     semantics: object = None  # an audit.semantics.Semantics other than ieee (None: ieee)
 
-    def with_semantics(self, sem) -> "Candidate":
+    def with_semantics(self, sem) -> Candidate:
         """This candidate evaluated under semantics ``sem`` (None or ieee: itself)."""
         if sem is None or sem.is_default:
             return self if self.semantics is None else replace(self, semantics=None)
@@ -80,14 +80,28 @@ class Candidate:
         ref = self.ref
         return {k: params[k] for k in ref.params if k in params}
 
-    def evaluate(self, x: np.ndarray, storage: Format, compute_fmt: Format,
-                 params: dict | None = None, x2: np.ndarray | None = None,
-                 trace: list | None = None, watch: bool = False) -> np.ndarray:
+    def evaluate(
+        self,
+        x: np.ndarray,
+        storage: Format,
+        compute_fmt: Format,
+        params: dict | None = None,
+        x2: np.ndarray | None = None,
+        trace: list | None = None,
+        watch: bool = False,
+    ) -> np.ndarray:
         """Outputs (storage values) at inputs x (and x2 for a gated unit)."""
-        return compute.evaluate(self.fn, np.asarray(x, dtype=np.float64), storage,
-                                self.compute_format(compute_fmt), self.resolve_params(params),
-                                None if x2 is None else np.asarray(x2, dtype=np.float64), trace,
-                                watch, self.semantics)
+        return compute.evaluate(
+            self.fn,
+            np.asarray(x, dtype=np.float64),
+            storage,
+            self.compute_format(compute_fmt),
+            self.resolve_params(params),
+            None if x2 is None else np.asarray(x2, dtype=np.float64),
+            trace,
+            watch,
+            self.semantics,
+        )
 
     def source_line(self) -> int | None:
         try:
@@ -96,16 +110,32 @@ class Candidate:
             return None
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "family": self.family, "variant": self.variant,
-                "reference": self.reference, "formula": self.formula, "source": self.source,
-                "params": dict(self.params), "notes": self.notes, "compute": self.compute}
+        return {
+            "id": self.id,
+            "family": self.family,
+            "variant": self.variant,
+            "reference": self.reference,
+            "formula": self.formula,
+            "source": self.source,
+            "params": dict(self.params),
+            "notes": self.notes,
+            "compute": self.compute,
+        }
 
 
 REGISTRY: dict[str, Candidate] = {}
 
 
-def candidate(id: str, *, reference: str, formula: str, source: str, notes: str = "",
-              compute: str | None = None, **params):
+def candidate(
+    id: str,
+    *,
+    reference: str,
+    formula: str,
+    source: str,
+    notes: str = "",
+    compute: str | None = None,
+    **params,
+):
     """Decorator: register ``fn(x, m, **params)`` as candidate ``id`` (``fn(a, b, m)`` for a
     gated unit).  ``compute`` pins the compute format (for bit tricks made for fp32)."""
     if "." not in id:
@@ -148,8 +178,9 @@ def resolve(names) -> list[Candidate]:
         else:
             close = difflib.get_close_matches(name, list(cat) + list(fams), n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise UnknownNameError(f"unknown candidate or family '{name}'{hint} "
-                                   "(run 'actaudit list' to see them)")
+            raise UnknownNameError(
+                f"unknown candidate or family '{name}'{hint} (run 'actaudit list' to see them)"
+            )
         out.extend(c for c in found if c not in out)
     if not out:
         raise UnknownNameError("no candidate given")

@@ -41,13 +41,18 @@ def _int(v, lo=0, hi=2**63 - 1) -> bool:
 
 
 def _flt(v, allow_inf=False) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
-            and (math.isfinite(v) or (allow_inf and v == math.inf)))
+    return (
+        isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and v >= 0
+        and (math.isfinite(v) or (allow_inf and v == math.inf))
+    )
 
 
 def validate(doc: dict, n_chunks: int, chunk_counts: list[int] | None = None) -> None:
     """Raise ValueError unless ``doc`` is a state this code could have written: every
     field of the right type and range, and the counts consistent."""
+
     def need(ok, what):
         if not ok:
             raise ValueError(what)
@@ -58,12 +63,17 @@ def validate(doc: dict, n_chunks: int, chunk_counts: list[int] | None = None) ->
     need(isinstance(s, dict), "'summary' is missing")
     for k in ("count", "finite", "correct", "nan_count", "inf_count", "overflow_ok", "max_ulp_distance"):
         need(_int(s.get(k)), f"'summary.{k}' must be an integer >= 0")
-    need(s["finite"] + s["nan_count"] + s["inf_count"] + s["overflow_ok"] == s["count"]
-         and s["correct"] <= s["count"], "'summary' counts do not add up")
+    need(
+        s["finite"] + s["nan_count"] + s["inf_count"] + s["overflow_ok"] == s["count"]
+        and s["correct"] <= s["count"],
+        "'summary' counts do not add up",
+    )
     if chunk_counts is not None:
-        expect = sum(chunk_counts[:doc["done"]])
-        need(s["count"] == expect, f"'summary.count' is {s['count']}, but the first {doc['done']} "
-                                   f"chunks hold {expect} inputs")
+        expect = sum(chunk_counts[: doc["done"]])
+        need(
+            s["count"] == expect,
+            f"'summary.count' is {s['count']}, but the first {doc['done']} chunks hold {expect} inputs",
+        )
     need(doc["n_mpmath"] <= s["count"], "'n_mpmath' exceeds the inputs done")
     for k in ("max_ulp", "max_abs"):
         need(_flt(s.get(k), True), f"'summary.{k}' must be a number >= 0")
@@ -73,8 +83,13 @@ def validate(doc: dict, n_chunks: int, chunk_counts: list[int] | None = None) ->
     sums = s.get("sums")
     need(isinstance(sums, list) and all(_flt(v) for v in sums), "'summary.sums' must be numbers >= 0")
     hist = s.get("hist")
-    need(isinstance(hist, list) and all(isinstance(h, list) and len(h) == 2 and _int(h[0], -(2**31), 2**31)
-                                        and _int(h[1]) for h in hist), "'summary.hist' is malformed")
+    need(
+        isinstance(hist, list)
+        and all(
+            isinstance(h, list) and len(h) == 2 and _int(h[0], -(2**31), 2**31) and _int(h[1]) for h in hist
+        ),
+        "'summary.hist' is malformed",
+    )
     kept = sum(len(a) for a in doc["arrays"])
     need(kept + sum(h[1] for h in hist) <= s["finite"], "more kept errors than finite results")
     for a in doc["arrays"]:
@@ -82,16 +97,25 @@ def validate(doc: dict, n_chunks: int, chunk_counts: list[int] | None = None) ->
     fs = doc.get("findings")
     need(isinstance(fs, list), "'findings' must be a list")
     for f in fs:
-        need(isinstance(f, dict) and isinstance(f.get("kind"), str) and _int(f.get("count"))
-             and f["count"] <= s["count"] + 2 and isinstance(f.get("intervals"), list)
-             and _int(f.get("intervals_total")) and isinstance(f.get("example"), dict)
-             and (f.get("cause") is None or isinstance(f["cause"], dict))
-             and isinstance(f.get("note", ""), str)
-             and (f.get("last") is None or isinstance(f["last"], list))
-             and set(f) <= {"kind", "count", "intervals", "example", "cause", "intervals_total",
-                            "note", "last"}, "a malformed finding")
-    need(isinstance(doc.get("hidden"), list) and all(isinstance(h, dict) for h in doc["hidden"]),
-         "'hidden' must be a list of objects")
+        need(
+            isinstance(f, dict)
+            and isinstance(f.get("kind"), str)
+            and _int(f.get("count"))
+            and f["count"] <= s["count"] + 2
+            and isinstance(f.get("intervals"), list)
+            and _int(f.get("intervals_total"))
+            and isinstance(f.get("example"), dict)
+            and (f.get("cause") is None or isinstance(f["cause"], dict))
+            and isinstance(f.get("note", ""), str)
+            and (f.get("last") is None or isinstance(f["last"], list))
+            and set(f)
+            <= {"kind", "count", "intervals", "example", "cause", "intervals_total", "note", "last"},
+            "a malformed finding",
+        )
+    need(
+        isinstance(doc.get("hidden"), list) and all(isinstance(h, dict) for h in doc["hidden"]),
+        "'hidden' must be a list of objects",
+    )
     ml = doc.get("mono_last")
     need(ml is None or isinstance(ml, list), "'mono_last' must be null or a list")
 
@@ -104,16 +128,29 @@ def fingerprint(job, n_chunks: int) -> dict:
         src = hashlib.sha256(inspect.getsource(c.fn).encode()).hexdigest()
     except (OSError, TypeError):
         src = None
-    return {"candidate": c.id, "source": src, "reference": c.reference,
-            "params": _plain(job.params), "ref_params": _plain(job.ref_params),
-            "storage": job.storage.name, "compute": job.compute.name, "analyze": job.analyze,
-            "domain": {"count": d.count, "lo": d.lo_ord, "hi": d.hi_ord,
-                       "neg_zero": d.include_neg_zero, "pairs": d.axis is not None,
-                       "axis": None if d.axis is None else hashlib.sha256(d.axis.tobytes()).hexdigest()},
-            "chunks": n_chunks, "actaudit": __version__, "oracle": oracle.ORACLE_VERSION,
-            **({} if c.semantics is None else
-               {"semantics": f"{c.semantics.canonical()}#draw{c.semantics.draw}"}),
-            **({"inputs": d.fmt.name} if d.fmt != job.storage else {})}  # --out-dtype
+    return {
+        "candidate": c.id,
+        "source": src,
+        "reference": c.reference,
+        "params": _plain(job.params),
+        "ref_params": _plain(job.ref_params),
+        "storage": job.storage.name,
+        "compute": job.compute.name,
+        "analyze": job.analyze,
+        "domain": {
+            "count": d.count,
+            "lo": d.lo_ord,
+            "hi": d.hi_ord,
+            "neg_zero": d.include_neg_zero,
+            "pairs": d.axis is not None,
+            "axis": None if d.axis is None else hashlib.sha256(d.axis.tobytes()).hexdigest(),
+        },
+        "chunks": n_chunks,
+        "actaudit": __version__,
+        "oracle": oracle.ORACLE_VERSION,
+        **({} if c.semantics is None else {"semantics": f"{c.semantics.canonical()}#draw{c.semantics.draw}"}),
+        **({"inputs": d.fmt.name} if d.fmt != job.storage else {}),
+    }  # --out-dtype
 
 
 def _plain(d: dict) -> dict:
@@ -147,7 +184,9 @@ class Checkpoint:
         try:
             doc = load_json(self.path, MAX_STATE, "checkpoint")
         except BadFileError as e:
-            raise BadFileError(f"checkpoint {self.path} is unreadable ({e}); delete it to start over") from None
+            raise BadFileError(
+                f"checkpoint {self.path} is unreadable ({e}); delete it to start over"
+            ) from None
         if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or doc.get("fingerprint") != self.fp:
             raise BadFileError(f"checkpoint {self.path} belongs to another run")
         try:

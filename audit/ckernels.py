@@ -60,8 +60,10 @@ def kernel_type(source: str, func: str) -> str:
     """The element type of FUNCTION's first parameter in the source: float or _Float16."""
     m = re.search(rf"\b{re.escape(func)}\s*\(\s*const\s+(float|_Float16)\s*\*", source)
     if m is None:
-        raise KernelError(f"no definition 'void {func}(const float *x, float *y, size_t n)' "
-                          "(or with _Float16) in the source")
+        raise KernelError(
+            f"no definition 'void {func}(const float *x, float *y, size_t n)' "
+            "(or with _Float16) in the source"
+        )
     return m.group(1)
 
 
@@ -123,8 +125,9 @@ def compile_kernel(path: Path, cflags: str | None = None) -> tuple[Path, str]:
     text = src.decode("utf-8", errors="replace")
     flags = shlex.split(DEFAULT_CFLAGS if cflags is None else cflags)
     cc = _compiler()
-    key = hashlib.sha256(src + b"\0" + " ".join(flags).encode() + b"\0" +
-                         _compiler_version(cc).encode()).hexdigest()[:32]
+    key = hashlib.sha256(
+        src + b"\0" + " ".join(flags).encode() + b"\0" + _compiler_version(cc).encode()
+    ).hexdigest()[:32]
     root = cache_root()
     so = root / f"{key}.so"
     if not _cached(so):
@@ -219,8 +222,10 @@ def c_candidate(target: str, reference: str | None, fmt: Format, cflags: str | N
     dt = TYPES[ctype]
     ok = fmt.bits <= 32 if ctype == "float" else fmt.name in ("fp16", "fp8_e4m3", "fp8_e5m2")
     if not ok:
-        raise BadOptionError(f"{target}: {fmt.name} values do not all fit in {ctype} "
-                             f"({'formats of at most 32 bits' if ctype == 'float' else 'fp16 and the fp8 formats'})")
+        raise BadOptionError(
+            f"{target}: {fmt.name} values do not all fit in {ctype} "
+            f"({'formats of at most 32 bits' if ctype == 'float' else 'fp16 and the fp8 formats'})"
+        )
     flags = DEFAULT_CFLAGS if cflags is None else cflags
 
     def fn(x, m):
@@ -230,6 +235,12 @@ def c_candidate(target: str, reference: str | None, fmt: Format, cflags: str | N
             y = run_kernel(so, func, xin.reshape(-1), ctype).reshape(xs.shape)
             return y.astype(np.float64)
 
-    return Candidate(target, reference, f"{func}(x) compiled from {path} ({ctype}, {flags})",
-                     f"C kernel {path}, {_compiler()} {flags}", fn, compute=fmt.name,
-                     native=True)  # its own arithmetic (float or _Float16), not a formula's
+    return Candidate(
+        target,
+        reference,
+        f"{func}(x) compiled from {path} ({ctype}, {flags})",
+        f"C kernel {path}, {_compiler()} {flags}",
+        fn,
+        compute=fmt.name,
+        native=True,
+    )  # its own arithmetic (float or _Float16), not a formula's

@@ -11,15 +11,20 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import numpy as np
 import typer
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
-from rich.table import Table
 
 from . import __version__
 from . import semantics as semantics_mod
@@ -29,25 +34,33 @@ from .formats import FORMATS
 from .inputs import parse_range
 from .io import dumps, format_number, write_text
 from .metrics import CLASS_NAMES
-from .sweep import SweepResult, document, sweep as run_sweep
+from .sweep import SweepResult, document
+from .sweep import sweep as run_sweep
 
-SEM_HELP = ("Machine semantics: flags joined by commas (ftz,daz,contract,saturate,round=rtz,"
-            "exp=exp.u20,div=rcp,exp=bound:2, ...) or a profile (ieee, ascend_sat, cuda_fast, "
-            "bf16_trunc); repeat the option to compare semantics side by side.")
+SEM_HELP = (
+    "Machine semantics: flags joined by commas (ftz,daz,contract,saturate,round=rtz,"
+    "exp=exp.u20,div=rcp,exp=bound:2, ...) or a profile (ieee, ascend_sat, cuda_fast, "
+    "bf16_trunc); repeat the option to compare semantics side by side."
+)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  rich_markup_mode=None,
-                  help="Audit the accuracy and stability of activation functions and their "
-                       "approximations against an exact mpmath oracle.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Audit the accuracy and stability of activation functions and their "
+    "approximations against an exact mpmath oracle.",
+)
 out = Console()
 if not out.is_terminal and not os.environ.get("COLUMNS"):  # piped, no width asked for: do not
-    out = Console(width=160)                                # squeeze tables into 80 columns
+    out = Console(width=160)  # squeeze tables into 80 columns
 err = Console(stderr=True)
 
 
 def _say(msg: str) -> None:
     """One line on stderr."""
     sys.stderr.write(msg.replace("\n", " ") + "\n")
+
 
 MAX_CSV_ROWS = 1 << 24
 
@@ -62,56 +75,124 @@ def _version(value: bool):
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")):
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+):
     pass
 
 
 @app.command()
 def sweep(
-    targets: Optional[List[str]] = typer.Argument(None, help="Candidates (gelu.tanh), families (gelu), torch:NAME, jax:NAME or pkg.module:function."),
+    targets: list[str] | None = typer.Argument(
+        None, help="Candidates (gelu.tanh), families (gelu), torch:NAME, jax:NAME or pkg.module:function."
+    ),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
-    compute: Optional[str] = typer.Option(None, "--compute", "-c",
-                                          help="Compute format(s) of intermediates (default 'auto': for storage formats under 32 bits both the storage format itself and fp32, else the storage format)."),
-    range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
-    samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    compute: str | None = typer.Option(
+        None,
+        "--compute",
+        "-c",
+        help="Compute format(s) of intermediates (default 'auto': for storage formats under 32 bits both the storage format itself and fp32, else the storage format).",
+    ),
+    range_: str | None = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
+    samples: int | None = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
-    exhaustive: bool = typer.Option(False, "--exhaustive", help="Every fp32 input, or every (a, b) pair of a 16-bit gated unit (chunked)."),
-    param: List[str] = typer.Option([], "--param", "-p",
-                                    help="Candidate parameter NAME=VALUE, or NAME=V1,V2,... to sweep it (repeatable)."),
+    exhaustive: bool = typer.Option(
+        False, "--exhaustive", help="Every fp32 input, or every (a, b) pair of a 16-bit gated unit (chunked)."
+    ),
+    param: list[str] = typer.Option(
+        [],
+        "--param",
+        "-p",
+        help="Candidate parameter NAME=VALUE, or NAME=V1,V2,... to sweep it (repeatable).",
+    ),
     grad: bool = typer.Option(False, "--grad", help="Sweep the derivative (backward) candidates instead."),
-    backward: bool = typer.Option(False, "--backward", help="Sweep the backward kernels dx = dy * f'(x) over pairs (x, dy)."),
-    grid: Optional[int] = typer.Option(None, "--grid", help="Values per axis of the (a, b) grid of gated units (default 1024; 8-bit formats: all)."),
-    json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
-    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write one row per input to PATH."),
-    report_dir: Optional[Path] = typer.Option(None, "--report", help="Write the HTML and PNG report to DIR."),
-    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of a callable or a dump (e.g. gelu)."),
+    backward: bool = typer.Option(
+        False, "--backward", help="Sweep the backward kernels dx = dy * f'(x) over pairs (x, dy)."
+    ),
+    grid: int | None = typer.Option(
+        None,
+        "--grid",
+        help="Values per axis of the (a, b) grid of gated units (default 1024; 8-bit formats: all).",
+    ),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Write the JSON document to PATH, or '-' for stdout."
+    ),
+    csv_out: Path | None = typer.Option(None, "--csv", help="Write one row per input to PATH."),
+    report_dir: Path | None = typer.Option(None, "--report", help="Write the HTML and PNG report to DIR."),
+    reference: str | None = typer.Option(
+        None, "--reference", help="Reference of a callable or a dump (e.g. gelu)."
+    ),
     device: str = typer.Option("cpu", "--device", help="Device of torch: ops (cpu, cuda)."),
-    dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
-    dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Processes for chunked (--exhaustive) sweeps (default: every core)."),
-    executor: str = typer.Option("local", "--executor", help="Where chunked sweeps run: local (processes) or dask."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Address of the Dask scheduler (tcp://host:8786) for --executor dask."),
-    checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="Save chunked sweeps' progress in DIR; rerun the command to resume."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary table (--findings still lists the findings)."),
-    wide: bool = typer.Option(False, "--wide", "-w", help="Every column of the summary (as wide as it needs)."),
+    dump: Path | None = typer.Option(
+        None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."
+    ),
+    dump_dtype: str | None = typer.Option(
+        None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Processes for chunked (--exhaustive) sweeps (default: every core)."
+    ),
+    executor: str = typer.Option(
+        "local", "--executor", help="Where chunked sweeps run: local (processes) or dask."
+    ),
+    scheduler: str | None = typer.Option(
+        None, "--scheduler", help="Address of the Dask scheduler (tcp://host:8786) for --executor dask."
+    ),
+    checkpoint: Path | None = typer.Option(
+        None, "--checkpoint", help="Save chunked sweeps' progress in DIR; rerun the command to resume."
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No summary table (--findings still lists the findings)."
+    ),
+    wide: bool = typer.Option(
+        False, "--wide", "-w", help="Every column of the summary (as wide as it needs)."
+    ),
     format_: str = typer.Option("table", "--format", help="Summary on stdout: table, markdown, csv or json."),
-    details: bool = typer.Option(False, "--findings", "-f", help="Also list each finding with its intervals and cause."),
-    max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."),
-    atol: Optional[float] = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds one call of a pkg.module:function may take."),
-    semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
-    cflags: Optional[str] = typer.Option(None, "--cflags", help="Compiler flags of c:FILE.c:FUNCTION kernels (default -O2), e.g. '-O2 -mfma -ffp-contract=fast'."),
-    out_dtype: Optional[str] = typer.Option(None, "--out-dtype", help="Output format (default: --dtype): results, oracle and metrics in it."),
-    blocks_dist: str = typer.Option("normal:std=1", "--blocks", help="Block-scaled outputs: input distribution (normal:std=S[,mean=M], uniform:lo=A,hi=B, npy:PATH)."),
-    elements: int = typer.Option(1 << 16, "--elements", help="Block-scaled outputs: number of seeded input elements."),
-    scale_rule: str = typer.Option("ocp", "--scale-rule", help="Block-scaled outputs: ocp (OCP MX 6.3 floor rule; NVFP4 round to nearest) or ceil (round-up)."),
+    details: bool = typer.Option(
+        False, "--findings", "-f", help="Also list each finding with its intervals and cause."
+    ),
+    max_ulp: float | None = typer.Option(
+        None, "--max-ulp", help="Tolerance of the clip recommendation, in ULP."
+    ),
+    atol: float | None = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", help="Seconds one call of a pkg.module:function may take."
+    ),
+    semantics: list[str] = typer.Option([], "--semantics", help=SEM_HELP),
+    cflags: str | None = typer.Option(
+        None,
+        "--cflags",
+        help="Compiler flags of c:FILE.c:FUNCTION kernels (default -O2), e.g. '-O2 -mfma -ffp-contract=fast'.",
+    ),
+    out_dtype: str | None = typer.Option(
+        None, "--out-dtype", help="Output format (default: --dtype): results, oracle and metrics in it."
+    ),
+    blocks_dist: str = typer.Option(
+        "normal:std=1",
+        "--blocks",
+        help="Block-scaled outputs: input distribution (normal:std=S[,mean=M], uniform:lo=A,hi=B, npy:PATH).",
+    ),
+    elements: int = typer.Option(
+        1 << 16, "--elements", help="Block-scaled outputs: number of seeded input elements."
+    ),
+    scale_rule: str = typer.Option(
+        "ocp",
+        "--scale-rule",
+        help="Block-scaled outputs: ocp (OCP MX 6.3 floor rule; NVFP4 round to nearest) or ceil (round-up).",
+    ),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
     params = parse_params(param)
-    for name, v in (("--json", json_out), ("--csv", csv_out), ("--report", report_dir), ("--dump", dump),
-                    ("--checkpoint", checkpoint)):
+    for name, v in (
+        ("--json", json_out),
+        ("--csv", csv_out),
+        ("--report", report_dir),
+        ("--dump", dump),
+        ("--checkpoint", checkpoint),
+    ):
         if v is not None and not str(v).strip():
             raise BadOptionError(f"{name} needs a path, got an empty string")
     from reports import table as table_report
@@ -124,34 +205,77 @@ def sweep(
         raise BadOptionError("--json - already prints the JSON document on stdout; drop --format")
     if blocks.is_block(out_dtype) or quant.is_quant(dtype) or quant.is_quant(out_dtype):
         # what these audits do not take is refused, never silently ignored
-        given = [name for name, v in (("--csv", csv_out), ("--report", report_dir),
-                                      ("--semantics", semantics), ("--checkpoint", checkpoint),
-                                      ("--dump", dump), ("--range", range_), ("--grad", grad),
-                                      ("--backward", backward), ("--exhaustive", exhaustive))
-                 if v]
+        given = [
+            name
+            for name, v in (
+                ("--csv", csv_out),
+                ("--report", report_dir),
+                ("--semantics", semantics),
+                ("--checkpoint", checkpoint),
+                ("--dump", dump),
+                ("--range", range_),
+                ("--grad", grad),
+                ("--backward", backward),
+                ("--exhaustive", exhaustive),
+            )
+            if v
+        ]
         if given:
-            raise BadOptionError(f"{', '.join(given)}: not for quantized or block-scaled audits "
-                                 "(their HTML report: actaudit report ... --out-dtype)")
+            raise BadOptionError(
+                f"{', '.join(given)}: not for quantized or block-scaled audits "
+                "(their HTML report: actaudit report ... --out-dtype)"
+            )
     if blocks.is_block(out_dtype):
-        return _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, blocks_dist,
-                            elements, seed, scale_rule, (format_, wide))
+        return _block_sweep(
+            targets,
+            dtype,
+            out_dtype,
+            compute,
+            params,
+            json_out,
+            quiet,
+            blocks_dist,
+            elements,
+            seed,
+            scale_rule,
+            (format_, wide),
+        )
     if quant.is_quant(dtype) or quant.is_quant(out_dtype):
-        return _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details, reference,
-                            (format_, wide))
+        return _quant_sweep(
+            targets, dtype, out_dtype, compute, params, json_out, quiet, details, reference, (format_, wide)
+        )
     if samples is not None and samples < 1:
         raise BadOptionError(f"--samples must be positive, got {samples}")
     with _progress() as bar:
-        results = run_sweep(targets, dtype, "auto" if compute is None else compute, range=rng,
-                            samples=samples, seed=seed, exhaustive=exhaustive, params=params, grad=grad,
-                            backward=backward, grid=grid,
-                            keep_points=csv_out is not None or report_dir is not None, progress=bar,
-                            reference=reference, device=device,
-                            dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
-                            workers=workers, executor=executor, scheduler=scheduler,
-                            checkpoint=checkpoint, semantics=semantics or None, cflags=cflags,
-                            out_dtype=out_dtype,
-                            max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"),
-                            timeout=timeout)
+        results = run_sweep(
+            targets,
+            dtype,
+            "auto" if compute is None else compute,
+            range=rng,
+            samples=samples,
+            seed=seed,
+            exhaustive=exhaustive,
+            params=params,
+            grad=grad,
+            backward=backward,
+            grid=grid,
+            keep_points=csv_out is not None or report_dir is not None,
+            progress=bar,
+            reference=reference,
+            device=device,
+            dump=None if dump is None else str(dump),
+            dump_dtype=dump_dtype,
+            workers=workers,
+            executor=executor,
+            scheduler=scheduler,
+            checkpoint=checkpoint,
+            semantics=semantics or None,
+            cflags=cflags,
+            out_dtype=out_dtype,
+            max_ulp=_tolerance(max_ulp, "--max-ulp"),
+            atol=_tolerance(atol, "--atol"),
+            timeout=timeout,
+        )
     if csv_out is not None:
         write_csv(results, csv_out)
     if report_dir is not None:
@@ -204,13 +328,24 @@ def _formats_summary(results, doc, json_out, quiet, shape) -> bool:
         write_text(json_out, dumps(doc))
     if quiet or format_ == "json":
         return False
-    sys.stdout.write(formats_table.summary(results, format_, wide,
-                                           shutil.get_terminal_size((80, 24)).columns))
+    sys.stdout.write(
+        formats_table.summary(results, format_, wide, shutil.get_terminal_size((80, 24)).columns)
+    )
     return format_ == "table"
 
 
-def _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, details,
-                 reference=None, shape=("table", False)) -> None:
+def _quant_sweep(
+    targets,
+    dtype,
+    out_dtype,
+    compute,
+    params,
+    json_out,
+    quiet,
+    details,
+    reference=None,
+    shape=("table", False),
+) -> None:
     """sweep with a quantized (int8:..., uint8:..., int16:...) input or output format."""
     from . import quant
 
@@ -226,13 +361,34 @@ def _quant_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, de
         sys.stdout.write(formats_table.quant_findings(results, shutil.get_terminal_size((80, 24)).columns))
 
 
-def _block_sweep(targets, dtype, out_dtype, compute, params, json_out, quiet, dist, elements, seed,
-                 rule, shape=("table", False)) -> None:
+def _block_sweep(
+    targets,
+    dtype,
+    out_dtype,
+    compute,
+    params,
+    json_out,
+    quiet,
+    dist,
+    elements,
+    seed,
+    rule,
+    shape=("table", False),
+) -> None:
     """sweep with a block-scaled output format (mxfp8_e4m3, ..., nvfp4)."""
     from . import blocks
 
-    results = blocks.sweep(targets, dtype, out_dtype, compute or "fp32", rule=rule, dist=dist,
-                           elements=elements, seed=seed, params=params)
+    results = blocks.sweep(
+        targets,
+        dtype,
+        out_dtype,
+        compute or "fp32",
+        rule=rule,
+        dist=dist,
+        elements=elements,
+        seed=seed,
+        params=params,
+    )
     doc = blocks.document(results, command=_command_line())
     _formats_summary(results, doc, json_out, quiet, shape)
 
@@ -253,26 +409,40 @@ def print_findings(results: list[SweepResult]) -> None:
 
 @app.command("diff")
 def diff_cmd(
-    a: str = typer.Argument(..., help="First candidate: catalog id, torch:NAME, jax:NAME, torch-compile:NAME, torch-bwd:NAME, pkg.module:function or dump:FILE."),
+    a: str = typer.Argument(
+        ...,
+        help="First candidate: catalog id, torch:NAME, jax:NAME, torch-compile:NAME, torch-bwd:NAME, pkg.module:function or dump:FILE.",
+    ),
     b: str = typer.Argument(..., help="Second candidate (the same kinds)."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
-    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format (default: the storage format)."),
-    range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
-    samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    compute: str | None = typer.Option(
+        None, "--compute", "-c", help="Compute format (default: the storage format)."
+    ),
+    range_: str | None = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
+    samples: int | None = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     seed: int = typer.Option(0, "--seed", help="Seed of the sample or grid."),
-    exhaustive: bool = typer.Option(False, "--exhaustive", help="Every fp32 input, or every pair of a 16-bit format."),
-    grid: Optional[int] = typer.Option(None, "--grid", help="Values per axis of a bivariate grid."),
-    param: List[str] = typer.Option([], "--param", "-p", help="Parameter NAME=VALUE of both candidates."),
-    param_b: List[str] = typer.Option([], "--param-b", help="Parameter NAME=VALUE of B only."),
-    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of callables and dumps."),
+    exhaustive: bool = typer.Option(
+        False, "--exhaustive", help="Every fp32 input, or every pair of a 16-bit format."
+    ),
+    grid: int | None = typer.Option(None, "--grid", help="Values per axis of a bivariate grid."),
+    param: list[str] = typer.Option([], "--param", "-p", help="Parameter NAME=VALUE of both candidates."),
+    param_b: list[str] = typer.Option([], "--param-b", help="Parameter NAME=VALUE of B only."),
+    reference: str | None = typer.Option(None, "--reference", help="Reference of callables and dumps."),
     device: str = typer.Option("cpu", "--device", help="Device of torch: ops."),
-    expect_identical: bool = typer.Option(False, "--expect-identical", help="Exit 1 unless every output has the same bits."),
-    json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
-    report_dir: Optional[Path] = typer.Option(None, "--report", help="Write an HTML report (distance maps) to DIR."),
+    expect_identical: bool = typer.Option(
+        False, "--expect-identical", help="Exit 1 unless every output has the same bits."
+    ),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Write the JSON document to PATH, or '-' for stdout."
+    ),
+    report_dir: Path | None = typer.Option(
+        None, "--report", help="Write an HTML report (distance maps) to DIR."
+    ),
 ):
     """Run two implementations on the same inputs: identical share, ULP distance between them,
     where they disagree and which is closer to the exact value."""
-    from .diff import diff as run_diff, document as diff_document
+    from .diff import diff as run_diff
+    from .diff import document as diff_document
     from .formats import parse_formats
 
     params, pb = parse_params(param), parse_params(param_b)
@@ -283,10 +453,25 @@ def diff_cmd(
     results = []
     with _progress() as bar:
         for f in parse_formats(dtype):
-            results.append(run_diff(a, b, f, compute, range=rng, samples=samples, seed=seed,
-                                    exhaustive=exhaustive, grid=grid, reference=reference,
-                                    params=params, params_b=pb, device=device, progress=bar,
-                                    keep=report_dir is not None))
+            results.append(
+                run_diff(
+                    a,
+                    b,
+                    f,
+                    compute,
+                    range=rng,
+                    samples=samples,
+                    seed=seed,
+                    exhaustive=exhaustive,
+                    grid=grid,
+                    reference=reference,
+                    params=params,
+                    params_b=pb,
+                    device=device,
+                    progress=bar,
+                    keep=report_dir is not None,
+                )
+            )
     if report_dir is not None:
         from reports import diff as diff_report
 
@@ -315,13 +500,29 @@ def print_diff(r) -> None:
 def consistency(
     target: str = typer.Argument(..., help="Catalog candidate, torch:NAME, jax:NAME or pkg.module:function."),
     dtype: str = typer.Option("fp32", "--dtype", "-d", help="Storage format(s)."),
-    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format of catalog candidates."),
-    param: List[str] = typer.Option([], "--param", "-p", help="NAME=V1,V2,...: check that the parameter changes some output (repeatable)."),
-    layout: bool = typer.Option(False, "--layout", help="Check 0-d, lengths 1..--max-length and non-contiguous views against one contiguous call."),
-    max_length: int = typer.Option(65, "--max-length", help="Longest 1-D length of the layout check (a vector width plus one and beyond)."),
-    values: int = typer.Option(4096, "--values", help="Values of the layout check (a seeded sample, plus the specials)."),
-    range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict the parameter check's inputs to LO:HI."),
-    json_out: Optional[str] = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-' for stdout."),
+    compute: str | None = typer.Option(None, "--compute", "-c", help="Compute format of catalog candidates."),
+    param: list[str] = typer.Option(
+        [], "--param", "-p", help="NAME=V1,V2,...: check that the parameter changes some output (repeatable)."
+    ),
+    layout: bool = typer.Option(
+        False,
+        "--layout",
+        help="Check 0-d, lengths 1..--max-length and non-contiguous views against one contiguous call.",
+    ),
+    max_length: int = typer.Option(
+        65,
+        "--max-length",
+        help="Longest 1-D length of the layout check (a vector width plus one and beyond).",
+    ),
+    values: int = typer.Option(
+        4096, "--values", help="Values of the layout check (a seeded sample, plus the specials)."
+    ),
+    range_: str | None = typer.Option(
+        None, "--range", "-r", help="Restrict the parameter check's inputs to LO:HI."
+    ),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Write the JSON document to PATH, or '-' for stdout."
+    ),
 ):
     """Consistency checks: a parameter that changes nothing, results that depend on the
     tensor's shape. Exit 1 when there is a finding."""
@@ -337,8 +538,9 @@ def consistency(
             if "=" not in text:
                 raise BadOptionError(f"--param '{text}' is not NAME=V1,V2")
             name, vals = text.split("=", 1)
-            checks.append(cons.param_effect(target, name.strip(), cons.parse_values(vals), f,
-                                            compute, range=rng))
+            checks.append(
+                cons.param_effect(target, name.strip(), cons.parse_values(vals), f, compute, range=rng)
+            )
         if layout:
             checks.append(cons.layout_check(target, f, max_length=max_length, values=values))
     failed = [c for c in checks if (c.findings if isinstance(c, cons.LayoutReport) else c.failed)]
@@ -350,12 +552,20 @@ def consistency(
             write_text(json_out, dumps(doc))
         for c in checks:
             if isinstance(c, cons.LayoutReport):
-                out.print(f"{c.target} {c.dtype}: layout: {len(c.shapes)} shapes, {c.values} values; "
-                          f"{len(c.findings)} differ from one contiguous call", markup=False, highlight=False)
+                out.print(
+                    f"{c.target} {c.dtype}: layout: {len(c.shapes)} shapes, {c.values} values; "
+                    f"{len(c.findings)} differ from one contiguous call",
+                    markup=False,
+                    highlight=False,
+                )
                 for f in c.findings[:12]:
                     ex = f.example
-                    out.print(f"  {f.text}; e.g. x = {ex['x']!r} ({ex['x_hex']}): {ex['got']!r}, "
-                              f"contiguous {ex['contiguous']!r}", markup=False, highlight=False)
+                    out.print(
+                        f"  {f.text}; e.g. x = {ex['x']!r} ({ex['x_hex']}): {ex['got']!r}, "
+                        f"contiguous {ex['contiguous']!r}",
+                        markup=False,
+                        highlight=False,
+                    )
                 if len(c.findings) > 12:
                     out.print(f"  (+{len(c.findings) - 12} more shapes)", highlight=False)
             else:
@@ -366,42 +576,67 @@ def consistency(
 
 @app.command()
 def clip(
-    targets: List[str] = typer.Argument(..., help="Candidates or families."),
+    targets: list[str] = typer.Argument(..., help="Candidates or families."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s) (16 bits or fewer)."),
-    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s) (default 'auto': the storage format itself and fp32)."),
-    param: List[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE."),
-    max_ulp: Optional[float] = typer.Option(None, "--max-ulp", help="Tolerance in ULP (default: the candidate's error on its core)."),
-    atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance."),
-    json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
-    semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
+    compute: str | None = typer.Option(
+        None,
+        "--compute",
+        "-c",
+        help="Compute format(s) (default 'auto': the storage format itself and fp32).",
+    ),
+    param: list[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE."),
+    max_ulp: float | None = typer.Option(
+        None, "--max-ulp", help="Tolerance in ULP (default: the candidate's error on its core)."
+    ),
+    atol: float | None = typer.Option(None, "--atol", help="Absolute tolerance."),
+    json_out: str | None = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+    semantics: list[str] = typer.Option([], "--semantics", help=SEM_HELP),
 ):
     """Recommend a safe input clip range (and what to do beyond it) per candidate and format."""
     from .formats import parse_formats
 
     for f in parse_formats(dtype):
         if not f.enumerable:
-            raise BadOptionError(f"clip ranges need every value of the format; {f.name} has too many "
-                                 "(use a format of 16 bits or fewer)")
+            raise BadOptionError(
+                f"clip ranges need every value of the format; {f.name} has too many "
+                "(use a format of 16 bits or fewer)"
+            )
     with _progress() as bar:
-        results = run_sweep(targets, dtype, "auto" if compute is None else compute,
-                            params=parse_params(param), progress=bar, semantics=semantics or None,
-                            max_ulp=_tolerance(max_ulp, "--max-ulp"), atol=_tolerance(atol, "--atol"))
+        results = run_sweep(
+            targets,
+            dtype,
+            "auto" if compute is None else compute,
+            params=parse_params(param),
+            progress=bar,
+            semantics=semantics or None,
+            max_ulp=_tolerance(max_ulp, "--max-ulp"),
+            atol=_tolerance(atol, "--atol"),
+        )
     results = [r for r in results if r.clip is not None]
     if not results:
         raise BadOptionError("no univariate candidate selected: clip ranges apply to f(x)")
     if json_out:
-        doc = {"schema": "actaudit.clip/1", "results": [
-            {"candidate": r.candidate, "dtype": r.dtype, "compute": r.compute,
-             "semantics": r.to_dict()["semantics"]["name"],
-             "saturation": r.to_dict()["saturation"], "clip": r.to_dict()["clip"]} for r in results]}
+        doc = {
+            "schema": "actaudit.clip/1",
+            "results": [
+                {
+                    "candidate": r.candidate,
+                    "dtype": r.dtype,
+                    "compute": r.compute,
+                    "semantics": r.to_dict()["semantics"]["name"],
+                    "saturation": r.to_dict()["saturation"],
+                    "clip": r.to_dict()["clip"],
+                }
+                for r in results
+            ],
+        }
         if json_out == "-":
             sys.stdout.write(dumps(doc))
             return
         write_text(json_out, dumps(doc))
-    from reports import table as table_report
-
     import shutil
 
+    from reports import table as table_report
     from reports.listing import clip_text
 
     sys.stdout.write(clip_text(results, shutil.get_terminal_size((80, 24)).columns, table_report.sem_label))
@@ -411,24 +646,53 @@ def clip(
 def suggest(
     reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format."),
-    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format (default: the storage format)."),
-    extra: List[str] = typer.Option([], "--extra", help="Also rank MODULE:NAME, a candidate such as a fitted kernel's module (repeatable)."),
-    cost_weight: List[str] = typer.Option([], "--cost-weight", help="Override an operation weight KIND=W (repeatable; kinds in audit/cost.py)."),
-    samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    compute: str | None = typer.Option(
+        None, "--compute", "-c", help="Compute format (default: the storage format)."
+    ),
+    extra: list[str] = typer.Option(
+        [],
+        "--extra",
+        help="Also rank MODULE:NAME, a candidate such as a fitted kernel's module (repeatable).",
+    ),
+    cost_weight: list[str] = typer.Option(
+        [], "--cost-weight", help="Override an operation weight KIND=W (repeatable; kinds in audit/cost.py)."
+    ),
+    samples: int | None = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     brief: bool = typer.Option(False, "--brief", help="Ranking and Pareto front only (no repairs)."),
-    time_c: bool = typer.Option(False, "--time-c", help="Also time the C version of candidates that have one (a fitted module's NAME.c)."),
-    json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
-    html_out: Optional[Path] = typer.Option(None, "--html", help="Write the ranking and repairs as an HTML page."),
-    semantics: Optional[str] = typer.Option(None, "--semantics", help="Rank under this machine semantics (one; flags as in sweep, e.g. contract,ftz)."),
+    time_c: bool = typer.Option(
+        False,
+        "--time-c",
+        help="Also time the C version of candidates that have one (a fitted module's NAME.c).",
+    ),
+    json_out: str | None = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+    html_out: Path | None = typer.Option(
+        None, "--html", help="Write the ranking and repairs as an HTML page."
+    ),
+    semantics: str | None = typer.Option(
+        None,
+        "--semantics",
+        help="Rank under this machine semantics (one; flags as in sweep, e.g. contract,ftz).",
+    ),
 ):
     """Rank every candidate of a reference (correctness, then cost), show the Pareto front and
     a verified repair for every finding."""
-    from . import cost as cost_mod, suggest as suggest_mod
+    from . import cost as cost_mod
+    from . import suggest as suggest_mod
 
     w = cost_mod.parse_weights(cost_weight)
     with _progress() as bar:
-        s = suggest_mod.suggest(reference, dtype, compute, extra=extra, weights=w, samples=samples,
-                                repairs=not brief, time_c=time_c, semantics=semantics, progress=bar)
+        s = suggest_mod.suggest(
+            reference,
+            dtype,
+            compute,
+            extra=extra,
+            weights=w,
+            samples=samples,
+            repairs=not brief,
+            time_c=time_c,
+            semantics=semantics,
+            progress=bar,
+        )
     if html_out is not None:
         from reports import suggest as suggest_report
 
@@ -447,18 +711,31 @@ def fit(
     dtype: str = typer.Option("bf16", "--dtype", "-d", help="Output format (enumerable: fp8, fp16, bf16)."),
     compute: str = typer.Option("fp32", "--compute", "-c", help="Compute format of the kernel (fp32)."),
     max_degree: int = typer.Option(6, "--max-degree", help="Largest polynomial degree tried."),
-    pieces: Optional[int] = typer.Option(None, "--pieces", help="At most K table pieces, of power-of-two width (default: try 16 to 512)."),
-    param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
+    pieces: int | None = typer.Option(
+        None, "--pieces", help="At most K table pieces, of power-of-two width (default: try 16 to 512)."
+    ),
+    param: list[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
     out_dir: Path = typer.Option(Path("."), "--out", "-o", help="Directory for NAME.py, NAME.c, NAME.toml."),
     time_limit: float = typer.Option(300.0, "--time-limit", help="Seconds before the search gives up."),
-    json_out: Optional[str] = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
-    fma: bool = typer.Option(False, "--fma", help="Horner steps as fused multiply-adds (fmaf in C), verified with one rounding each."),
-    semantics: Optional[str] = typer.Option(None, "--semantics", help="Verify on this machine: flags contract (implies --fma), ftz, daz."),
-    symmetry: bool = typer.Option(True, "--symmetry/--no-symmetry", help="Fit x >= 0 only for odd or even functions (detected over every input)."),
+    json_out: str | None = typer.Option(None, "--json", help="Write JSON to PATH, or '-' for stdout."),
+    fma: bool = typer.Option(
+        False,
+        "--fma",
+        help="Horner steps as fused multiply-adds (fmaf in C), verified with one rounding each.",
+    ),
+    semantics: str | None = typer.Option(
+        None, "--semantics", help="Verify on this machine: flags contract (implies --fma), ftz, daz."
+    ),
+    symmetry: bool = typer.Option(
+        True,
+        "--symmetry/--no-symmetry",
+        help="Fit x >= 0 only for odd or even functions (detected over every input).",
+    ),
 ):
     """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
     as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
-    from . import cost as cost_mod, fit as fit_mod
+    from . import cost as cost_mod
+    from . import fit as fit_mod
     from .formats import get_format
     from .inputs import domain
     from .sweep import run_candidate
@@ -474,9 +751,19 @@ def fit(
                 state["label"] = label
             bar(done)
 
-        rep = fit_mod.fit(reference, dtype, compute, max_degree=max_degree, pieces=pieces,
-                          params=parse_params(param), time_limit=time_limit, fma=fma,
-                          semantics=semantics, symmetry=symmetry, progress=step)
+        rep = fit_mod.fit(
+            reference,
+            dtype,
+            compute,
+            max_degree=max_degree,
+            pieces=pieces,
+            params=parse_params(param),
+            time_limit=time_limit,
+            fma=fma,
+            semantics=semantics,
+            symmetry=symmetry,
+            progress=step,
+        )
         results = []
         if rep.kernel is not None:
             paths = fit_mod.write(rep.kernel, out_dir)
@@ -493,20 +780,35 @@ def fit(
         return 0 if rep.ok else 1
     if json_out:
         write_text(json_out, dumps(doc))
-    how = "".join([", FMA" if fma or (semantics and "contract" in semantics) else "",
-                   f", semantics {semantics}" if semantics else ""])
-    out.print(f"actaudit fit {reference} {dtype} (compute {compute}{how}): {rep.message}",
-              markup=False, highlight=False, soft_wrap=True)
+    how = "".join(
+        [
+            ", FMA" if fma or (semantics and "contract" in semantics) else "",
+            f", semantics {semantics}" if semantics else "",
+        ]
+    )
+    out.print(
+        f"actaudit fit {reference} {dtype} (compute {compute}{how}): {rep.message}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     if rep.kernel is None:
         for t in rep.tried[-3:]:
-            out.print(f"  degree {t['degree']}, {t['pieces']} pieces: {t['failing_pieces']} pieces, "
-                      f"{t['failing_inputs']} inputs wrong", highlight=False)
+            out.print(
+                f"  degree {t['degree']}, {t['pieces']} pieces: {t['failing_pieces']} pieces, "
+                f"{t['failing_inputs']} inputs wrong",
+                highlight=False,
+            )
         return 1
     k = rep.kernel
     sym = f" ({k.symmetry} function: fitted on x >= 0)" if k.symmetry != "none" else ""
-    out.print(f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {1 / k.inv_w:g}{sym}; "
-              f"ops per element: {cost_mod.describe(doc['ops_traced'])}", markup=False,
-              highlight=False, soft_wrap=True)
+    out.print(
+        f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {1 / k.inv_w:g}{sym}; "
+        f"ops per element: {cost_mod.describe(doc['ops_traced'])}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     for key, pth in paths.items():
         out.print(f"wrote {pth}", markup=False, highlight=False)
     sys.stdout.write(summary(results))
@@ -528,21 +830,34 @@ def selftest(
         checks = st.run(n=points, seed=seed, progress=bar)
     bad = [c for c in checks if c.disagreements]
     for c in bad:
-        out.print(f"FAIL {c.reference} {c.fmt}: {c.disagreements} of {c.points} inputs disagree; "
-                  f"{c.example}", markup=False, highlight=False, soft_wrap=True)
+        out.print(
+            f"FAIL {c.reference} {c.fmt}: {c.disagreements} of {c.points} inputs disagree; {c.example}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     n = sum(c.points for c in checks)
-    out.print(f"actaudit selftest: {len(checks)} reference x format checks, {n} inputs, "
-              f"{len(bad)} failed", highlight=False)
+    out.print(
+        f"actaudit selftest: {len(checks)} reference x format checks, {n} inputs, {len(bad)} failed",
+        highlight=False,
+    )
     return 1 if bad else 0
 
 
 @app.command()
 def lut(
     reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
-    dtype: str = typer.Option(..., "--dtype", "-d", help="Input format: int8:scale=S,zero=Z, uint8:..., int16:..., or a float format of 16 bits or fewer."),
-    out_dtype: Optional[str] = typer.Option(None, "--out-dtype", help="Output format (default: --dtype)."),
-    out_path: Path = typer.Option(..., "--out", "-o", help="Output file: .npy, .npz, .csv, or .h/.c (a C array)."),
-    param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
+    dtype: str = typer.Option(
+        ...,
+        "--dtype",
+        "-d",
+        help="Input format: int8:scale=S,zero=Z, uint8:..., int16:..., or a float format of 16 bits or fewer.",
+    ),
+    out_dtype: str | None = typer.Option(None, "--out-dtype", help="Output format (default: --dtype)."),
+    out_path: Path = typer.Option(
+        ..., "--out", "-o", help="Output file: .npy, .npz, .csv, or .h/.c (a C array)."
+    ),
+    param: list[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
 ):
     """Write the correctly rounded lookup table of a reference and print its audit."""
     from . import lut as lut_mod
@@ -552,20 +867,30 @@ def lut(
     params = parse_params(param)
     for k in params:
         if k not in ref.params:
-            raise BadOptionError(f"{reference} has no parameter '{k}' (parameters: {', '.join(ref.params) or 'none'})")
+            raise BadOptionError(
+                f"{reference} has no parameter '{k}' (parameters: {', '.join(ref.params) or 'none'})"
+            )
     inq, outf = lut_mod.formats_of(dtype, out_dtype)
     w = lut_mod.write_table(out_path, reference, inq, outf, params)
-    out.print(f"wrote {out_path} ({w['entries']} entries, {w['in_dtype']} -> {w['out_dtype']})", highlight=False)
+    out.print(
+        f"wrote {out_path} ({w['entries']} entries, {w['in_dtype']} -> {w['out_dtype']})", highlight=False
+    )
     a = lut_mod.audit_table(w, reference, inq, outf, params)
     if a is None:
         return
     if isinstance(a, dict):
-        out.print(f"audit (read back): {a['correct']} of {a['inputs']} finite inputs correctly rounded, "
-                  f"max {format_number(a['max_ulp'])} ULP", highlight=False)
+        out.print(
+            f"audit (read back): {a['correct']} of {a['inputs']} finite inputs correctly rounded, "
+            f"max {format_number(a['max_ulp'])} ULP",
+            highlight=False,
+        )
     else:
         found = ", ".join(f"{f['kind']} {f['count']}" for f in a.findings) or "none"
-        out.print(f"audit (read back): {a.count} codes, {100 * a.correct_fraction:.2f}% correct, "
-                  f"max code error {format_number(a.max_code_err)}, findings: {found}", highlight=False)
+        out.print(
+            f"audit (read back): {a.count} codes, {100 * a.correct_fraction:.2f}% correct, "
+            f"max code error {format_number(a.max_code_err)}, findings: {found}",
+            highlight=False,
+        )
 
 
 @app.command()
@@ -573,9 +898,15 @@ def golden(
     reference: str = typer.Argument(..., help="Reference function (gelu, sigmoid, ...)."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Format."),
     out_path: Path = typer.Option(..., "--out", "-o", help="Output file: .npz, .npy or .csv."),
-    inputs: Optional[Path] = typer.Option(None, "--inputs", help="Only these inputs (a file read like a dump's outputs)."),
-    param: List[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
-    semantics: Optional[str] = typer.Option(None, "--semantics", help="Conversion flags of the machine: daz_in, ftz_out, saturate (the result stored saturated), sat_nan=keep."),
+    inputs: Path | None = typer.Option(
+        None, "--inputs", help="Only these inputs (a file read like a dump's outputs)."
+    ),
+    param: list[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
+    semantics: str | None = typer.Option(
+        None,
+        "--semantics",
+        help="Conversion flags of the machine: daz_in, ftz_out, saturate (the result stored saturated), sat_nan=keep.",
+    ),
 ):
     """Write golden test vectors: inputs, correctly rounded outputs and exact values."""
     from .formats import get_format
@@ -587,37 +918,67 @@ def golden(
     params = parse_params(param)
     for k in params:
         if k not in ref.params:
-            raise BadOptionError(f"{reference} has no parameter '{k}' (parameters: {', '.join(ref.params) or 'none'})")
+            raise BadOptionError(
+                f"{reference} has no parameter '{k}' (parameters: {', '.join(ref.params) or 'none'})"
+            )
     xs = None
     if inputs is not None:
         xs = read_inputs(inputs, fmt)  # values, in the file's own order
-    n = write_golden(reference, fmt, out_path, params, xs,
-                     None if semantics is None else semantics_mod.parse(semantics))
+    n = write_golden(
+        reference, fmt, out_path, params, xs, None if semantics is None else semantics_mod.parse(semantics)
+    )
     out.print(f"wrote {out_path} ({n} inputs, {fmt.name})", highlight=False)
 
 
 @app.command()
 def report(
-    targets: Optional[List[str]] = typer.Argument(None, help="Candidates, families, torch:NAME, jax:NAME or pkg.module:function."),
+    targets: list[str] | None = typer.Argument(
+        None, help="Candidates, families, torch:NAME, jax:NAME or pkg.module:function."
+    ),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
-    compute: Optional[str] = typer.Option(None, "--compute", "-c", help="Compute format(s) (default 'auto': as sweep, the storage format and fp32 for formats under 32 bits)."),
-    range_: Optional[str] = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
-    samples: Optional[int] = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
+    compute: str | None = typer.Option(
+        None,
+        "--compute",
+        "-c",
+        help="Compute format(s) (default 'auto': as sweep, the storage format and fp32 for formats under 32 bits).",
+    ),
+    range_: str | None = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
+    samples: int | None = typer.Option(None, "--samples", help="Sample size for fp32 / fp64."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fp32 / fp64 sample."),
-    param: List[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE[,VALUE...]."),
+    param: list[str] = typer.Option([], "--param", "-p", help="Candidate parameter NAME=VALUE[,VALUE...]."),
     grad: bool = typer.Option(False, "--grad", help="Report the derivative candidates."),
     backward: bool = typer.Option(False, "--backward", help="Report the backward kernels over (x, dy)."),
-    grid: Optional[int] = typer.Option(256, "--grid", help="Values per axis of gated units' grid (default 256 in reports)."),
+    grid: int | None = typer.Option(
+        256, "--grid", help="Values per axis of gated units' grid (default 256 in reports)."
+    ),
     out_dir: Path = typer.Option(..., "--out", "-o", help="Output directory."),
-    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of a callable or a dump (e.g. gelu)."),
+    reference: str | None = typer.Option(
+        None, "--reference", help="Reference of a callable or a dump (e.g. gelu)."
+    ),
     device: str = typer.Option("cpu", "--device", help="Device of torch: ops (cpu, cuda)."),
-    dump: Optional[Path] = typer.Option(None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."),
-    dump_dtype: Optional[str] = typer.Option(None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."),
-    semantics: List[str] = typer.Option([], "--semantics", help=SEM_HELP),
-    suggest_: bool = typer.Option(False, "--suggest", help="Also rank every candidate of each reference in each path (actaudit suggest) in a 'Suggest' section."),
-    out_dtype: Optional[str] = typer.Option(None, "--out-dtype", help="Output format: also quantized (uint8:scale=S,zero=Z) or block-scaled (mxfp8_e4m3, nvfp4)."),
-    blocks_dist: str = typer.Option("normal:std=1", "--blocks", help="Block-scaled outputs: input distribution (as sweep's)."),
-    elements: int = typer.Option(1 << 16, "--elements", help="Block-scaled outputs: number of seeded input elements."),
+    dump: Path | None = typer.Option(
+        None, "--dump", help="Outputs dumped from a device (.npz, .npy, .csv or raw binary)."
+    ),
+    dump_dtype: str | None = typer.Option(
+        None, "--dump-dtype", help="Dtype of a raw binary dump (default: --dtype)."
+    ),
+    semantics: list[str] = typer.Option([], "--semantics", help=SEM_HELP),
+    suggest_: bool = typer.Option(
+        False,
+        "--suggest",
+        help="Also rank every candidate of each reference in each path (actaudit suggest) in a 'Suggest' section.",
+    ),
+    out_dtype: str | None = typer.Option(
+        None,
+        "--out-dtype",
+        help="Output format: also quantized (uint8:scale=S,zero=Z) or block-scaled (mxfp8_e4m3, nvfp4).",
+    ),
+    blocks_dist: str = typer.Option(
+        "normal:std=1", "--blocks", help="Block-scaled outputs: input distribution (as sweep's)."
+    ),
+    elements: int = typer.Option(
+        1 << 16, "--elements", help="Block-scaled outputs: number of seeded input elements."
+    ),
     scale_rule: str = typer.Option("ocp", "--scale-rule", help="Block-scaled outputs: ocp or ceil."),
 ):
     """Write an HTML report (self-contained) with one PNG per figure and the run's JSON."""
@@ -628,20 +989,45 @@ def report(
     if blocks.is_block(out_dtype) or quant.is_quant(dtype) or quant.is_quant(out_dtype):
         from reports import formats_html
 
-        results = blocks.sweep(targets, dtype, out_dtype, compute or "fp32", rule=scale_rule,
-                               dist=blocks_dist, elements=elements, seed=seed,
-                               params=parse_params(param)) if blocks.is_block(out_dtype) else \
-            quant.sweep(targets, dtype, out_dtype, compute or "fp32", parse_params(param), reference)
+        results = (
+            blocks.sweep(
+                targets,
+                dtype,
+                out_dtype,
+                compute or "fp32",
+                rule=scale_rule,
+                dist=blocks_dist,
+                elements=elements,
+                seed=seed,
+                params=parse_params(param),
+            )
+            if blocks.is_block(out_dtype)
+            else quant.sweep(targets, dtype, out_dtype, compute or "fp32", parse_params(param), reference)
+        )
         out.print(f"wrote {formats_html.build(results, out_dir, _command_line())}", highlight=False)
         return
 
     with _progress() as bar:
-        results = run_sweep(targets, dtype, "auto" if compute is None else compute,
-                            range=parse_range(range_), samples=samples,
-                            seed=seed, params=parse_params(param), grad=grad, backward=backward, grid=grid,
-                            keep_points=True, progress=bar, reference=reference, device=device,
-                            dump=None if dump is None else str(dump), dump_dtype=dump_dtype,
-                            semantics=semantics or None, out_dtype=out_dtype)
+        results = run_sweep(
+            targets,
+            dtype,
+            "auto" if compute is None else compute,
+            range=parse_range(range_),
+            samples=samples,
+            seed=seed,
+            params=parse_params(param),
+            grad=grad,
+            backward=backward,
+            grid=grid,
+            keep_points=True,
+            progress=bar,
+            reference=reference,
+            device=device,
+            dump=None if dump is None else str(dump),
+            dump_dtype=dump_dtype,
+            semantics=semantics or None,
+            out_dtype=out_dtype,
+        )
         sugg = None
         if suggest_:
             from . import suggest as suggest_mod
@@ -653,10 +1039,18 @@ def report(
 
 @app.command()
 def baseline(
-    spec: Optional[Path] = typer.Option(None, "--spec", help="Audit spec (default: actaudit.toml or [tool.actaudit] in pyproject.toml)."),
-    out_path: Optional[Path] = typer.Option(None, "--out", "-o", help="Baseline path (default: the spec's 'baseline')."),
-    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of callables and dumps in audits that give none."),
-    force: bool = typer.Option(False, "--force", help="Record results that break their own tolerances (each is listed)."),
+    spec: Path | None = typer.Option(
+        None, "--spec", help="Audit spec (default: actaudit.toml or [tool.actaudit] in pyproject.toml)."
+    ),
+    out_path: Path | None = typer.Option(
+        None, "--out", "-o", help="Baseline path (default: the spec's 'baseline')."
+    ),
+    reference: str | None = typer.Option(
+        None, "--reference", help="Reference of callables and dumps in audits that give none."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Record results that break their own tolerances (each is listed)."
+    ),
 ):
     """Sweep the audit spec and record a baseline (plain JSON, written atomically).
     Results that already break their tolerances are refused (exit 1) unless --force."""
@@ -670,20 +1064,34 @@ def baseline(
             out.print(f"FAIL     {line}", markup=False, highlight=False, soft_wrap=True)
         raise
     for line in broken:
-        out.print(f"WARNING  recorded although it breaks its tolerance: {line}", markup=False,
-                  highlight=False, soft_wrap=True)
-    out.print(f"wrote {path} ({n} results" + (f", {len(broken)} breaking their tolerances)" if broken else ")"),
-              highlight=False)
+        out.print(
+            f"WARNING  recorded although it breaks its tolerance: {line}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    out.print(
+        f"wrote {path} ({n} results" + (f", {len(broken)} breaking their tolerances)" if broken else ")"),
+        highlight=False,
+    )
 
 
 @app.command()
 def check(
-    spec: Optional[Path] = typer.Option(None, "--spec", help="Audit spec (default: actaudit.toml or [tool.actaudit] in pyproject.toml)."),
-    baseline_path: Optional[Path] = typer.Option(None, "--baseline", "-b", help="Baseline (default: the spec's 'baseline')."),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML to FILE."),
-    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write a Markdown summary to FILE."),
-    reference: Optional[str] = typer.Option(None, "--reference", help="Reference of callables and dumps in audits that give none."),
-    strict: bool = typer.Option(False, "--strict", help="Also fail on baseline results the spec no longer produces."),
+    spec: Path | None = typer.Option(
+        None, "--spec", help="Audit spec (default: actaudit.toml or [tool.actaudit] in pyproject.toml)."
+    ),
+    baseline_path: Path | None = typer.Option(
+        None, "--baseline", "-b", help="Baseline (default: the spec's 'baseline')."
+    ),
+    junit: Path | None = typer.Option(None, "--junit", help="Write JUnit XML to FILE."),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Write a Markdown summary to FILE."),
+    reference: str | None = typer.Option(
+        None, "--reference", help="Reference of callables and dumps in audits that give none."
+    ),
+    strict: bool = typer.Option(
+        False, "--strict", help="Also fail on baseline results the spec no longer produces."
+    ),
 ):
     """Re-sweep the spec and compare with the baseline: exit 1 on any regression."""
     from reports import junit as junit_report
@@ -702,12 +1110,19 @@ def check(
     removed = [c for c in changes if c.status == "removed"]
     tags = {"fail": "FAIL", "improved": "improved", "removed": "removed"}
     for c in fails + better + removed:  # plain lines: easy to read and to grep in CI logs
-        out.print(f"{tags[c.status]:8} {c.key}: {'; '.join(c.messages)}", markup=False,
-                  highlight=False, soft_wrap=True)
-    out.print(f"actaudit check: {len(changes) - len(removed)} results, {len(fails)} failed, "
-              f"{len(better)} improved"
-              + (f", {len(removed)} no longer in the spec" if removed else "")
-              + ("" if not better or fails else " (refresh with 'actaudit baseline')"), highlight=False)
+        out.print(
+            f"{tags[c.status]:8} {c.key}: {'; '.join(c.messages)}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    out.print(
+        f"actaudit check: {len(changes) - len(removed)} results, {len(fails)} failed, "
+        f"{len(better)} improved"
+        + (f", {len(removed)} no longer in the spec" if removed else "")
+        + ("" if not better or fails else " (refresh with 'actaudit baseline')"),
+        highlight=False,
+    )
     return 1 if fails else 0
 
 
@@ -730,9 +1145,17 @@ class _progress:
     checkpoint stopped."""
 
     def __enter__(self):
-        self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          _Rate(), TimeElapsedColumn(), TimeRemainingColumn(), console=err,
-                          transient=True, disable=not err.is_terminal)
+        self.p = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            _Rate(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        )
         self.p.__enter__()
         self.task = self.p.add_task("sweeping", total=None)
         return self
@@ -781,12 +1204,24 @@ def write_csv(results: list[SweepResult], path: Path) -> None:
         fmt = get_format(r.dtype)
         bits = fmt.to_bits(e.x).astype(np.uint64).tolist()
         width = fmt.bits // 4
-        frames.append(pd.DataFrame({
-            "candidate": r.candidate, "dtype": r.dtype, "compute": r.compute,
-            **({"semantics": semantics_mod.label(r.semantics)} if show_sem else {}),
-            "x": e.x, "x_hex": [f"0x{b:0{width}x}" for b in bits], "got": e.got,
-            "exact": e.exact, "correctly_rounded": e.rounded, "ulp_error": e.ulp_err,
-            "ulp_distance": e.ulp_dist, "class": np.asarray(CLASS_NAMES)[e.cls]}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "candidate": r.candidate,
+                    "dtype": r.dtype,
+                    "compute": r.compute,
+                    **({"semantics": semantics_mod.label(r.semantics)} if show_sem else {}),
+                    "x": e.x,
+                    "x_hex": [f"0x{b:0{width}x}" for b in bits],
+                    "got": e.got,
+                    "exact": e.exact,
+                    "correctly_rounded": e.rounded,
+                    "ulp_error": e.ulp_err,
+                    "ulp_distance": e.ulp_dist,
+                    "class": np.asarray(CLASS_NAMES)[e.cls],
+                }
+            )
+        )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
@@ -807,8 +1242,13 @@ def list_(json_: bool = typer.Option(False, "--json", help="Print the candidates
     sys.stdout.write(candidates_text(cands, shutil.get_terminal_size((80, 24)).columns))
     import textwrap
 
-    print(textwrap.fill("formats: " + ", ".join(f.name for f in FORMATS.values()) + " (actaudit formats)",
-                        shutil.get_terminal_size((80, 24)).columns, break_on_hyphens=False))
+    print(
+        textwrap.fill(
+            "formats: " + ", ".join(f.name for f in FORMATS.values()) + " (actaudit formats)",
+            shutil.get_terminal_size((80, 24)).columns,
+            break_on_hyphens=False,
+        )
+    )
 
 
 @app.command()
@@ -835,7 +1275,8 @@ def main(argv=None) -> int:
     Ctrl-C (SIGINT) and SIGTERM print one line and exit 130 and 143; files being written
     are temporary files until complete, so none is left half-written.
     """
-    from .signals import TERMINATED as terminated, Terminated, handlers
+    from .signals import TERMINATED as terminated
+    from .signals import Terminated, handlers
 
     try:
         with handlers():

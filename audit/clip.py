@@ -79,8 +79,14 @@ def _ok(ulp, abs_err, cls, max_ulp, atol):
     return good & finite_result(cls)
 
 
-def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
-              atol: float | None = None, failing: np.ndarray | None = None) -> dict:
+def recommend(
+    e,
+    fmt: Format,
+    sat: dict,
+    max_ulp: float | None = None,
+    atol: float | None = None,
+    failing: np.ndarray | None = None,
+) -> dict:
     """The clip recommendation from a candidate's per-input errors over the whole format
     (``failing``: inputs with a failure finding, left out of the default tolerance)."""
     x = e.x
@@ -118,8 +124,8 @@ def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
                 if feas.any():
                     j = int(np.flatnonzero(feas)[-1])
                     bound = float(x[idx][j])
-                    rest = idx[j + 1:]
-                    fixed[rest] = ea.ulp_err[j + 1:]
+                    rest = idx[j + 1 :]
+                    fixed[rest] = ea.ulp_err[j + 1 :]
                     action = "identity" if s["value"] == "identity" else "constant"
                     if action == "constant" and len(rest) and e.got[idx][j] == s["value"]:
                         action = "clamp"  # clamping the input there already gives the constant
@@ -127,8 +133,10 @@ def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
                         action, bound = "none", None
                 else:
                     first_bad = float(x[idx][int(np.flatnonzero(~okc[idx])[0])])
-                    note = (f"{side} side: off by more than the tolerance from x = {first_bad:g} "
-                            f"on, before f saturates (x = {s['x']:g}): no clip helps")
+                    note = (
+                        f"{side} side: off by more than the tolerance from x = {first_bad:g} "
+                        f"on, before f saturates (x = {s['x']:g}): no clip helps"
+                    )
         sides[side] = (bound, action)
         if note:
             notes.append(note)
@@ -137,10 +145,17 @@ def recommend(e, fmt: Format, sat: dict, max_ulp: float | None = None,
         inside = float(np.max(fixed)) if len(fixed) else math.nan
     # lo_safe / hi_safe: the farthest input from zero up to which every input of that side is
     # within the tolerance, unclipped (None: the whole side is; 0.0: not even the first)
-    return {"lo": lo, "hi": hi, "lo_action": lo_action, "hi_action": hi_action,
-            "lo_safe": safe["lo"], "hi_safe": safe["hi"],
-            "max_ulp_inside": inside, "tolerance": {"max_ulp": max_ulp, "atol": atol},
-            "note": "; ".join(notes)}
+    return {
+        "lo": lo,
+        "hi": hi,
+        "lo_action": lo_action,
+        "hi_action": hi_action,
+        "lo_safe": safe["lo"],
+        "hi_safe": safe["hi"],
+        "max_ulp_inside": inside,
+        "tolerance": {"max_ulp": max_ulp, "atol": atol},
+        "note": "; ".join(notes),
+    }
 
 
 def to_json(c: dict | None) -> dict | None:
@@ -173,5 +188,6 @@ def apply(cand: Candidate, clip: dict, sat: dict) -> Candidate:
             y = m.where(x < lo, x if lo_a == "identity" else c_lo, y)
         return y
 
-    return replace(cand, id=f"{cand.id}+clip", fn=fixed,
-                   formula=f"{cand.formula}, clipped [{lo}, {hi}] ({lo_a}, {hi_a})")
+    return replace(
+        cand, id=f"{cand.id}+clip", fn=fixed, formula=f"{cand.formula}, clipped [{lo}, {hi}] ({lo_a}, {hi_a})"
+    )

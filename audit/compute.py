@@ -34,9 +34,9 @@ import sys
 from dataclasses import dataclass, replace
 
 import numpy as np
-from .special import sc
 
 from .formats import Format
+from .special import sc
 
 
 @dataclass
@@ -69,7 +69,7 @@ class Val:
     __slots__ = ("a", "ops")
     __array_priority__ = 1000  # numpy scalars defer to Val's operators
 
-    def __init__(self, a, ops: "Ops"):
+    def __init__(self, a, ops: Ops):
         self.a = a
         self.ops = ops
 
@@ -77,16 +77,35 @@ class Val:
     def _bin(self, other, fn, name, swap=False):
         return self.ops.binary(name, fn, self, other, swap)
 
-    def __add__(self, o): return self._bin(o, np.add, "+")
-    def __radd__(self, o): return self._bin(o, np.add, "+", True)
-    def __sub__(self, o): return self._bin(o, np.subtract, "-")
-    def __rsub__(self, o): return self._bin(o, np.subtract, "-", True)
-    def __mul__(self, o): return self._bin(o, np.multiply, "*")
-    def __rmul__(self, o): return self._bin(o, np.multiply, "*", True)
-    def __truediv__(self, o): return self._bin(o, np.divide, "/")
-    def __rtruediv__(self, o): return self._bin(o, np.divide, "/", True)
-    def __neg__(self): return Val(-self.a, self.ops)  # exact
-    def __abs__(self): return Val(np.abs(self.a), self.ops)  # exact
+    def __add__(self, o):
+        return self._bin(o, np.add, "+")
+
+    def __radd__(self, o):
+        return self._bin(o, np.add, "+", True)
+
+    def __sub__(self, o):
+        return self._bin(o, np.subtract, "-")
+
+    def __rsub__(self, o):
+        return self._bin(o, np.subtract, "-", True)
+
+    def __mul__(self, o):
+        return self._bin(o, np.multiply, "*")
+
+    def __rmul__(self, o):
+        return self._bin(o, np.multiply, "*", True)
+
+    def __truediv__(self, o):
+        return self._bin(o, np.divide, "/")
+
+    def __rtruediv__(self, o):
+        return self._bin(o, np.divide, "/", True)
+
+    def __neg__(self):
+        return Val(-self.a, self.ops)  # exact
+
+    def __abs__(self):
+        return Val(np.abs(self.a), self.ops)  # exact
 
     def __pow__(self, n):
         """Integer powers by repeated multiplication, each product rounded: x**3 = (x*x)*x."""
@@ -98,10 +117,17 @@ class Val:
         return out
 
     # comparisons give plain boolean masks ---------------------------------
-    def __lt__(self, o): return self.ops.compare(np.less, self, o)
-    def __le__(self, o): return self.ops.compare(np.less_equal, self, o)
-    def __gt__(self, o): return self.ops.compare(np.greater, self, o)
-    def __ge__(self, o): return self.ops.compare(np.greater_equal, self, o)
+    def __lt__(self, o):
+        return self.ops.compare(np.less, self, o)
+
+    def __le__(self, o):
+        return self.ops.compare(np.less_equal, self, o)
+
+    def __gt__(self, o):
+        return self.ops.compare(np.greater, self, o)
+
+    def __ge__(self, o):
+        return self.ops.compare(np.greater_equal, self, o)
 
 
 class Ops:
@@ -157,21 +183,51 @@ class Ops:
         # primitives in float64 (never numpy's low-precision loops), then rounded
         return self.op(name, fn(*(np.asarray(i, dtype=np.float64) for i in ins)), ins)
 
-    def exp(self, x): return self._f("exp", np.exp, x)
-    def expm1(self, x): return self._f("expm1", np.expm1, x)
-    def log(self, x): return self._f("log", np.log, x)
-    def log1p(self, x): return self._f("log1p", np.log1p, x)
-    def tanh(self, x): return self._f("tanh", np.tanh, x)
-    def erf(self, x): return self._f("erf", sc.erf, x)
-    def erfc(self, x): return self._f("erfc", sc.erfc, x)
-    def sqrt(self, x): return self._f("sqrt", np.sqrt, x)
-    def exp2(self, x): return self._f("exp2", np.exp2, x)
-    def rsqrt(self, x): return self._f("rsqrt", lambda v: 1.0 / np.sqrt(v), x)
-    def sigmoid(self, x): return self._f("sigmoid", sc.expit, x)
-    def abs(self, x): return Val(np.abs(self.lift(x).a), self)
-    def maximum(self, a, b): return self._f("max", np.maximum, a, b)
-    def minimum(self, a, b): return self._f("min", np.minimum, a, b)
-    def clip(self, x, lo, hi): return self.minimum(self.maximum(x, lo), hi)
+    def exp(self, x):
+        return self._f("exp", np.exp, x)
+
+    def expm1(self, x):
+        return self._f("expm1", np.expm1, x)
+
+    def log(self, x):
+        return self._f("log", np.log, x)
+
+    def log1p(self, x):
+        return self._f("log1p", np.log1p, x)
+
+    def tanh(self, x):
+        return self._f("tanh", np.tanh, x)
+
+    def erf(self, x):
+        return self._f("erf", sc.erf, x)
+
+    def erfc(self, x):
+        return self._f("erfc", sc.erfc, x)
+
+    def sqrt(self, x):
+        return self._f("sqrt", np.sqrt, x)
+
+    def exp2(self, x):
+        return self._f("exp2", np.exp2, x)
+
+    def rsqrt(self, x):
+        return self._f("rsqrt", lambda v: 1.0 / np.sqrt(v), x)
+
+    def sigmoid(self, x):
+        return self._f("sigmoid", sc.expit, x)
+
+    def abs(self, x):
+        return Val(np.abs(self.lift(x).a), self)
+
+    def maximum(self, a, b):
+        return self._f("max", np.maximum, a, b)
+
+    def minimum(self, a, b):
+        return self._f("min", np.minimum, a, b)
+
+    def clip(self, x, lo, hi):
+        return self.minimum(self.maximum(x, lo), hi)
+
     def fma(self, a, b, c) -> Val:
         """a*b + c with one rounding into the compute format (a fused multiply-add)."""
         ins = tuple(self.lift(v).a for v in (a, b, c))
@@ -251,22 +307,30 @@ def _fma_fp64(a, b, c) -> np.ndarray:
     out = np.empty(a.shape, dtype=np.float64)
     with gmpy2.context(gmpy2.ieee(64)):
         mpfr, fma = gmpy2.mpfr, gmpy2.fma
-        for i, (p, q, r) in enumerate(zip(a.ravel().tolist(), b.ravel().tolist(),
-                                          c.ravel().tolist())):
+        for i, (p, q, r) in enumerate(zip(a.ravel().tolist(), b.ravel().tolist(), c.ravel().tolist())):
             out.flat[i] = float(fma(mpfr(p), mpfr(q), mpfr(r)))
     return out
 
 
-def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
-             x2: np.ndarray | None = None, trace: list | None = None,
-             watch: bool = False, semantics=None) -> np.ndarray:
+def evaluate(
+    fn,
+    x: np.ndarray,
+    storage: Format,
+    compute: Format,
+    params: dict,
+    x2: np.ndarray | None = None,
+    trace: list | None = None,
+    watch: bool = False,
+    semantics=None,
+) -> np.ndarray:
     """Run formula ``fn(x, ops, **params)`` (or ``fn(x, x2, ops, **params)``) on storage
     values; return storage values.  ``trace``: a list to record every operation in
     (``watch``: only constants and operations with non-finite outputs).  ``semantics``:
     an :class:`audit.semantics.Semantics` other than ieee (None: ieee, today's path)."""
     if semantics is not None and not semantics.is_default:
-        return _evaluate_semantics(fn, np.asarray(x, dtype=np.float64), storage, compute, params,
-                                   x2, trace, watch, semantics)
+        return _evaluate_semantics(
+            fn, np.asarray(x, dtype=np.float64), storage, compute, params, x2, trace, watch, semantics
+        )
     ops = Ops(compute, trace, watch)
     ops.storage = storage
     with np.errstate(all="ignore"):
@@ -285,6 +349,7 @@ def evaluate(fn, x: np.ndarray, storage: Format, compute: Format, params: dict,
 # ------------------------------------------------------------------ semantics
 # The machine of a Semantics (audit/semantics.py) other than ieee.  The default path above
 # is untouched: Ops and evaluate() take it only when a semantics is given.
+
 
 class PVal(Val):
     """A product under ``contract``: its number in evaluation order and, when it is to be
@@ -376,8 +441,12 @@ class SemOps(Ops):
                             rest = -rest  # a*b - c = fma(a, b, -c)
                         else:
                             p = -p  # c - a*b = fma(-a, b, c)
-                    return self.op("fma", fused_multiply_add(self.fmt, p, q, rest), (p, q, rest),
-                                   note=f"contracted: * and {name} fused (contract)")
+                    return self.op(
+                        "fma",
+                        fused_multiply_add(self.fmt, p, q, rest),
+                        (p, q, rest),
+                        note=f"contracted: * and {name} fused (contract)",
+                    )
         if name == "/" and self.sem.prim("div") == "rcp":
             rc = self.rcp(Val(ra, self))
             return self.op("*", la * rc.a, (la, rc.a), note="division by reciprocal (div=rcp)")
@@ -401,8 +470,9 @@ class SemOps(Ops):
         ins = tuple(self._daz(self.lift(a).a) for a in args)
         impl = self.sem.prim(name)
         if impl == "cr" or impl.startswith("bound:"):
-            return self.op(name, fn(*(np.asarray(i, dtype=np.float64) for i in ins)), ins,
-                           bound=self.sem.bound(name))
+            return self.op(
+                name, fn(*(np.asarray(i, dtype=np.float64) for i in ins)), ins, bound=self.sem.bound(name)
+            )
         if impl.startswith("table:"):  # measured on a device, every value of the format
             look = _sem().table_lookup(impl[6:], self.fmt)
             cr = fn(*(np.asarray(i, dtype=np.float64) for i in ins))
@@ -433,16 +503,24 @@ def _sem():
     return semantics
 
 
-def _evaluate_semantics(fn, x, storage: Format, compute: Format, params: dict, x2, trace,
-                        watch, sem) -> np.ndarray:
+def _evaluate_semantics(
+    fn, x, storage: Format, compute: Format, params: dict, x2, trace, watch, sem
+) -> np.ndarray:
     S = _sem()
     plan = None
     if sem.contract:  # which products have one use, an addition: from a one-input run
         rec = SemOps(compute, None, False, sem)
         with np.errstate(all="ignore"):
-            _run(fn, rec, x.reshape(-1)[:1],
-                 None if x2 is None else np.asarray(x2, dtype=np.float64).reshape(-1)[:1],
-                 storage, compute, params, sem)
+            _run(
+                fn,
+                rec,
+                x.reshape(-1)[:1],
+                None if x2 is None else np.asarray(x2, dtype=np.float64).reshape(-1)[:1],
+                storage,
+                compute,
+                params,
+                sem,
+            )
         plan = {pid for pid, u in rec.uses.items() if len(u) == 1 and u[0] in ("+", "-")}
     shifts = (0, -1, 1) if sem.envelope else (0,)
     outs = []
@@ -451,10 +529,15 @@ def _evaluate_semantics(fn, x, storage: Format, compute: Format, params: dict, x
         with np.errstate(all="ignore"):
             y = _run(fn, ops, x, x2, storage, compute, params, sem)
             out = S.convert_out(np.broadcast_to(y, x.shape), x, storage, compute, sem)
-        if shift == 0 and trace is not None and not (watch and np.isfinite(out).all()) and \
-                (storage != compute or not sem.is_default):
-            trace.append(TraceEntry(f"rounding to {storage.name}", "(storage)", 0, (y,), out, y,
-                                    _conversion_note(sem)))
+        if (
+            shift == 0
+            and trace is not None
+            and not (watch and np.isfinite(out).all())
+            and (storage != compute or not sem.is_default)
+        ):
+            trace.append(
+                TraceEntry(f"rounding to {storage.name}", "(storage)", 0, (y,), out, y, _conversion_note(sem))
+            )
         outs.append(out)
     if len(outs) == 1:
         return outs[0]

@@ -54,10 +54,18 @@ class ConsistencyFinding:
     failed: bool = True  # a finding (False: the check passed; kept for the record)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "target": self.target, "dtype": self.dtype, "text": self.text,
-                "count": self.count, "shape": self.shape, "failed": self.failed,
-                "example": None if self.example is None else
-                {k: json_number(v) if isinstance(v, float) else v for k, v in self.example.items()}}
+        return {
+            "kind": self.kind,
+            "target": self.target,
+            "dtype": self.dtype,
+            "text": self.text,
+            "count": self.count,
+            "shape": self.shape,
+            "failed": self.failed,
+            "example": None
+            if self.example is None
+            else {k: json_number(v) if isinstance(v, float) else v for k, v in self.example.items()},
+        }
 
 
 # ------------------------------------------------------------------ callables
@@ -91,16 +99,18 @@ def _torch_op(name: str, fmt: Format, compiled: bool = False):
 
         def call(arr, **kw):
             if kw:
-                raise BadOptionError(f"torch-compile:{name} is compiled without parameters; "
-                                     f"check {', '.join(kw)} on torch:{name}")
+                raise BadOptionError(
+                    f"torch-compile:{name} is compiled without parameters; "
+                    f"check {', '.join(kw)} on torch:{name}"
+                )
             flat = np.asarray(arr).reshape(-1)
             out = np.empty_like(flat)
             for i in range(0, len(flat), COMPILE_BLOCK):
-                part = flat[i:i + COMPILE_BLOCK]
+                part = flat[i : i + COMPILE_BLOCK]
                 pad = np.zeros(COMPILE_BLOCK, dtype=flat.dtype)
-                pad[:len(part)] = part
+                pad[: len(part)] = part
                 with torch.no_grad():
-                    out[i:i + len(part)] = to_np(cop(to_t(pad)))[:len(part)]
+                    out[i : i + len(part)] = to_np(cop(to_t(pad)))[: len(part)]
             return out.reshape(np.shape(arr))
 
         return call, ref
@@ -128,9 +138,13 @@ def compiled_candidate(name: str, fmt: Format, reference: str | None = None) -> 
     """``torch-compile:NAME``: torch.compile of torch.nn.functional's op, on CPU."""
     call, ref = _torch_op(name, fmt, compiled=True)
     torch = importlib.import_module("torch")
-    return adapters.wrap_callable(call, reference or ref, fmt, f"torch-compile:{name}",
-                                  f"torch {torch.__version__} torch.compile(torch.nn.functional."
-                                  f"{name}) (Inductor, CPU)")
+    return adapters.wrap_callable(
+        call,
+        reference or ref,
+        fmt,
+        f"torch-compile:{name}",
+        f"torch {torch.__version__} torch.compile(torch.nn.functional.{name}) (Inductor, CPU)",
+    )
 
 
 def _callable(target: str, fmt: Format):
@@ -169,8 +183,17 @@ def _run(fn, arr, label, **kw):
 
 
 # ------------------------------------------------------------ parameter effect
-def param_effect(target: str, name: str, values, dtype="fp16", compute=None, *, range=None,
-                 seed: int = 0, grid: int | None = None) -> ConsistencyFinding:
+def param_effect(
+    target: str,
+    name: str,
+    values,
+    dtype="fp16",
+    compute=None,
+    *,
+    range=None,
+    seed: int = 0,
+    grid: int | None = None,
+) -> ConsistencyFinding:
     """Run ``target`` with parameter ``name`` at each of ``values`` on the same inputs;
     a ``no_effect`` finding when every value gives the same bits everywhere, otherwise a
     passed ``param_effect`` record with how many inputs changed."""
@@ -193,8 +216,9 @@ def param_effect(target: str, name: str, values, dtype="fp16", compute=None, *, 
     else:
         (cand,) = _one(target)
         if name not in cand.params:
-            raise BadOptionError(f"{cand.id} has no parameter '{name}' "
-                                 f"(parameters: {', '.join(cand.params) or 'none'})")
+            raise BadOptionError(
+                f"{cand.id} has no parameter '{name}' (parameters: {', '.join(cand.params) or 'none'})"
+            )
         cf = get_format(compute) if compute is not None else fmt
         if cand.arity == 2:
             dom = pair_domain(fmt, range, side=grid, seed=seed)
@@ -210,15 +234,28 @@ def param_effect(target: str, name: str, values, dtype="fp16", compute=None, *, 
     n = int(np.count_nonzero(changed))
     vals = ", ".join(f"{v:g}" for v in values)
     if n == 0:
-        return ConsistencyFinding("no_effect", target, fmt.name,
-                                  f"{name} has no effect: {name} = {vals} give the same bits at all "
-                                  f"{len(x)} inputs", len(x))
+        return ConsistencyFinding(
+            "no_effect",
+            target,
+            fmt.name,
+            f"{name} has no effect: {name} = {vals} give the same bits at all {len(x)} inputs",
+            len(x),
+        )
     i = int(np.flatnonzero(changed)[0])
-    ex = {"x": float(x[i]), **({"b": float(x2[i])} if x2 is not None else {}),
-          **{f"{name}={v:g}": float(o[i]) for v, o in zip(values, outs)}}
-    return ConsistencyFinding("param_effect", target, fmt.name,
-                              f"{name} = {vals} change the output at {n} of {len(x)} inputs", n, ex,
-                              failed=False)
+    ex = {
+        "x": float(x[i]),
+        **({"b": float(x2[i])} if x2 is not None else {}),
+        **{f"{name}={v:g}": float(o[i]) for v, o in zip(values, outs)},
+    }
+    return ConsistencyFinding(
+        "param_effect",
+        target,
+        fmt.name,
+        f"{name} = {vals} change the output at {n} of {len(x)} inputs",
+        n,
+        ex,
+        failed=False,
+    )
 
 
 def _one(target: str) -> list[Candidate]:
@@ -238,8 +275,13 @@ class LayoutReport:
     findings: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"target": self.target, "dtype": self.dtype, "values": self.values,
-                "shapes_checked": self.shapes, "findings": [f.to_dict() for f in self.findings]}
+        return {
+            "target": self.target,
+            "dtype": self.dtype,
+            "values": self.values,
+            "shapes_checked": self.shapes,
+            "findings": [f.to_dict() for f in self.findings],
+        }
 
 
 def _values(fmt: Format, n: int, seed: int) -> np.ndarray:
@@ -257,12 +299,15 @@ def _values(fmt: Format, n: int, seed: int) -> np.ndarray:
     return np.concatenate([v, np.ones(k)])  # (padding values repeat one: harmless)
 
 
-def layout_check(target: str, dtype="fp32", *, max_length: int = 65, values: int = DEFAULT_VALUES,
-                 seed: int = 0) -> LayoutReport:
+def layout_check(
+    target: str, dtype="fp32", *, max_length: int = 65, values: int = DEFAULT_VALUES, seed: int = 0
+) -> LayoutReport:
     """Call a torch:/jax: op or a callable on the same values in different shapes."""
     if not adapters.is_external(target):
-        raise BadOptionError("the layout check applies to torch:NAME, jax:NAME and pkg.module:function "
-                             "(catalog formulas have no tensor layout)")
+        raise BadOptionError(
+            "the layout check applies to torch:NAME, jax:NAME and pkg.module:function "
+            "(catalog formulas have no tensor layout)"
+        )
     if not 1 <= max_length <= 4096:
         raise BadOptionError(f"--max-length must be in [1, 4096], got {max_length}")
     if not 64 <= values <= 1 << 20:
@@ -281,22 +326,33 @@ def layout_check(target: str, dtype="fp32", *, max_length: int = 65, values: int
         bad = np.flatnonzero(~same)
         if len(bad):
             i = int(bad[0])
-            rep.findings.append(ConsistencyFinding(
-                "layout", target, fmt.name,
-                f"{shape}: {len(bad)} of {n} values give other bits than one contiguous call",
-                len(bad), {"x": float(x[i]), "x_hex": fmt.hex(float(x[i])), "got": float(got[i]),
-                           "contiguous": float(ref[i])}, shape))
+            rep.findings.append(
+                ConsistencyFinding(
+                    "layout",
+                    target,
+                    fmt.name,
+                    f"{shape}: {len(bad)} of {n} values give other bits than one contiguous call",
+                    len(bad),
+                    {
+                        "x": float(x[i]),
+                        "x_hex": fmt.hex(float(x[i])),
+                        "got": float(got[i]),
+                        "contiguous": float(ref[i]),
+                    },
+                    shape,
+                )
+            )
 
     # 0-d: one call per value (a strided sample of 256 values keeps it quick)
     idx = np.unique(np.linspace(0, n - 1, min(n, 256)).astype(int))
     got = ref.copy()
     for i in idx:
-        got[i] = float(_run(fn, arr[i:i + 1].reshape(()), target))
+        got[i] = float(_run(fn, arr[i : i + 1].reshape(()), target))
     compare("0-d", got)
     for length in range(1, max_length + 1):
         got = np.empty(n)
         for s in range(0, n, length):
-            got[s:s + length] = _run(fn, arr[s:s + length], target)
+            got[s : s + length] = _run(fn, arr[s : s + length], target)
         compare(f"length {length}", got)
     for label, run in _views(fn, arr, target):
         compare(label, run())
@@ -316,24 +372,28 @@ def _views(fn, arr, target):
                 with torch.no_grad():
                     y = op(make(to_t(arr)), **kw0)
                 return to_np(y.reshape(-1)).astype(np.float64)
+
             return run
 
         yield "stride 2 (every second element)", on(lambda t: torch.stack([t, t], 1).reshape(-1)[::2])
         yield "column-major 2-D view (n/64 x 64)", on(lambda t: t.reshape(-1, 64).t().contiguous().t())
         yield "offset view (storage offset 1)", on(lambda t: torch.cat([t[:1], t])[1:])
         return
-    yield ("stride 2 (every second element)",
-           lambda: _run(fn, np.stack([arr, arr], 1).reshape(-1)[::2], target))
-    yield ("column-major 2-D view (n/64 x 64)",
-           lambda: _run(fn, np.asfortranarray(arr.reshape(-1, 64)), target).reshape(-1))
+    yield (
+        "stride 2 (every second element)",
+        lambda: _run(fn, np.stack([arr, arr], 1).reshape(-1)[::2], target),
+    )
+    yield (
+        "column-major 2-D view (n/64 x 64)",
+        lambda: _run(fn, np.asfortranarray(arr.reshape(-1, 64)), target).reshape(-1),
+    )
     yield ("offset view (offset 1)", lambda: _run(fn, np.concatenate([arr[:1], arr])[1:], target))
 
 
 def document(items: list, **meta) -> dict:
     from . import __version__
 
-    return {"schema": SCHEMA, "actaudit": __version__, **meta,
-            "results": [i.to_dict() for i in items]}
+    return {"schema": SCHEMA, "actaudit": __version__, **meta, "results": [i.to_dict() for i in items]}
 
 
 def parse_values(text: str) -> list[float]:
@@ -366,8 +426,9 @@ def torch_backward_candidate(name: str, fmt: Format, device: str = "cpu") -> Can
     bwd = f"{ref}_bwd"
     if bwd not in REFERENCES:
         have = sorted(n.removesuffix("_bwd") for n in REFERENCES if n.endswith("_bwd"))
-        raise BadOptionError(f"no exact backward reference for torch:{name} (backward references: "
-                             f"{', '.join(have)})")
+        raise BadOptionError(
+            f"no exact backward reference for torch:{name} (backward references: {', '.join(have)})"
+        )
     if fmt.name not in _TORCH_DT:
         raise BadOptionError(f"torch ops are audited in fp16, bf16, fp32 and fp64, not {fmt.name}")
     if device != "cpu" and not (device.startswith("cuda") and torch.cuda.is_available()):
@@ -391,6 +452,12 @@ def torch_backward_candidate(name: str, fmt: Format, device: str = "cpu") -> Can
         with np.errstate(all="ignore"):
             return g.astype(np.float64)
 
-    return Candidate(f"torch-bwd:{name}", bwd, f"autograd of torch.nn.functional.{op.__name__}"
-                     f"{'(approximate=tanh)' if kw0 else ''}: x.grad after op(x).backward(dy)",
-                     f"torch {torch.__version__} on {device}", fn, compute=fmt.name)
+    return Candidate(
+        f"torch-bwd:{name}",
+        bwd,
+        f"autograd of torch.nn.functional.{op.__name__}"
+        f"{'(approximate=tanh)' if kw0 else ''}: x.grad after op(x).backward(dy)",
+        f"torch {torch.__version__} on {device}",
+        fn,
+        compute=fmt.name,
+    )

@@ -30,11 +30,29 @@ from .errors import BadOptionError
 from .formats import Format
 
 TRANSCENDENTAL = ("exp", "expm1", "log", "log1p", "tanh", "erf", "erfc")
-WEIGHTS = {"add": 1.0, "mul": 1.0, "fma": 1.0, "select": 1.0, "bits": 1.0, "div": 4.0,
-           "sqrt": 4.0, **{k: 20.0 for k in TRANSCENDENTAL}}
-KIND = {"+": "add", "-": "add", "*": "mul", "/": "div", "fma": "fma", "sqrt": "sqrt",
-        "max": "select", "min": "select", "ldexp": "bits", "bits": "bits",
-        **{k: k for k in TRANSCENDENTAL}}
+WEIGHTS = {
+    "add": 1.0,
+    "mul": 1.0,
+    "fma": 1.0,
+    "select": 1.0,
+    "bits": 1.0,
+    "div": 4.0,
+    "sqrt": 4.0,
+    **{k: 20.0 for k in TRANSCENDENTAL},
+}
+KIND = {
+    "+": "add",
+    "-": "add",
+    "*": "mul",
+    "/": "div",
+    "fma": "fma",
+    "sqrt": "sqrt",
+    "max": "select",
+    "min": "select",
+    "ldexp": "bits",
+    "bits": "bits",
+    **{k: k for k in TRANSCENDENTAL},
+}
 PROBE = (-100.0, -7.5, -1.5, -0.25, -1e-3, 0.0, 1e-3, 0.25, 1.5, 7.5, 100.0)
 
 
@@ -56,8 +74,9 @@ def weights(overrides: dict | None = None) -> dict:
     out = dict(WEIGHTS)
     for k, v in (overrides or {}).items():
         if k not in out:
-            raise BadOptionError(f"unknown operation kind '{k}' in the cost weights "
-                                 f"(kinds: {', '.join(out)})")
+            raise BadOptionError(
+                f"unknown operation kind '{k}' in the cost weights (kinds: {', '.join(out)})"
+            )
         v = float(v)
         if not np.isfinite(v) or v < 0:
             raise BadOptionError(f"cost weight {k}={v} must be a finite number >= 0")

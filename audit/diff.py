@@ -89,22 +89,39 @@ class DiffResult:
         return "mixed" if a and b else "same error"
 
     def to_dict(self) -> dict:
-        return {"a": self.a, "b": self.b, "reference": self.reference, "dtype": self.dtype,
-                "compute": self.compute, "params": self.params,
-                "inputs": {"count": self.count, "exhaustive": self.exhaustive},
-                "identical": self.same, "identical_fraction": json_number(self.identical_fraction),
-                "differing": self.differing, "zero_sign": self.zero_sign,
-                "nan_mismatch": self.nan_mismatch, "max_distance": self.max_distance,
-                "worst": None if self.worst is None else {k: json_number(v) if not isinstance(v, str) else v
-                                                          for k, v in self.worst.items()},
-                "a_closer": self.a_closer, "b_closer": self.b_closer, "ties": self.ties,
-                "a_max_ulp": json_number(self.a_max_ulp), "b_max_ulp": json_number(self.b_max_ulp),
-                "intervals": [{**iv, "lo": json_number(iv["lo"]), "hi": json_number(iv["hi"])}
-                              for iv in self.intervals[:MAX_INTERVALS]],
-                "intervals_total": self.intervals_total,
-                "specials": [{k: json_number(v) if isinstance(v, float) else v for k, v in s.items()}
-                             for s in self.specials],
-                "verdict": self.verdict}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "reference": self.reference,
+            "dtype": self.dtype,
+            "compute": self.compute,
+            "params": self.params,
+            "inputs": {"count": self.count, "exhaustive": self.exhaustive},
+            "identical": self.same,
+            "identical_fraction": json_number(self.identical_fraction),
+            "differing": self.differing,
+            "zero_sign": self.zero_sign,
+            "nan_mismatch": self.nan_mismatch,
+            "max_distance": self.max_distance,
+            "worst": None
+            if self.worst is None
+            else {k: json_number(v) if not isinstance(v, str) else v for k, v in self.worst.items()},
+            "a_closer": self.a_closer,
+            "b_closer": self.b_closer,
+            "ties": self.ties,
+            "a_max_ulp": json_number(self.a_max_ulp),
+            "b_max_ulp": json_number(self.b_max_ulp),
+            "intervals": [
+                {**iv, "lo": json_number(iv["lo"]), "hi": json_number(iv["hi"])}
+                for iv in self.intervals[:MAX_INTERVALS]
+            ],
+            "intervals_total": self.intervals_total,
+            "specials": [
+                {k: json_number(v) if isinstance(v, float) else v for k, v in s.items()}
+                for s in self.specials
+            ],
+            "verdict": self.verdict,
+        }
 
 
 def _score(e) -> np.ndarray:
@@ -135,15 +152,30 @@ def load(target: str, fmt: Format, reference: str | None, device: str = "cpu"):
         return adapters.external_candidate(target, reference, fmt, device), None
     found = resolve([target])
     if len(found) != 1:
-        raise BadOptionError(f"'{target}' names {len(found)} candidates; diff takes one each "
-                             f"(e.g. {found[0].id})")
+        raise BadOptionError(
+            f"'{target}' names {len(found)} candidates; diff takes one each (e.g. {found[0].id})"
+        )
     return found[0], None
 
 
-def diff(a: str, b: str, dtype="fp16", compute=None, *, range=None, samples: int | None = None,
-         seed: int = 0, exhaustive: bool = False, grid: int | None = None,
-         reference: str | None = None, params: dict | None = None, params_b: dict | None = None,
-         device: str = "cpu", progress=None, keep: bool = False) -> DiffResult:
+def diff(
+    a: str,
+    b: str,
+    dtype="fp16",
+    compute=None,
+    *,
+    range=None,
+    samples: int | None = None,
+    seed: int = 0,
+    exhaustive: bool = False,
+    grid: int | None = None,
+    reference: str | None = None,
+    params: dict | None = None,
+    params_b: dict | None = None,
+    device: str = "cpu",
+    progress=None,
+    keep: bool = False,
+) -> DiffResult:
     """Run candidates ``a`` and ``b`` on the same inputs of storage format ``dtype`` and
     compare them with each other and with the exact value.  params: parameters of both
     (those each has); params_b: parameters of b only (overriding params).  keep: keep per
@@ -153,8 +185,10 @@ def diff(a: str, b: str, dtype="fp16", compute=None, *, range=None, samples: int
     ca, da = load(a, fmt, reference, device)
     cb, db = load(b, fmt, reference, device)
     if ca.reference != cb.reference:
-        raise BadOptionError(f"{ca.id} approximates {ca.reference} and {cb.id} {cb.reference}: "
-                             "diff compares implementations of one function")
+        raise BadOptionError(
+            f"{ca.id} approximates {ca.reference} and {cb.id} {cb.reference}: "
+            "diff compares implementations of one function"
+        )
     if reference is not None and ca.reference != reference:
         raise BadOptionError(f"{ca.id} approximates {ca.reference}, not --reference {reference}")
     pa = {k: v for k, v in (params or {}).items() if k in ca.params}
@@ -172,13 +206,17 @@ def diff(a: str, b: str, dtype="fp16", compute=None, *, range=None, samples: int
     elif ref.arity == 2:
         dom = pair_domain(fmt, range, side=grid, seed=seed, exhaustive=exhaustive)
     else:
-        dom = domain(fmt, range, samples=None if fmt.enumerable else samples, seed=seed,
-                     exhaustive=exhaustive)
+        dom = domain(
+            fmt, range, samples=None if fmt.enumerable else samples, seed=seed, exhaustive=exhaustive
+        )
     if keep and dom.count > KEEP_LIMIT:
-        raise BadOptionError(f"per-input data (reports) of {dom.count} inputs would not fit in "
-                             f"memory (limit {KEEP_LIMIT}): narrow --range or --grid")
-    res = DiffResult(ca.id, cb.id, ca.reference, fmt.name, cf.name, 0, dom.exhaustive,
-                     params={"a": pa, "b": pb})
+        raise BadOptionError(
+            f"per-input data (reports) of {dom.count} inputs would not fit in "
+            f"memory (limit {KEEP_LIMIT}): narrow --range or --grid"
+        )
+    res = DiffResult(
+        ca.id, cb.id, ca.reference, fmt.name, cf.name, 0, dom.exhaustive, params={"a": pa, "b": pb}
+    )
     kept: list = []
     last_run = None  # the run open at the end of the previous chunk
     if progress and hasattr(progress, "start"):
@@ -200,8 +238,9 @@ def diff(a: str, b: str, dtype="fp16", compute=None, *, range=None, samples: int
     if ref.arity == 1 and da is None and db is None:
         res.specials = _specials(ca, cb, fmt, cf, pa, pb, ref_params)
     if keep and kept:
-        res.points = {k: (None if kept[0][k] is None else np.concatenate([p[k] for p in kept]))
-                      for k in kept[0]}
+        res.points = {
+            k: (None if kept[0][k] is None else np.concatenate([p[k] for p in kept])) for k in kept[0]
+        }
     return res
 
 
@@ -210,8 +249,12 @@ def _points(fmt, x, x2, ga, gb, ea, eb) -> dict:
     sa, sb = _score(ea), _score(eb)
     closer = np.where(same, 0, np.where(sa < sb, 1, np.where(sb < sa, 2, 3))).astype(np.int8)
     d, one_nan = _distance(fmt, ga, gb)
-    return {"x": np.asarray(x, dtype=np.float64), "x2": None if x2 is None else np.asarray(x2, dtype=np.float64),
-            "distance": np.where(one_nan, -1, d), "closer": closer}
+    return {
+        "x": np.asarray(x, dtype=np.float64),
+        "x2": None if x2 is None else np.asarray(x2, dtype=np.float64),
+        "distance": np.where(one_nan, -1, d),
+        "closer": closer,
+    }
 
 
 def _distance(fmt: Format, ga, gb) -> tuple[np.ndarray, np.ndarray]:
@@ -238,8 +281,13 @@ def _fold(res: DiffResult, fmt, x, x2, ga, gb, ea, eb) -> None:
     if n and d.max() > res.max_distance:
         i = int(np.argmax(d))
         res.max_distance = int(d[i])
-        res.worst = {"x": float(x[i]), "x_hex": fmt.hex(float(x[i])), "a": float(ga[i]),
-                     "b": float(gb[i]), "exact": float(ea.exact[i])}
+        res.worst = {
+            "x": float(x[i]),
+            "x_hex": fmt.hex(float(x[i])),
+            "a": float(ga[i]),
+            "b": float(gb[i]),
+            "exact": float(ea.exact[i]),
+        }
         if x2 is not None:
             res.worst["x2"] = float(x2[i])
     sa, sb = _score(ea), _score(eb)
@@ -270,7 +318,11 @@ def _runs(res: DiffResult, fmt, x, x2, ga, gb, ea, eb, last_run):
         xs, mask = ux, cnt > 0
     else:
         xs, mask = x, diff
-        cnt, ac, bc = diff.astype(np.int64), (diff & (sa < sb)).astype(np.int64), (diff & (sb < sa)).astype(np.int64)
+        cnt, ac, bc = (
+            diff.astype(np.int64),
+            (diff & (sa < sb)).astype(np.int64),
+            (diff & (sb < sa)).astype(np.int64),
+        )
         md = np.where(diff, d, 0)
     m = mask.view(np.int8) if mask.dtype == bool else mask.astype(np.int8)
     if not m.any():
@@ -279,11 +331,21 @@ def _runs(res: DiffResult, fmt, x, x2, ga, gb, ea, eb, last_run):
     starts, ends = np.flatnonzero(dd == 1), np.flatnonzero(dd == -1)
     runs = []
     for s, e in zip(starts.tolist(), ends.tolist()):
-        runs.append({"lo": float(xs[s]), "hi": float(xs[e - 1]), "count": int(cnt[s:e].sum()),
-                     "a_closer": int(ac[s:e].sum()), "b_closer": int(bc[s:e].sum()),
-                     "max_distance": int(md[s:e].max())})
+        runs.append(
+            {
+                "lo": float(xs[s]),
+                "hi": float(xs[e - 1]),
+                "count": int(cnt[s:e].sum()),
+                "a_closer": int(ac[s:e].sum()),
+                "b_closer": int(bc[s:e].sum()),
+                "max_distance": int(md[s:e].max()),
+            }
+        )
     first = runs[0]
-    if last_run is not None and int(fmt.ordinal([first["lo"]])[0]) - int(fmt.ordinal([last_run["hi"]])[0]) <= 1:
+    if (
+        last_run is not None
+        and int(fmt.ordinal([first["lo"]])[0]) - int(fmt.ordinal([last_run["hi"]])[0]) <= 1
+    ):
         last_run["hi"] = first["hi"]
         for k in ("count", "a_closer", "b_closer"):
             last_run[k] += first[k]
@@ -318,5 +380,4 @@ def _specials(ca: Candidate, cb: Candidate, fmt: Format, cf: Format, pa, pb, ref
 def document(results: list[DiffResult], **meta) -> dict:
     from . import __version__
 
-    return {"schema": SCHEMA, "actaudit": __version__, **meta,
-            "results": [r.to_dict() for r in results]}
+    return {"schema": SCHEMA, "actaudit": __version__, **meta, "results": [r.to_dict() for r in results]}

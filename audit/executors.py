@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from .errors import BadOptionError, ExecutorError
 
@@ -26,8 +26,15 @@ EXECUTORS = ("local", "dask")
 _POOL: dict = {}  # the job of the forked workers
 
 
-def run_chunks(fn: Callable, job, ranges: list, *, executor: str = "local", workers: int = 1,
-               scheduler: str | None = None) -> Iterator:
+def run_chunks(
+    fn: Callable,
+    job,
+    ranges: list,
+    *,
+    executor: str = "local",
+    workers: int = 1,
+    scheduler: str | None = None,
+) -> Iterator:
     """fn(job, r) for each chunk range r, results in order."""
     if executor == "dask":
         yield from _dask(fn, job, ranges, scheduler)
@@ -224,8 +231,9 @@ def _dask(fn, job, ranges, scheduler):
     except ImportError:
         raise BadOptionError("--executor dask needs Dask: pip install 'actaudit[dask]'") from None
     try:
-        client = Client(scheduler, timeout=float(os.environ.get("ACTAUDIT_DASK_TIMEOUT", "20")),
-                        set_as_default=False)
+        client = Client(
+            scheduler, timeout=float(os.environ.get("ACTAUDIT_DASK_TIMEOUT", "20")), set_as_default=False
+        )
     except (OSError, TimeoutError) as e:
         raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler}: {e}") from None
     futures: list = []

@@ -47,11 +47,15 @@ class Finding:
     last: list | None = None  # the last interval (joins runs across chunk edges)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "count": self.count,
-                "intervals": [[json_number(a), json_number(b)] for a, b in self.intervals[:MAX_INTERVALS]],
-                "intervals_total": self.intervals_total,
-                "example": {k: json_number(v) for k, v in self.example.items()},
-                "cause": self.cause, "note": self.note}
+        return {
+            "kind": self.kind,
+            "count": self.count,
+            "intervals": [[json_number(a), json_number(b)] for a, b in self.intervals[:MAX_INTERVALS]],
+            "intervals_total": self.intervals_total,
+            "example": {k: json_number(v) for k, v in self.example.items()},
+            "cause": self.cause,
+            "note": self.note,
+        }
 
 
 def runs(x: np.ndarray, mask: np.ndarray, keep: int = KEEP_INTERVALS) -> tuple[list, list | None, int]:
@@ -98,8 +102,11 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
             over[rn_over] |= np.isfinite(g) & (np.abs(g) < np.abs(e.exact[rn_over] + e.exact_lo[rn_over]))
         if fmt.saturate and (np.abs(rn) == m).any():  # below +-max where the exact value overflows
             over |= (np.abs(rn) == m) & (np.abs(got) < m) & (np.abs(e.exact) >= fmt.overflow_threshold)
-        out["overflow"] = (over, "infinite, or saturated to the largest finite value, where the exact "
-                                 "value is in range; or finite where the exact value overflows")
+        out["overflow"] = (
+            over,
+            "infinite, or saturated to the largest finite value, where the exact "
+            "value is in range; or finite where the exact value overflows",
+        )
         under = got == 0
         if under.any():
             under &= (rn != 0) & ~np.isnan(rn)
@@ -108,8 +115,7 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
         if sign.any():
             idx = np.flatnonzero(sign)
             g, exact = got[idx], e.exact[idx] + e.exact_lo[idx]
-            sign[idx] = (np.isfinite(g) & (g != 0) & (rn[idx] != 0)
-                         & (np.sign(g) != np.sign(exact)))
+            sign[idx] = np.isfinite(g) & (g != 0) & (rn[idx] != 0) & (np.sign(g) != np.sign(exact))
         out["sign"] = (sign, "")
         ref = cand.ref
         if ref.bounds is not None and ref.arity == 1:
@@ -162,13 +168,23 @@ def monotone_edges(e: PointErrors, pieces) -> list:
                 return [ends if k == i else None for k in range(len(pieces))]
     for a, b, _ in pieces:
         idx = np.flatnonzero(ok & (e.x >= a) & (e.x <= b))
-        out.append(None if not len(idx) else
-                   [[float(e.x[i]), float(e.got[i]), float(e.exact[i])] for i in (idx[0], idx[-1])])
+        out.append(
+            None
+            if not len(idx)
+            else [[float(e.x[i]), float(e.got[i]), float(e.exact[i])] for i in (idx[0], idx[-1])]
+        )
     return out
 
 
-def edge_finding(prev: list, first: list, direction: int, cand: Candidate, storage: Format,
-                 compute_fmt: Format, params: dict) -> "Finding | None":
+def edge_finding(
+    prev: list,
+    first: list,
+    direction: int,
+    cand: Candidate,
+    storage: Format,
+    compute_fmt: Format,
+    params: dict,
+) -> Finding | None:
     """The monotonicity finding at ``first`` = [x, got, exact] when its result moved
     against ``direction`` from ``prev`` = [x, got, ...], the inputs before and after a
     chunk edge."""
@@ -176,8 +192,9 @@ def edge_finding(prev: list, first: list, direction: int, cand: Candidate, stora
         return None
     x = first[0]
     cause = explain(cand, storage, compute_fmt, params, np.array([x]), None, "monotonicity")
-    return Finding("monotonicity", 1, [[x, x]], {"x": x, "got": first[1], "exact": first[2]},
-                   cause, 1, "", [x, x])
+    return Finding(
+        "monotonicity", 1, [[x, x]], {"x": x, "got": first[1], "exact": first[2]}, cause, 1, "", [x, x]
+    )
 
 
 def failing(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> np.ndarray:
@@ -189,8 +206,9 @@ def failing(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> n
     return fail
 
 
-def find(e: PointErrors, cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
-         ref_params: dict) -> list[Finding]:
+def find(
+    e: PointErrors, cand: Candidate, storage: Format, compute_fmt: Format, params: dict, ref_params: dict
+) -> list[Finding]:
     """Every finding over the inputs of e, with causes for formula candidates."""
     out: list[Finding] = []
     for kind, (mask, note) in masks(e, cand, storage, ref_params).items():
@@ -207,16 +225,24 @@ def find(e: PointErrors, cand: Candidate, storage: Format, compute_fmt: Format, 
             iv, last, total = x_runs(e.x, mask)
         else:
             iv, last, total = [], None, 0
-        cause = explain(cand, storage, compute_fmt, params, e.x[i:i + 1],
-                        None if e.x2 is None else e.x2[i:i + 1], kind)
+        cause = explain(
+            cand,
+            storage,
+            compute_fmt,
+            params,
+            e.x[i : i + 1],
+            None if e.x2 is None else e.x2[i : i + 1],
+            kind,
+        )
         if kind == "underflow" and getattr(cand.ref, "x_intervals", False):
             note = "dead gradient: dx = 0 where dy * f'(x) rounds to a nonzero value"
         out.append(Finding(kind, n, iv, ex, cause, total, note, last))
     return out
 
 
-def special_findings(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
-                     specials: list) -> list[Finding]:
+def special_findings(
+    cand: Candidate, storage: Format, compute_fmt: Format, params: dict, specials: list
+) -> list[Finding]:
     """The ``special`` finding: +-inf or NaN inputs handled wrongly, with its cause."""
     bad = [s for s in specials if not s["ok"]]
     if not bad:
@@ -224,8 +250,16 @@ def special_findings(cand: Candidate, storage: Format, compute_fmt: Format, para
     s0 = bad[0]
     why = "nan" if isinstance(s0["got"], float) and math.isnan(s0["got"]) else "special"
     cause = explain(cand, storage, compute_fmt, params, np.array([s0["x"]]), None, why)
-    return [Finding("special", len(bad), [[s["x"], s["x"]] for s in bad],
-                    {"x": s0["x"], "got": s0["got"], "exact": s0["expected"]}, cause, len(bad))]
+    return [
+        Finding(
+            "special",
+            len(bad),
+            [[s["x"], s["x"]] for s in bad],
+            {"x": s0["x"], "got": s0["got"], "exact": s0["expected"]},
+            cause,
+            len(bad),
+        )
+    ]
 
 
 # ------------------------------------------------------------------ causes
@@ -242,8 +276,14 @@ def _fmt(v: float) -> str:
 
 def trace(cand: Candidate, storage: Format, compute_fmt: Format, params: dict, x, x2=None):
     entries: list = []
-    cand.evaluate(np.asarray(x, dtype=np.float64), storage, compute_fmt, params,
-                  None if x2 is None else np.asarray(x2, dtype=np.float64), trace=entries)
+    cand.evaluate(
+        np.asarray(x, dtype=np.float64),
+        storage,
+        compute_fmt,
+        params,
+        None if x2 is None else np.asarray(x2, dtype=np.float64),
+        trace=entries,
+    )
     return entries
 
 
@@ -258,8 +298,9 @@ def _show(t, ins) -> str:
     return f"{t.op}({', '.join(_fmt(v) for v in ins)})"
 
 
-def explain(cand: Candidate, storage: Format, compute_fmt: Format, params: dict, x, x2,
-            kind: str) -> dict | None:
+def explain(
+    cand: Candidate, storage: Format, compute_fmt: Format, params: dict, x, x2, kind: str
+) -> dict | None:
     """The first operation that produced the bad intermediate at input x (one input).
 
     nan: the first NaN from non-NaN operands (after the overflow that fed it, if any);
@@ -285,8 +326,12 @@ def explain(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
             return _cause(t, f"{_show(t, ins)} = {_fmt(ex)}, subnormal, {t.note}")
         if t.note and kind == "overflow" and t.note.startswith("saturated"):
             return _cause(t, f"{_show(t, ins)} = {_fmt(ex)} {t.note} to {_fmt(out)}")
-        if t.op == "bits" and ins and (not math.isfinite(ins[0]) or abs(ins[0]) >= 2.0**31) \
-                and kind in ("overflow", "special", "underflow", "nan"):
+        if (
+            t.op == "bits"
+            and ins
+            and (not math.isfinite(ins[0]) or abs(ins[0]) >= 2.0**31)
+            and kind in ("overflow", "special", "underflow", "nan")
+        ):
             return _cause(t, f"int32 conversion of {_fmt(ins[0])} is out of range (gives 0x80000000)")
         if first_over is None and math.isinf(out) and finite_ins:
             first_over = t
@@ -294,12 +339,15 @@ def explain(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
                 return _cause(t, f"{t.op} overflowed to {_fmt(out)} (exact {_fmt(ex)})")
         if math.isnan(out) and not any(math.isnan(v) for v in ins):
             return _cause(t, after_overflow(f"{_show(t, ins)} = NaN"))
-        if kind == "overflow" and math.isfinite(out) and abs(out) == t_max(t, compute_fmt, storage) \
-                and abs(ex) < abs(out) * (1 + 2.0**-compute_fmt.p):
+        if (
+            kind == "overflow"
+            and math.isfinite(out)
+            and abs(out) == t_max(t, compute_fmt, storage)
+            and abs(ex) < abs(out) * (1 + 2.0**-compute_fmt.p)
+        ):
             return _cause(t, f"{_show(t, ins)} rounded to the largest finite value {_fmt(out)}")
         if kind == "overflow" and t.op in ("max", "min") and ins and out != ins[0]:
-            return _cause(t, f"{_show(t, ins)} = {_fmt(out)}: the formula clamps, the exact value "
-                             "does not")
+            return _cause(t, f"{_show(t, ins)} = {_fmt(out)}: the formula clamps, the exact value does not")
         if kind == "underflow" and out == 0 and any(v != 0 and not math.isnan(v) for v in ins):
             if any(math.isinf(v) for v in ins):
                 return _cause(t, after_overflow(f"{_show(t, ins)} = 0"))
@@ -309,8 +357,9 @@ def explain(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
                 return _cause(t, f"{_show(t, ins)} = 0: the formula clamps to 0")
             if ex != 0:
                 return _cause(t, f"{t.op} underflowed to 0 (exact {_fmt(ex)})")
-            return _cause(t, f"{_show(t, ins)} = 0 exactly: an earlier rounding absorbed the "
-                             "small term of its argument")
+            return _cause(
+                t, f"{_show(t, ins)} = 0 exactly: an earlier rounding absorbed the small term of its argument"
+            )
         if kind == "special" and math.isfinite(out) and not finite_ins:
             return _cause(t, f"{_show(t, ins)} = {_fmt(out)}: the non-finite input is lost")
     if first_over is not None and kind in ("nan", "special", "overflow"):
@@ -319,11 +368,16 @@ def explain(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
         # no exceptional operation: the approximation (or its rounding) itself; point at the
         # operation that produced the result
         t = next((t for t in reversed(entries) if t.file != "(storage)"), entries[-1])
-        what = {"sign": "has the wrong sign", "range": "leaves the function's range",
-                "monotonicity": "goes backwards",
-                "overflow": "is finite where the exact value overflows (or is a pole)"}[kind]
-        return _cause(t, f"no exceptional operation: the result of {t.op} {what} through "
-                         "approximation or rounding error")
+        what = {
+            "sign": "has the wrong sign",
+            "range": "leaves the function's range",
+            "monotonicity": "goes backwards",
+            "overflow": "is finite where the exact value overflows (or is a pole)",
+        }[kind]
+        return _cause(
+            t,
+            f"no exceptional operation: the result of {t.op} {what} through approximation or rounding error",
+        )
     return None
 
 
@@ -336,8 +390,14 @@ def _cause(t, text: str) -> dict:
 
 
 # ------------------------------------------------- hidden overflow, constants
-def hidden(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
-           e: PointErrors, entries: list | None = None) -> list[dict]:
+def hidden(
+    cand: Candidate,
+    storage: Format,
+    compute_fmt: Format,
+    params: dict,
+    e: PointErrors,
+    entries: list | None = None,
+) -> list[dict]:
     """Intermediates that overflowed or became NaN where the final result is finite, and
     constants that the compute format cannot hold (to 0, subnormal, inf, or losing more
     than half of the format's significant bits).  ``entries``: the trace of the
@@ -366,16 +426,25 @@ def hidden(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
     out: list[dict] = []
     for (file, line, op), bad in bad_by_op.items():
         iv, _, total = runs(e.x, bad, MAX_INTERVALS)
-        h = {"kind": "hidden_overflow", "op": op, "file": file, "line": line,
-             "count": int(bad.sum()), "intervals": iv, "intervals_total": total}
+        h = {
+            "kind": "hidden_overflow",
+            "op": op,
+            "file": file,
+            "line": line,
+            "count": int(bad.sum()),
+            "intervals": iv,
+            "intervals_total": total,
+        }
         out.append(with_hidden_text(h))
     return out + list(consts.values())
 
 
 def with_hidden_text(h: dict) -> dict:
-    h["text"] = (f"{h['op']} at {h['file']}:{h['line']} overflowed to inf/NaN for {h['count']} "
-                 "inputs whose final result is finite (right only by saturation; "
-                 "a source of NaN gradients)")
+    h["text"] = (
+        f"{h['op']} at {h['file']}:{h['line']} overflowed to inf/NaN for {h['count']} "
+        "inputs whose final result is finite (right only by saturation; "
+        "a source of NaN gradients)"
+    )
     return h
 
 
@@ -394,6 +463,11 @@ def _lossy_constant(t, fmt: Format) -> dict | None:
         what = "loses more than half its significant bits"
     if what is None:
         return None
-    return {"kind": "constant", "value": c, "rounded": json_number(r), "file": t.file,
-            "line": t.line, "text": f"constant {c:.10g} {what} in {fmt.name} "
-                                    f"(becomes {_fmt(r)}) at {t.file}:{t.line}"}
+    return {
+        "kind": "constant",
+        "value": c,
+        "rounded": json_number(r),
+        "file": t.file,
+        "line": t.line,
+        "text": f"constant {c:.10g} {what} in {fmt.name} (becomes {_fmt(r)}) at {t.file}:{t.line}",
+    }

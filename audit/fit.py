@@ -38,12 +38,12 @@ import numpy as np
 from . import clip as clip_mod
 from . import oracle
 from .candidates import Candidate
-from .compute import Val, evaluate
+from .compute import evaluate
 from .errors import BadOptionError
 from .formats import Format, get_format
 from .references import get_reference
 
-FP32_TINY = 2.0 ** -149
+FP32_TINY = 2.0**-149
 F32 = get_format("fp32")
 SEMANTICS_FLAGS = ("contract", "ftz", "daz")  # what fit verifies under; contract implies --fma
 TIGHTEN_ROUNDS = 12
@@ -126,7 +126,7 @@ def python_source(k: Kernel) -> str:
         f'"""{k.reference} in {k.dtype}, correctly rounded at every input: fitted by actaudit fit.',
         "",
         "Load it as any candidate: actaudit sweep " + k.name + ":CANDIDATE --dtype " + k.dtype,
-        '(with this file\'s directory on PYTHONPATH or current).  C version: ' + k.name + '.c."""',
+        "(with this file's directory on PYTHONPATH or current).  C version: " + k.name + '.c."""',
         "",
         "import numpy as np",
         "",
@@ -215,10 +215,16 @@ def c_source(k: Kernel) -> str:
     rows = ",\n    ".join("{" + ", ".join(_c_float(c) for c in row) + "}" for row in k.coef)
     step = "        q = fmaf(q, t, c[{j}]);" if k.fma else "        q = q * t + c[{j}];"
     horner = "\n".join(step.format(j=j) for j in range(1, k.degree))
-    how = ("every multiply-add is one fmaf (one rounding), so any -ffp-contract setting gives the same results" if k.fma else
-           "compile with -ffp-contract=off (no FMA)")
-    flush = "" if k.semantics in ("ieee", "contract") else \
-        f"\n   Verified under semantics {k.semantics}: run it with those flush modes (MXCSR FTZ/DAZ)."
+    how = (
+        "every multiply-add is one fmaf (one rounding), so any -ffp-contract setting gives the same results"
+        if k.fma
+        else "compile with -ffp-contract=off (no FMA)"
+    )
+    flush = (
+        ""
+        if k.semantics in ("ieee", "contract")
+        else f"\n   Verified under semantics {k.semantics}: run it with those flush modes (MXCSR FTZ/DAZ)."
+    )
     lines = [
         f"/* {k.reference} in {k.dtype}, correctly rounded at every input (fitted by actaudit fit).",
         f"   fp32 arithmetic in this exact order; {how}.",
@@ -232,8 +238,9 @@ def c_source(k: Kernel) -> str:
         "",
         f"void {k.name}(const float *x, float *y, size_t n) {{",
         "    for (size_t j = 0; j < n; j++) {",
-        "        float v = x[j];" if k.symmetry == "none" else
-        "        float v0 = x[j], v = fabsf(v0);  /* fitted on x >= 0 (" + k.symmetry + " function) */",
+        "        float v = x[j];"
+        if k.symmetry == "none"
+        else "        float v0 = x[j], v = fabsf(v0);  /* fitted on x >= 0 (" + k.symmetry + " function) */",
         f"        float xc = v < {_c_float(k.clamp_lo)} ? {_c_float(k.clamp_lo)} : v;  /* NaN stays NaN */",
         f"        xc = xc > {_c_float(k.clamp_hi)} ? {_c_float(k.clamp_hi)} : xc;",
         f"        float fi = (xc - ({_c_float(k.a0)})) * {_c_float(k.inv_w)};  /* >= 0 or NaN */",
@@ -248,8 +255,9 @@ def c_source(k: Kernel) -> str:
     if k.tiny >= 0:
         small = f"v * {_c_float(k.a1)}"
         if k.fma and (k.c2 != 0 or k.bias != 0):
-            small = (f"fmaf(v, {_c_float(k.a1)}, " +
-                     (f"(v * v) * {_c_float(k.c2)})" if k.c2 != 0 else f"{_c_float(k.bias)})"))
+            small = f"fmaf(v, {_c_float(k.a1)}, " + (
+                f"(v * v) * {_c_float(k.c2)})" if k.c2 != 0 else f"{_c_float(k.bias)})"
+            )
         else:
             if k.c2 != 0:
                 small = f"{small} + (v * v) * {_c_float(k.c2)}"
@@ -259,23 +267,30 @@ def c_source(k: Kernel) -> str:
             small = f"(v == 0.0f ? v : {small})"
         lines.append(f"        if (fabsf(v) <= {_c_float(k.tiny)}) r = {small};")
     if k.hi is not None:
-        lines.append(f"        if (v >= {_c_float(k.hi)}) r = "
-                     f"{'v' if k.hi_identity else _c_float(k.hi_value)};")
+        lines.append(
+            f"        if (v >= {_c_float(k.hi)}) r = {'v' if k.hi_identity else _c_float(k.hi_value)};"
+        )
     if k.lo is not None:
         lines.append(f"        if (v <= {_c_float(k.lo)}) r = {_c_float(k.lo_value)};")
-    lines += ["        y[j] = signbit(v0) ? -r : r;" if k.symmetry == "odd" else "        y[j] = r;",
-              "    }", "}", ""]
+    lines += [
+        "        y[j] = signbit(v0) ? -r : r;" if k.symmetry == "odd" else "        y[j] = r;",
+        "    }",
+        "}",
+        "",
+    ]
     return "\n".join(x for x in lines if x != "")
 
 
 def gate_entry(k: Kernel, module_dir: str = ".") -> str:
     """A [[tool.actaudit.audit]] entry that holds the kernel to correct rounding."""
-    return (f"[[tool.actaudit.audit]]  # needs {module_dir} on PYTHONPATH\n"
-            f'name = "{k.name}"\n'
-            f'targets = ["{k.name}:CANDIDATE"]\n'
-            f'dtype = ["{k.dtype}"]\n'
-            + (f'semantics = ["{k.semantics}"]\n' if k.semantics != "ieee" else "")
-            + "tolerance = { max_ulp = 0.5, nan = false, inf = false }\n")
+    return (
+        f"[[tool.actaudit.audit]]  # needs {module_dir} on PYTHONPATH\n"
+        f'name = "{k.name}"\n'
+        f'targets = ["{k.name}:CANDIDATE"]\n'
+        f'dtype = ["{k.dtype}"]\n'
+        + (f'semantics = ["{k.semantics}"]\n' if k.semantics != "ieee" else "")
+        + "tolerance = { max_ulp = 0.5, nan = false, inf = false }\n"
+    )
 
 
 # ------------------------------------------------------------------ fitting
@@ -356,7 +371,7 @@ class FitReport:
 def _taylor0(ref, params) -> tuple[float, float]:
     """f'(0) and f''(0)/2 (float64), from the oracle's double-double values near 0."""
     f64 = get_format("fp64")
-    x1, x2 = 2.0 ** -60, 2.0 ** -20
+    x1, x2 = 2.0**-60, 2.0**-20
     v = oracle.evaluate(ref, f64, np.array([x1, x2]), params)
     a1 = float(v.hi[0] + v.lo[0]) / x1
     a2 = float((v.hi[1] - a1 * x2) + v.lo[1]) / (x2 * x2)
@@ -413,14 +428,27 @@ def _fit_semantics(semantics):
     flags = [f for f in sem.canonical().split(",") if f]
     other = [f for f in flags if f not in SEMANTICS_FLAGS]
     if other:
-        raise BadOptionError(f"fit verifies kernels under the operation flags "
-                             f"{', '.join(SEMANTICS_FLAGS)} only; not {', '.join(other)}")
+        raise BadOptionError(
+            f"fit verifies kernels under the operation flags "
+            f"{', '.join(SEMANTICS_FLAGS)} only; not {', '.join(other)}"
+        )
     return sem, sem.canonical()
 
 
-def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degree: int = 6,
-        pieces: int | None = None, params: dict | None = None, time_limit: float = 300.0,
-        fma: bool = False, semantics=None, symmetry: bool = True, progress=None) -> FitReport:
+def fit(
+    reference: str,
+    dtype: str = "bf16",
+    compute: str = "fp32",
+    *,
+    max_degree: int = 6,
+    pieces: int | None = None,
+    params: dict | None = None,
+    time_limit: float = 300.0,
+    fma: bool = False,
+    semantics=None,
+    symmetry: bool = True,
+    progress=None,
+) -> FitReport:
     """Fit a correctly rounded kernel (see the module docstring); ``pieces``: the number
     of table pieces (default: try 16, 32, 64, 128, 256 and keep the first that passes at
     the smallest degree).  ``fma``: Horner steps as fused multiply-adds (one rounding each;
@@ -437,8 +465,9 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
         raise BadOptionError(f"fit synthesizes functions of one input; {reference} takes two")
     fmt = get_format(dtype)
     if not fmt.enumerable:
-        raise BadOptionError(f"fit needs every value of the output format; {fmt.name} has too many "
-                             "(fp8, fp16, bf16)")
+        raise BadOptionError(
+            f"fit needs every value of the output format; {fmt.name} has too many (fp8, fp16, bf16)"
+        )
     if compute != "fp32":
         raise BadOptionError("fit emits fp32 kernels: --compute fp32")
     if not 1 <= max_degree <= 12:
@@ -447,8 +476,9 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
         raise BadOptionError(f"--pieces must be in [1, 4096], got {pieces}")
     for name, v in (params or {}).items():
         if name not in ref.params:
-            raise BadOptionError(f"{reference} has no parameter '{name}' (parameters: "
-                                 f"{', '.join(ref.params) or 'none'})")
+            raise BadOptionError(
+                f"{reference} has no parameter '{name}' (parameters: {', '.join(ref.params) or 'none'})"
+            )
         if isinstance(v, (list, tuple)):
             raise BadOptionError(f"fit takes one value per parameter ('{name}')")
     rp = ref.with_defaults(dict(params or {}))
@@ -479,44 +509,109 @@ def fit(reference: str, dtype: str = "bf16", compute: str = "fp32", *, max_degre
     core &= np.abs(x) > tiny
     xs = x[core]
     if not len(xs):
-        raise BadOptionError(f"{reference} in {fmt.name}: nothing to fit between the saturation "
-                             "thresholds")
+        raise BadOptionError(f"{reference} in {fmt.name}: nothing to fit between the saturation thresholds")
     c_lo, c_hi = float(xs.min()), float(xs.max())
-    if max(abs(c_lo), abs(c_hi)) > 2.0 ** 24:
-        raise BadOptionError(f"{reference} in {fmt.name} does not saturate (to a constant, or to x "
-                             f"above) within |x| <= 2^24: the core [{c_lo:g}, {c_hi:g}] is too wide "
-                             "for a table of pieces")
+    if max(abs(c_lo), abs(c_hi)) > 2.0**24:
+        raise BadOptionError(
+            f"{reference} in {fmt.name} does not saturate (to a constant, or to x "
+            f"above) within |x| <= 2^24: the core [{c_lo:g}, {c_hi:g}] is too wide "
+            "for a table of pieces"
+        )
     tried = []
     plist = [pieces] if pieces else [16, 32, 64, 128, 256, 512]
     for degree in range(1, max_degree + 1):
         for K in plist:
             if time.perf_counter() - t0 > time_limit:
-                return FitReport(None, False, f"time limit of {time_limit:g} s reached", tried,
-                                 time.perf_counter() - t0)
+                return FitReport(
+                    None, False, f"time limit of {time_limit:g} s reached", tried, time.perf_counter() - t0
+                )
             with np.errstate(all="ignore"):
-                k, bad_pieces, bad_inputs = _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi,
-                                                       hi_v, hi_id, tiny, a1, c2, bias, c_lo,
-                                                       c_hi, degree, K, f0 == 0, progress,
-                                                       fma, sem, sem_text, sym)
-            tried.append({"pieces": k.pieces, "degree": degree, "failing_pieces": bad_pieces,
-                          "failing_inputs": bad_inputs})
+                k, bad_pieces, bad_inputs = _fit_table(
+                    reference,
+                    fmt,
+                    rp,
+                    x,
+                    y,
+                    core,
+                    lo,
+                    lo_v,
+                    hi,
+                    hi_v,
+                    hi_id,
+                    tiny,
+                    a1,
+                    c2,
+                    bias,
+                    c_lo,
+                    c_hi,
+                    degree,
+                    K,
+                    f0 == 0,
+                    progress,
+                    fma,
+                    sem,
+                    sem_text,
+                    sym,
+                )
+            tried.append(
+                {
+                    "pieces": k.pieces,
+                    "degree": degree,
+                    "failing_pieces": bad_pieces,
+                    "failing_inputs": bad_inputs,
+                }
+            )
             if bad_inputs == 0:
-                return FitReport(k, True, f"correctly rounded at all {len(x)} finite inputs "
-                                 f"(degree {degree}, {k.pieces} pieces)", tried,
-                                 time.perf_counter() - t0)
+                return FitReport(
+                    k,
+                    True,
+                    f"correctly rounded at all {len(x)} finite inputs (degree {degree}, {k.pieces} pieces)",
+                    tried,
+                    time.perf_counter() - t0,
+                )
     last = tried[-1]
-    return FitReport(None, False, f"no fit up to degree {max_degree} with "
-                     f"{', '.join(str(p) for p in plist)} pieces; the best left "
-                     f"{min(t['failing_inputs'] for t in tried)} inputs wrong "
-                     f"(degree {last['degree']}, {last['pieces']} pieces: "
-                     f"{last['failing_pieces']} pieces failing)", tried, time.perf_counter() - t0)
+    return FitReport(
+        None,
+        False,
+        f"no fit up to degree {max_degree} with "
+        f"{', '.join(str(p) for p in plist)} pieces; the best left "
+        f"{min(t['failing_inputs'] for t in tried)} inputs wrong "
+        f"(degree {last['degree']}, {last['pieces']} pieces: "
+        f"{last['failing_pieces']} pieces failing)",
+        tried,
+        time.perf_counter() - t0,
+    )
 
 
-def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, a1, c2, bias,
-               c_lo, c_hi, degree, K, f0_zero, progress, fma=False, sem=None, sem_text="ieee",
-               sym="none"):
-    span = max(c_hi - min(c_lo, 0.0), c_hi - c_lo, 2.0 ** -20)
-    w = 2.0 ** math.ceil(math.log2(max(c_hi - c_lo, 2.0 ** -20) / K))
+def _fit_table(
+    reference,
+    fmt,
+    rp,
+    x,
+    y,
+    core,
+    lo,
+    lo_v,
+    hi,
+    hi_v,
+    hi_id,
+    tiny,
+    a1,
+    c2,
+    bias,
+    c_lo,
+    c_hi,
+    degree,
+    K,
+    f0_zero,
+    progress,
+    fma=False,
+    sem=None,
+    sem_text="ieee",
+    sym="none",
+):
+    span = max(c_hi - min(c_lo, 0.0), c_hi - c_lo, 2.0**-20)
+    w = 2.0 ** math.ceil(math.log2(max(c_hi - c_lo, 2.0**-20) / K))
     a0 = math.floor(c_lo / w) * w
     n = int(math.floor((c_hi - a0) / w)) + 1
     del span
@@ -524,10 +619,31 @@ def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, 
     for i in range(n):
         left, right = a0 + i * w, a0 + (i + 1) * w
         ctr.append(0.0 if (left == 0 or right == 0 or left < 0 < right) else left + w / 2)
-    k = Kernel(reference, fmt.name, dict(rp), lo, lo_v, hi, hi_v, hi_id, tiny, a1, c2, bias,
-               float(np.float32(a0)), float(np.float32(1 / w)),
-               float(np.float32(c_lo)), float(np.float32(c_hi)), degree, ctr,
-               [[0.0] * degree for _ in range(n)], [0.0] * n, fma, sem_text, sym)
+    k = Kernel(
+        reference,
+        fmt.name,
+        dict(rp),
+        lo,
+        lo_v,
+        hi,
+        hi_v,
+        hi_id,
+        tiny,
+        a1,
+        c2,
+        bias,
+        float(np.float32(a0)),
+        float(np.float32(1 / w)),
+        float(np.float32(c_lo)),
+        float(np.float32(c_hi)),
+        degree,
+        ctr,
+        [[0.0] * degree for _ in range(n)],
+        [0.0] * n,
+        fma,
+        sem_text,
+        sym,
+    )
     # the piece of each core input, and t, as the kernel computes them
     ns = load_source(python_source(k))
     f32 = get_format("fp32")
@@ -553,16 +669,15 @@ def _fit_table(reference, fmt, rp, x, y, core, lo, lo_v, hi, hi_v, hi_id, tiny, 
             if not sel.any():
                 continue
             zero_piece = ctr[i] == 0.0 and f0_zero
-            s = max(float(np.max(np.abs(t[sel]))), 2.0 ** -140)
+            s = max(float(np.max(np.abs(t[sel]))), 2.0**-140)
             s = 2.0 ** math.ceil(math.log2(s))
-            sig = max(float(np.max(np.abs(mid[sel]))), 2.0 ** -149)
+            sig = max(float(np.max(np.abs(mid[sel]))), 2.0**-149)
             sig = 2.0 ** math.ceil(math.log2(sig))
-            a, margin = _lp(t[sel] / s, mid[sel] / sig, half[sel] * weight[sel] / sig, degree,
-                            zero_piece)
+            a, margin = _lp(t[sel] / s, mid[sel] / sig, half[sel] * weight[sel] / sig, degree, zero_piece)
             if a is None or margin < 0:
                 infeasible.add(i)  # this degree cannot hold the piece: no tightening helps
                 continue
-            c = [a[j] * sig / s ** j for j in range(degree + 1)]
+            c = [a[j] * sig / s**j for j in range(degree + 1)]
             if not all(math.isfinite(v) and abs(v) < 3e38 for v in c):
                 infeasible.add(i)  # coefficients beyond fp32
                 continue
@@ -608,18 +723,33 @@ def write(k: Kernel, out_dir) -> dict:
 
 def to_dict(rep: FitReport) -> dict:
     k = rep.kernel
-    out = {"schema": "actaudit.fit/1", "ok": rep.ok, "message": rep.message,
-           "seconds": round(rep.seconds, 3), "tried": rep.tried}
+    out = {
+        "schema": "actaudit.fit/1",
+        "ok": rep.ok,
+        "message": rep.message,
+        "seconds": round(rep.seconds, 3),
+        "tried": rep.tried,
+    }
     if k is not None:
         from .io import json_number as jn
 
-        out["kernel"] = {"name": k.name, "reference": k.reference, "dtype": k.dtype,
-                         "params": k.params, "compute": "fp32", "degree": k.degree,
-                         "fma": k.fma, "semantics": k.semantics, "symmetry": k.symmetry,
-                         "pieces": k.pieces, "piece_width": 1 / k.inv_w, "ops": k.ops(),
-                         "low": None if k.lo is None else {"x": jn(k.lo), "value": jn(k.lo_value)},
-                         "high": None if k.hi is None else
-                         {"x": jn(k.hi), "value": "identity" if k.hi_identity else jn(k.hi_value)},
-                         "tiny": None if k.tiny < 0 else
-                         {"x": k.tiny, "a1": k.a1, "c2": k.c2, "bias": k.bias}}
+        out["kernel"] = {
+            "name": k.name,
+            "reference": k.reference,
+            "dtype": k.dtype,
+            "params": k.params,
+            "compute": "fp32",
+            "degree": k.degree,
+            "fma": k.fma,
+            "semantics": k.semantics,
+            "symmetry": k.symmetry,
+            "pieces": k.pieces,
+            "piece_width": 1 / k.inv_w,
+            "ops": k.ops(),
+            "low": None if k.lo is None else {"x": jn(k.lo), "value": jn(k.lo_value)},
+            "high": None
+            if k.hi is None
+            else {"x": jn(k.hi), "value": "identity" if k.hi_identity else jn(k.hi_value)},
+            "tiny": None if k.tiny < 0 else {"x": k.tiny, "a1": k.a1, "c2": k.c2, "bias": k.bias},
+        }
     return out

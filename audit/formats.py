@@ -258,8 +258,9 @@ class Format:
             v = np.asarray(values, dtype=np.float64)
             with np.errstate(all="ignore"):
                 a = np.abs(v)
-                idx = np.where(np.isfinite(a), self._index(np.where(np.isfinite(a), a, 0.0)),
-                               self.max_ordinal_int + 1)
+                idx = np.where(
+                    np.isfinite(a), self._index(np.where(np.isfinite(a), a, 0.0)), self.max_ordinal_int + 1
+                )
                 return np.where(np.signbit(v) & ~np.isnan(v), -idx, idx)
         b = self.to_bits(values).view(self._int)
         s = b >> (self.bits - 1)  # -1 where the sign bit is set, else 0
@@ -283,7 +284,11 @@ class Format:
         if math.isnan(value):
             if self.coded and not self.has_nan:
                 return "nan"  # no encoding (OCP MX FP6/FP4)
-            b = self._nan_bits if self.coded else int(np.array([np.nan]).astype(self.dtype).view(self.uint)[0])
+            b = (
+                self._nan_bits
+                if self.coded
+                else int(np.array([np.nan]).astype(self.dtype).view(self.uint)[0])
+            )
         else:
             b = int(self.to_bits([value])[0])
         return f"0x{b:0{(self.bits + 3) // 4}x}"
@@ -313,8 +318,7 @@ class Format:
             "has_inf": self.has_inf,
             "has_nan": self.has_nan,
             "negative_zero": self.neg_zero,
-            "overflow": ("saturates to max" if self.saturate else
-                         "inf" if self.has_inf else "NaN"),
+            "overflow": ("saturates to max" if self.saturate else "inf" if self.has_inf else "NaN"),
             "kind": self.kind,
             "description": self.description,
             "source": self.source,
@@ -324,60 +328,194 @@ class Format:
 def _fmt(name, bits, p, emin, emax, has_inf, dtype, aliases, description, max_finite=None, **kw):
     if max_finite is None:
         max_finite = math.ldexp(2.0 - math.ldexp(1.0, 1 - p), emax)
-    return Format(name, bits, p, emin, emax, has_inf, np.dtype(dtype), float(max_finite),
-                  tuple(aliases), description, **kw)
+    return Format(
+        name,
+        bits,
+        p,
+        emin,
+        emax,
+        has_inf,
+        np.dtype(dtype),
+        float(max_finite),
+        tuple(aliases),
+        description,
+        **kw,
+    )
 
 
-OCP_MX = ("OCP Microscaling Formats (MX) v1.0, https://www.opencompute.org/documents/"
-          "ocp-microscaling-formats-mx-v1-0-spec-final-pdf")
-FNUZ = ("AMD CDNA3 ISA (MI300) FP8/BF8; Graphcore/AMD 8-bit formats (arXiv:2206.02915); "
-        "ml_dtypes float8_e4m3fnuz/float8_e5m2fnuz")
+OCP_MX = (
+    "OCP Microscaling Formats (MX) v1.0, https://www.opencompute.org/documents/"
+    "ocp-microscaling-formats-mx-v1-0-spec-final-pdf"
+)
+FNUZ = (
+    "AMD CDNA3 ISA (MI300) FP8/BF8; Graphcore/AMD 8-bit formats (arXiv:2206.02915); "
+    "ml_dtypes float8_e4m3fnuz/float8_e5m2fnuz"
+)
 
 
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in [
-        _fmt("fp8_e4m3", 8, 4, -6, 8, False, ml_dtypes.float8_e4m3fn,
-             ("e4m3", "fp8_e4m3fn", "float8_e4m3fn", "fp8"),
-             "OCP FP8 E4M3FN: no infinities, max 448, overflow gives NaN", max_finite=448.0),
-        _fmt("fp8_e5m2", 8, 3, -14, 15, True, ml_dtypes.float8_e5m2,
-             ("e5m2", "float8_e5m2"), "OCP FP8 E5M2 (IEEE-like, with infinities)"),
-        _fmt("bf16", 16, 8, -126, 127, True, ml_dtypes.bfloat16,
-             ("bfloat16", "brain_float16"), "bfloat16"),
-        _fmt("fp16", 16, 11, -14, 15, True, np.float16,
-             ("half", "float16", "f16", "binary16"), "IEEE 754 binary16"),
-        _fmt("fp32", 32, 24, -126, 127, True, np.float32,
-             ("float", "float32", "single", "f32", "binary32"), "IEEE 754 binary32"),
-        _fmt("fp64", 64, 53, -1022, 1023, True, np.float64,
-             ("double", "float64", "f64", "binary64"), "IEEE 754 binary64"),
+        _fmt(
+            "fp8_e4m3",
+            8,
+            4,
+            -6,
+            8,
+            False,
+            ml_dtypes.float8_e4m3fn,
+            ("e4m3", "fp8_e4m3fn", "float8_e4m3fn", "fp8"),
+            "OCP FP8 E4M3FN: no infinities, max 448, overflow gives NaN",
+            max_finite=448.0,
+        ),
+        _fmt(
+            "fp8_e5m2",
+            8,
+            3,
+            -14,
+            15,
+            True,
+            ml_dtypes.float8_e5m2,
+            ("e5m2", "float8_e5m2"),
+            "OCP FP8 E5M2 (IEEE-like, with infinities)",
+        ),
+        _fmt("bf16", 16, 8, -126, 127, True, ml_dtypes.bfloat16, ("bfloat16", "brain_float16"), "bfloat16"),
+        _fmt(
+            "fp16",
+            16,
+            11,
+            -14,
+            15,
+            True,
+            np.float16,
+            ("half", "float16", "f16", "binary16"),
+            "IEEE 754 binary16",
+        ),
+        _fmt(
+            "fp32",
+            32,
+            24,
+            -126,
+            127,
+            True,
+            np.float32,
+            ("float", "float32", "single", "f32", "binary32"),
+            "IEEE 754 binary32",
+        ),
+        _fmt(
+            "fp64",
+            64,
+            53,
+            -1022,
+            1023,
+            True,
+            np.float64,
+            ("double", "float64", "f64", "binary64"),
+            "IEEE 754 binary64",
+        ),
         # --- accelerator formats (issue 15): encoded and decoded on the value (coded)
-        _fmt("fp8_e4m3fnuz", 8, 4, -7, 7, False, ml_dtypes.float8_e4m3fnuz,
-             ("e4m3fnuz", "float8_e4m3fnuz"),
-             "AMD FP8 E4M3 fnuz: bias 8, max 240, one NaN (0x80), no -0, no inf; overflow gives NaN",
-             coded=True, neg_zero=False, source=FNUZ),
-        _fmt("fp8_e5m2fnuz", 8, 3, -15, 15, False, ml_dtypes.float8_e5m2fnuz,
-             ("e5m2fnuz", "float8_e5m2fnuz"),
-             "AMD BF8 E5M2 fnuz: bias 16, max 57344, one NaN (0x80), no -0, no inf; overflow gives NaN",
-             coded=True, neg_zero=False, source=FNUZ),
-        _fmt("fp6_e3m2", 6, 3, -2, 4, False, ml_dtypes.float6_e3m2fn,
-             ("e3m2", "float6_e3m2fn", "fp6_e3m2fn"),
-             "OCP MX FP6 E3M2: bias 3, max 28, no inf or NaN; conversion saturates",
-             coded=True, has_nan=False, saturate=True, source=OCP_MX + ", sections 5.3.2, 6.3"),
-        _fmt("fp6_e2m3", 6, 4, 0, 2, False, ml_dtypes.float6_e2m3fn,
-             ("e2m3", "float6_e2m3fn", "fp6_e2m3fn"),
-             "OCP MX FP6 E2M3: bias 1, max 7.5, no inf or NaN; conversion saturates",
-             coded=True, has_nan=False, saturate=True, source=OCP_MX + ", sections 5.3.2, 6.3"),
-        _fmt("fp4_e2m1", 4, 2, 0, 2, False, ml_dtypes.float4_e2m1fn,
-             ("e2m1", "float4_e2m1fn", "fp4_e2m1fn", "fp4"),
-             "OCP MX FP4 E2M1: bias 1, max 6, no inf or NaN; conversion saturates",
-             coded=True, has_nan=False, saturate=True, source=OCP_MX + ", sections 5.3.3, 6.3"),
-        _fmt("e8m0", 8, 1, -127, 127, False, ml_dtypes.float8_e8m0fnu,
-             ("fp8_e8m0", "float8_e8m0fnu", "e8m0fnu"),
-             "OCP MX E8M0 block scale: 2^(k-127), k = 0..254, NaN 0xff; no zero, no sign (scales only)",
-             coded=True, neg_zero=False, saturate=True, kind="scale", source=OCP_MX + ", section 5.4"),
-        _fmt("tf32", 19, 11, -126, 127, True, np.float32, ("tensorfloat32", "tensorfloat-32"),
-             "NVIDIA TensorFloat-32: fp32's exponent range, p = 11 (19 bits, held in a float32)",
-             coded=True, source="NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), TF32"),
+        _fmt(
+            "fp8_e4m3fnuz",
+            8,
+            4,
+            -7,
+            7,
+            False,
+            ml_dtypes.float8_e4m3fnuz,
+            ("e4m3fnuz", "float8_e4m3fnuz"),
+            "AMD FP8 E4M3 fnuz: bias 8, max 240, one NaN (0x80), no -0, no inf; overflow gives NaN",
+            coded=True,
+            neg_zero=False,
+            source=FNUZ,
+        ),
+        _fmt(
+            "fp8_e5m2fnuz",
+            8,
+            3,
+            -15,
+            15,
+            False,
+            ml_dtypes.float8_e5m2fnuz,
+            ("e5m2fnuz", "float8_e5m2fnuz"),
+            "AMD BF8 E5M2 fnuz: bias 16, max 57344, one NaN (0x80), no -0, no inf; overflow gives NaN",
+            coded=True,
+            neg_zero=False,
+            source=FNUZ,
+        ),
+        _fmt(
+            "fp6_e3m2",
+            6,
+            3,
+            -2,
+            4,
+            False,
+            ml_dtypes.float6_e3m2fn,
+            ("e3m2", "float6_e3m2fn", "fp6_e3m2fn"),
+            "OCP MX FP6 E3M2: bias 3, max 28, no inf or NaN; conversion saturates",
+            coded=True,
+            has_nan=False,
+            saturate=True,
+            source=OCP_MX + ", sections 5.3.2, 6.3",
+        ),
+        _fmt(
+            "fp6_e2m3",
+            6,
+            4,
+            0,
+            2,
+            False,
+            ml_dtypes.float6_e2m3fn,
+            ("e2m3", "float6_e2m3fn", "fp6_e2m3fn"),
+            "OCP MX FP6 E2M3: bias 1, max 7.5, no inf or NaN; conversion saturates",
+            coded=True,
+            has_nan=False,
+            saturate=True,
+            source=OCP_MX + ", sections 5.3.2, 6.3",
+        ),
+        _fmt(
+            "fp4_e2m1",
+            4,
+            2,
+            0,
+            2,
+            False,
+            ml_dtypes.float4_e2m1fn,
+            ("e2m1", "float4_e2m1fn", "fp4_e2m1fn", "fp4"),
+            "OCP MX FP4 E2M1: bias 1, max 6, no inf or NaN; conversion saturates",
+            coded=True,
+            has_nan=False,
+            saturate=True,
+            source=OCP_MX + ", sections 5.3.3, 6.3",
+        ),
+        _fmt(
+            "e8m0",
+            8,
+            1,
+            -127,
+            127,
+            False,
+            ml_dtypes.float8_e8m0fnu,
+            ("fp8_e8m0", "float8_e8m0fnu", "e8m0fnu"),
+            "OCP MX E8M0 block scale: 2^(k-127), k = 0..254, NaN 0xff; no zero, no sign (scales only)",
+            coded=True,
+            neg_zero=False,
+            saturate=True,
+            kind="scale",
+            source=OCP_MX + ", section 5.4",
+        ),
+        _fmt(
+            "tf32",
+            19,
+            11,
+            -126,
+            127,
+            True,
+            np.float32,
+            ("tensorfloat32", "tensorfloat-32"),
+            "NVIDIA TensorFloat-32: fp32's exponent range, p = 11 (19 bits, held in a float32)",
+            coded=True,
+            source="NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), TF32",
+        ),
     ]
 }
 
@@ -393,16 +531,17 @@ def get_format(name) -> Format:
         return FORMATS[_ALIASES[key]]
     close = difflib.get_close_matches(key, list(_ALIASES), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise UnknownNameError(
-        f"unknown format '{name}'{hint} (known: {', '.join(FORMATS)})")
+    raise UnknownNameError(f"unknown format '{name}'{hint} (known: {', '.join(FORMATS)})")
 
 
 def element_format(name) -> Format:
     """get_format, refusing scale-only formats (E8M0) where values are audited."""
     f = get_format(name)
     if f.kind != "float":
-        raise UnknownNameError(f"{f.name} holds block scales only (powers of two, no zero): "
-                               "it is not an element format to audit in")
+        raise UnknownNameError(
+            f"{f.name} holds block scales only (powers of two, no zero): "
+            "it is not an element format to audit in"
+        )
     return f
 
 
@@ -419,7 +558,7 @@ def parse_formats(spec: str) -> list[Format]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _finite_values(name: str) -> np.ndarray:
     f = FORMATS[name]
     if not f.enumerable:

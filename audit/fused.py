@@ -65,8 +65,11 @@ def _scale_dd(x, scale):
     hi, lo, err = _GELU.fast_dd(x)
     pow2 = scale != 0 and np.frexp(scale)[0] in (0.5, -0.5)
     extra = 0.0 if pow2 else 2.0**-51
-    return (scale * hi, scale * lo,
-            abs(scale) * err + np.abs(scale * lo) * 2.0**-52 + np.abs(scale * hi) * extra)
+    return (
+        scale * hi,
+        scale * lo,
+        abs(scale) * err + np.abs(scale * lo) * 2.0**-52 + np.abs(scale * hi) * extra,
+    )
 
 
 def _scale_near(x, scale):
@@ -81,19 +84,41 @@ def _register() -> None:
     if "gelu_bias" in REFERENCES:
         return
     REFERENCES["gelu_bias"] = Reference(
-        "gelu_bias", "gelu(x + b), the sum exact", lambda x, b: _bias_mp(x, b), _np(_bias_fast),
-        BIAS_REL_ERR, lambda **_: np.nan, lambda **_: np.nan, {}, 2, False,
-        lambda x, b: _bias_near(x, b), None, None, _np(_bias_dd),
+        "gelu_bias",
+        "gelu(x + b), the sum exact",
+        lambda x, b: _bias_mp(x, b),
+        _np(_bias_fast),
+        BIAS_REL_ERR,
+        lambda **_: np.nan,
+        lambda **_: np.nan,
+        {},
+        2,
+        False,
+        lambda x, b: _bias_near(x, b),
+        None,
+        None,
+        _np(_bias_dd),
         # the sign of gelu(x + b) is that of x + b (float64 keeps the sign of the sum, and
         # of an exact zero as IEEE does: x + -x = +0, -0 + -0 = -0)
-        sign=_np(lambda x, b: np.copysign(1.0, x + b)))
+        sign=_np(lambda x, b: np.copysign(1.0, x + b)),
+    )
     REFERENCES["gelu_scale"] = Reference(
-        "gelu_scale", "scale * gelu(x)", lambda x, scale: mpp(scale) * _GELU.mp(x),
-        _np(_scale_fast), _GELU.rel_err + 2.0**-52,
+        "gelu_scale",
+        "scale * gelu(x)",
+        lambda x, scale: mpp(scale) * _GELU.mp(x),
+        _np(_scale_fast),
+        _GELU.rel_err + 2.0**-52,
         lambda scale: -0.0 if scale > 0 else (0.0 if scale < 0 else np.nan),
-        lambda scale: np.inf * np.sign(scale) if scale != 0 else np.nan, {"scale": 1.0}, 1,
-        False, _scale_near, None, None, _np(_scale_dd),
-        sign=_np(lambda x, scale: np.copysign(1.0, x) * math.copysign(1.0, scale)))
+        lambda scale: np.inf * np.sign(scale) if scale != 0 else np.nan,
+        {"scale": 1.0},
+        1,
+        False,
+        _scale_near,
+        None,
+        None,
+        _np(_scale_dd),
+        sign=_np(lambda x, scale: np.copysign(1.0, x) * math.copysign(1.0, scale)),
+    )
 
 
 _register()

@@ -35,6 +35,7 @@ finiteness, ranges) and refused with one line naming the file and the key.
 from __future__ import annotations
 
 import math
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,20 +45,47 @@ from .errors import ActauditError, BadFileError
 from .io import dumps, format_number, load_json, read_text, write_text
 from .sweep import SweepResult, sweep
 
-import tomllib
-
 BASELINE_SCHEMA = "actaudit.baseline/2"
 MAX_FILE = 1 << 24  # bytes of a spec or a baseline
 METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count", "special_failures")
-FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity", "special",
-                 "no_effect")
-TOLERANCE_KEYS = {"max_ulp", "p99_ulp", "max_abs", "max_rel", "nan", "inf", "safe_range",
-                  # quantized and block-scaled audits (audit/gate_formats.py)
-                  "max_code_error", "correct_code_fraction", "max_elem_ulp", "scale_diff_blocks"}
-AUDIT_KEYS = {"name", "targets", "dtype", "compute", "range", "params", "samples", "seed",
-              "tolerance", "grid", "reference", "grad", "device", "dump", "dump_dtype",
-              "semantics", "backward", "out_dtype", "blocks", "scale_rule"}
+FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity", "special", "no_effect")
+TOLERANCE_KEYS = {
+    "max_ulp",
+    "p99_ulp",
+    "max_abs",
+    "max_rel",
+    "nan",
+    "inf",
+    "safe_range",
+    # quantized and block-scaled audits (audit/gate_formats.py)
+    "max_code_error",
+    "correct_code_fraction",
+    "max_elem_ulp",
+    "scale_diff_blocks",
+}
+AUDIT_KEYS = {
+    "name",
+    "targets",
+    "dtype",
+    "compute",
+    "range",
+    "params",
+    "samples",
+    "seed",
+    "tolerance",
+    "grid",
+    "reference",
+    "grad",
+    "device",
+    "dump",
+    "dump_dtype",
+    "semantics",
+    "backward",
+    "out_dtype",
+    "blocks",
+    "scale_rule",
+}
 
 
 @dataclass
@@ -132,7 +160,7 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
         doc = doc.get("tool", {}).get("actaudit")
         if not isinstance(doc, dict):
             raise BadFileError(f"{p}: no [tool.actaudit] section")
-    key = (lambda k: f"{where}.{k}" if where else k)
+    key = lambda k: f"{where}.{k}" if where else k
     raws = doc.get("audit")
     if not isinstance(raws, list) or not raws:
         raise BadFileError(f"{p}: key '{key('audit')}' must be a non-empty array of tables ([[audit]])")
@@ -191,17 +219,17 @@ def _audit(p: Path, raw, where: str) -> Audit:
         return v
 
     rng = raw.get("range")
-    if rng is not None and not (isinstance(rng, list) and len(rng) == 2 and all(_is_num(v) for v in rng)
-                                and rng[0] < rng[1]):
+    if rng is not None and not (
+        isinstance(rng, list) and len(rng) == 2 and all(_is_num(v) for v in rng) and rng[0] < rng[1]
+    ):
         bad("range", "must be [lo, hi] with finite lo < hi")
     params = raw.get("params", {})
     if not isinstance(params, dict) or not all(
-            _is_num(v) or (isinstance(v, list) and v and all(_is_num(x) for x in v))
-            for v in params.values()):
+        _is_num(v) or (isinstance(v, list) and v and all(_is_num(x) for x in v)) for v in params.values()
+    ):
         bad("params", "must be a table of finite numbers or non-empty lists of them")
     for k, lo in (("samples", 1), ("seed", 0), ("grid", 2)):
-        if k in raw and (not isinstance(raw[k], int) or isinstance(raw[k], bool)
-                         or not lo <= raw[k] < 2**63):
+        if k in raw and (not isinstance(raw[k], int) or isinstance(raw[k], bool) or not lo <= raw[k] < 2**63):
             bad(k, f"must be an integer >= {lo}")
     if "grad" in raw and not isinstance(raw["grad"], bool):
         bad("grad", "must be true or false")
@@ -213,13 +241,21 @@ def _audit(p: Path, raw, where: str) -> Audit:
             bad(f"tolerance.{k}", f"is unknown (known: {', '.join(sorted(TOLERANCE_KEYS))})")
         if k in ("nan", "inf") and not isinstance(v, bool):
             bad(f"tolerance.{k}", "must be true or false")
-        if k in ("max_ulp", "p99_ulp", "max_abs", "max_rel", "max_code_error", "max_elem_ulp",
-                 "scale_diff_blocks") and not (_is_num(v) and v >= 0):
+        if k in (
+            "max_ulp",
+            "p99_ulp",
+            "max_abs",
+            "max_rel",
+            "max_code_error",
+            "max_elem_ulp",
+            "scale_diff_blocks",
+        ) and not (_is_num(v) and v >= 0):
             bad(f"tolerance.{k}", "must be a finite number >= 0")
         if k == "correct_code_fraction" and not (_is_num(v) and 0 <= v <= 1):
             bad(f"tolerance.{k}", "must be a fraction in [0, 1]")
-        if k == "safe_range" and not (isinstance(v, list) and len(v) == 2 and all(_is_num(x) for x in v)
-                                      and v[0] <= 0 <= v[1]):
+        if k == "safe_range" and not (
+            isinstance(v, list) and len(v) == 2 and all(_is_num(x) for x in v) and v[0] <= 0 <= v[1]
+        ):
             bad(f"tolerance.{k}", "must be [lo, hi], finite, with lo <= 0 <= hi")
     if not isinstance(raw.get("backward", False), bool):
         bad("backward", "must be true or false")
@@ -249,14 +285,28 @@ def _audit(p: Path, raw, where: str) -> Audit:
             semantics_mod.parse_list(sems)
         except ActauditError as e:
             bad("semantics", str(e))
-    return Audit(raw["name"], strings("targets") if "targets" in raw else [], strings("dtype"),
-                 None if compute is None else strings("compute"),
-                 None if rng is None else (float(rng[0]), float(rng[1])),
-                 {k: v for k, v in params.items()}, raw.get("samples"), raw.get("seed", 0),
-                 raw.get("grid"), dict(tol), reference, raw.get("grad", False),
-                 string("device") or "cpu",
-                 None if dump is None else str(p.parent / dump), string("dump_dtype"), sems,
-                 raw.get("backward", False), out_dtype, blocks, scale_rule)
+    return Audit(
+        raw["name"],
+        strings("targets") if "targets" in raw else [],
+        strings("dtype"),
+        None if compute is None else strings("compute"),
+        None if rng is None else (float(rng[0]), float(rng[1])),
+        {k: v for k, v in params.items()},
+        raw.get("samples"),
+        raw.get("seed", 0),
+        raw.get("grid"),
+        dict(tol),
+        reference,
+        raw.get("grad", False),
+        string("device") or "cpu",
+        None if dump is None else str(p.parent / dump),
+        string("dump_dtype"),
+        sems,
+        raw.get("backward", False),
+        out_dtype,
+        blocks,
+        scale_rule,
+    )
 
 
 def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]:
@@ -268,11 +318,25 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
             if gate_formats.kind_of(a):  # quantized or block-scaled outputs
                 out.append((a, gate_formats.run(a)))
                 continue
-            res = sweep(a.targets, a.dtype, a.compute, range=a.range, samples=a.samples,
-                        seed=a.seed, params=a.params or None, grid=a.grid, progress=progress,
-                        reference=a.reference, grad=a.grad, device=a.device, dump=a.dump,
-                        dump_dtype=a.dump_dtype, semantics=a.semantics,
-                        backward=a.backward, out_dtype=a.out_dtype)
+            res = sweep(
+                a.targets,
+                a.dtype,
+                a.compute,
+                range=a.range,
+                samples=a.samples,
+                seed=a.seed,
+                params=a.params or None,
+                grid=a.grid,
+                progress=progress,
+                reference=a.reference,
+                grad=a.grad,
+                device=a.device,
+                dump=a.dump,
+                dump_dtype=a.dump_dtype,
+                semantics=a.semantics,
+                backward=a.backward,
+                out_dtype=a.out_dtype,
+            )
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
         out.append((a, res))
@@ -299,18 +363,30 @@ def entry(r: SweepResult) -> dict:
     if gate_formats.is_format_result(r):
         return gate_formats.entry(r)
     d = r.to_dict()
-    return {"candidate": r.candidate, "dtype": r.dtype, "compute": r.compute, "params": r.params,
-            **({} if r.semantics is None else {"semantics": r.semantics.canonical()}),
-            "inputs": d["inputs"], "seed": None,
-            **{m: d[m] for m in METRICS}, **{c: d[c] for c in COUNTS},
-            "findings": {f["kind"]: f["intervals"] for f in d["findings"]},
-            "finding_counts": {f["kind"]: f["count"] for f in d["findings"]},
-            "clip": None if d["clip"] is None else {"lo": d["clip"]["lo"], "hi": d["clip"]["hi"],
-                                                    "lo_action": d["clip"]["lo_action"],
-                                                    "hi_action": d["clip"]["hi_action"],
-                                                    "lo_safe": d["clip"]["lo_safe"],
-                                                    "hi_safe": d["clip"]["hi_safe"],
-                                                    "note": d["clip"]["note"]}}
+    return {
+        "candidate": r.candidate,
+        "dtype": r.dtype,
+        "compute": r.compute,
+        "params": r.params,
+        **({} if r.semantics is None else {"semantics": r.semantics.canonical()}),
+        "inputs": d["inputs"],
+        "seed": None,
+        **{m: d[m] for m in METRICS},
+        **{c: d[c] for c in COUNTS},
+        "findings": {f["kind"]: f["intervals"] for f in d["findings"]},
+        "finding_counts": {f["kind"]: f["count"] for f in d["findings"]},
+        "clip": None
+        if d["clip"] is None
+        else {
+            "lo": d["clip"]["lo"],
+            "hi": d["clip"]["hi"],
+            "lo_action": d["clip"]["lo_action"],
+            "hi_action": d["clip"]["hi_action"],
+            "lo_safe": d["clip"]["lo_safe"],
+            "hi_safe": d["clip"]["hi_safe"],
+            "note": d["clip"]["note"],
+        },
+    }
 
 
 def make_baseline(spec: Spec, runs) -> dict:
@@ -321,8 +397,7 @@ def make_baseline(spec: Spec, runs) -> dict:
             if e.get("kind") != "quant":  # quantized audits are exhaustive: no seed
                 e["seed"] = a.seed
             entries[entry_key(a.name, r)] = e
-    return {"schema": BASELINE_SCHEMA, "actaudit": __version__, "spec": str(spec.path),
-            "entries": entries}
+    return {"schema": BASELINE_SCHEMA, "actaudit": __version__, "spec": str(spec.path), "entries": entries}
 
 
 def write_baseline(path: Path, doc: dict) -> None:
@@ -336,8 +411,9 @@ def load_baseline(path: Path) -> dict:
         raise BadFileError(f"{path}: baseline not found (run 'actaudit baseline')")
     doc = load_json(path, MAX_FILE, "baseline")
     if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA:
-        raise BadFileError(f"{path}: key 'schema' must be '{BASELINE_SCHEMA}' "
-                           "(record it again with 'actaudit baseline')")
+        raise BadFileError(
+            f"{path}: key 'schema' must be '{BASELINE_SCHEMA}' (record it again with 'actaudit baseline')"
+        )
     ents = doc.get("entries")
     if not isinstance(ents, dict):
         raise BadFileError(f"{path}: key 'entries' must be an object")
@@ -370,8 +446,9 @@ def _check_entry(path, where: str, e) -> None:
         from . import gate_formats
 
         return gate_formats.check_entry(path, where, e)
-    for m in METRICS + COUNTS + ("findings", "finding_counts", "clip", "candidate", "dtype",
-                                 "compute", "params"):
+    for m in (
+        METRICS + COUNTS + ("findings", "finding_counts", "clip", "candidate", "dtype", "compute", "params")
+    ):
         if m not in e:
             bad(m, "is missing")
     for m in METRICS:
@@ -392,7 +469,8 @@ def _check_entry(path, where: str, e) -> None:
         if kind not in FINDING_KINDS:
             bad(f"findings.{kind}", f"is not a finding kind ({', '.join(FINDING_KINDS)})")
         if not isinstance(ivs, list) or not all(
-                isinstance(iv, list) and len(iv) == 2 and all(_bound(b) for b in iv) for iv in ivs):
+            isinstance(iv, list) and len(iv) == 2 and all(_bound(b) for b in iv) for iv in ivs
+        ):
             bad(f"findings.{kind}", "must be a list of [lo, hi] intervals")
         for iv in ivs:
             lo, hi = float(iv[0]), float(iv[1])
@@ -434,6 +512,7 @@ def _num(v) -> float:
 
 def _show(a, b=None) -> str:
     """Numbers for people, rounded, with as many digits as it takes to tell a from b."""
+
     def fmt(v, d):  # NaN said as such (a gate line is not a table cell)
         return "nan" if math.isnan(v) else format_number(v, d)
 
@@ -458,8 +537,10 @@ def compare_findings(now: dict, base: dict) -> tuple[list[str], list[str]]:
             fails.append(f"{kind} findings rose: {bcount} -> {now['finding_counts'][kind]} inputs")
         new = [iv for iv in ivs if not _covered(iv, base["findings"].get(kind, []))]
         if new:
-            fails.append(f"new {kind} interval [{new[0][0]}, {new[0][1]}]"
-                         + (f" and {len(new) - 1} more" if len(new) > 1 else ""))
+            fails.append(
+                f"new {kind} interval [{new[0][0]}, {new[0][1]}]"
+                + (f" and {len(new) - 1} more" if len(new) > 1 else "")
+            )
     for kind, bcount in base["finding_counts"].items():
         if now["finding_counts"].get(kind, 0) < bcount:
             better.append(f"{kind} findings fell: {bcount} -> {now['finding_counts'].get(kind, 0)} inputs")
@@ -502,12 +583,15 @@ def tolerance_failures(a: Audit, r: SweepResult) -> list[str]:
 
     if gate_formats.is_format_result(r):
         return gate_formats.tolerance_failures(a, r, _show)
-    unknown = sorted(set(a.tolerance) & {"max_code_error", "correct_code_fraction", "max_elem_ulp",
-                                         "scale_diff_blocks"})
+    unknown = sorted(
+        set(a.tolerance) & {"max_code_error", "correct_code_fraction", "max_elem_ulp", "scale_diff_blocks"}
+    )
     tol = a.tolerance
     now = entry(r)
-    fails = [f"tolerance '{k}' cannot be checked on a float audit (it is for quantized or "
-             "block-scaled outputs)" for k in unknown]
+    fails = [
+        f"tolerance '{k}' cannot be checked on a float audit (it is for quantized or block-scaled outputs)"
+        for k in unknown
+    ]
     for m in ("max_ulp", "p99_ulp", "max_abs", "max_rel"):
         if m in tol and not _num(now[m]) <= tol[m]:
             fails.append(f"{m} = {_show(now[m])} exceeds the tolerance {_show(tol[m])}")
@@ -518,16 +602,19 @@ def tolerance_failures(a: Audit, r: SweepResult) -> list[str]:
         lo, hi = tol["safe_range"]
         c = now["clip"]
         if c is None:
-            fails.append(f"safe_range [{_show(lo)}, {_show(hi)}] cannot be checked: no clip "
-                         f"recommendation for {r.dtype} (it needs a univariate candidate and "
-                         "every value of a format of 16 bits or fewer)")
+            fails.append(
+                f"safe_range [{_show(lo)}, {_show(hi)}] cannot be checked: no clip "
+                f"recommendation for {r.dtype} (it needs a univariate candidate and "
+                "every value of a format of 16 bits or fewer)"
+            )
         else:
             clo, chi = _clip_side(c, "lo"), _clip_side(c, "hi")
             if clo > lo or chi < hi:
                 show = _show
-                fails.append(f"safe clip range [{show(clo)}, {show(chi)}] does not cover the "
-                             f"required [{_show(lo)}, {_show(hi)}]"
-                             + (f" ({c['note']})" if c.get("note") else ""))
+                fails.append(
+                    f"safe clip range [{show(clo)}, {show(chi)}] does not cover the "
+                    f"required [{_show(lo)}, {_show(hi)}]" + (f" ({c['note']})" if c.get("note") else "")
+                )
     return fails
 
 
@@ -536,8 +623,10 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
         from . import gate_formats
 
         if "kind" not in now:
-            return [f"the baseline entry is a {base['kind']} audit, this is a float audit; "
-                    "record the baseline again"], []
+            return [
+                f"the baseline entry is a {base['kind']} audit, this is a float audit; "
+                "record the baseline again"
+            ], []
         return gate_formats.against_baseline(spec.slack, now, base, _show)
     fails, better = [], []
     for m in METRICS:
@@ -545,8 +634,10 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
         if math.isnan(b) and math.isnan(n):
             continue
         if math.isnan(b):  # no finite result then: nothing to compare with, so no pass
-            fails.append(f"{m} = {_show(n)} has no baseline value (NaN: no finite result when "
-                         "recorded); record the baseline again")
+            fails.append(
+                f"{m} = {_show(n)} has no baseline value (NaN: no finite result when "
+                "recorded); record the baseline again"
+            )
         elif math.isnan(n) or n > b * (1 + spec.slack) + 1e-300:
             fails.append(f"{m} got worse: {_show(b, n)}")
         elif n < b * (1 - spec.slack):
@@ -566,8 +657,10 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
         blo, bhi = _clip_side(bc, "lo"), _clip_side(bc, "hi")
         nlo, nhi = _clip_side(nc, "lo"), _clip_side(nc, "hi")
         if nlo > blo or nhi < bhi:
-            fails.append(f"safe clip range shrank: [{_show(blo)}, {_show(bhi)}] -> [{_show(nlo)}, {_show(nhi)}]"
-                         + (f" ({nc['note']})" if nc.get("note") else ""))
+            fails.append(
+                f"safe clip range shrank: [{_show(blo)}, {_show(bhi)}] -> [{_show(nlo)}, {_show(nhi)}]"
+                + (f" ({nc['note']})" if nc.get("note") else "")
+            )
         # and the recommended clip bounds themselves (where to clamp), where both have one
         for side, inward in (("lo", lambda n, b: n > b), ("hi", lambda n, b: n < b)):
             b0, n0 = bc.get(side), nc.get(side)
@@ -602,21 +695,34 @@ def compare(spec: Spec, runs, baseline: dict, strict: bool = False) -> list[Chan
             out.append(ch)
     for key in ents:
         if key not in seen:
-            out.append(Change(key, str(ents[key]["candidate"]), "fail" if strict else "removed",
-                              ["in the baseline but no longer in the spec"
-                               + ("" if strict else " (--strict fails on this)")]))
+            out.append(
+                Change(
+                    key,
+                    str(ents[key]["candidate"]),
+                    "fail" if strict else "removed",
+                    [
+                        "in the baseline but no longer in the spec"
+                        + ("" if strict else " (--strict fails on this)")
+                    ],
+                )
+            )
     return out
 
 
-def baseline_command(spec_path=None, out=None, progress=None, reference=None,
-                     force: bool = False) -> tuple[Path, int, list[str]]:
+def baseline_command(
+    spec_path=None, out=None, progress=None, reference=None, force: bool = False
+) -> tuple[Path, int, list[str]]:
     """Sweep the spec and write its baseline.  Results that break their own tolerances
     are refused (BaselineRefused, listing them), unless ``force``: then written, and the
     list returned for the caller to show."""
     spec = load_spec(spec_path, reference)
     runs = run_spec(spec, progress)
-    broken = [f"{entry_key(a.name, r)}: {m}" for a, results in runs for r in results
-              for m in tolerance_failures(a, r)]
+    broken = [
+        f"{entry_key(a.name, r)}: {m}"
+        for a, results in runs
+        for r in results
+        for m in tolerance_failures(a, r)
+    ]
     if broken and not force:
         raise BaselineRefused(broken)
     doc = make_baseline(spec, runs)
@@ -632,12 +738,15 @@ class BaselineRefused(ActauditError):
 
     def __init__(self, broken: list[str]):
         self.broken = broken
-        super().__init__(f"{len(broken)} tolerance failures in the results to record; nothing "
-                         "written (fix the tolerances, or record anyway with --force)")
+        super().__init__(
+            f"{len(broken)} tolerance failures in the results to record; nothing "
+            "written (fix the tolerances, or record anyway with --force)"
+        )
 
 
-def check_command(spec_path=None, baseline_path=None, progress=None, reference=None,
-                  strict: bool = False) -> tuple[Spec, list[Change]]:
+def check_command(
+    spec_path=None, baseline_path=None, progress=None, reference=None, strict: bool = False
+) -> tuple[Spec, list[Change]]:
     spec = load_spec(spec_path, reference)
     base = load_baseline(Path(baseline_path) if baseline_path else spec.baseline)
     runs = run_spec(spec, progress)

@@ -55,22 +55,36 @@ def parse(p: Path, raws, where: str) -> list[dict]:
             if k in raw and not isinstance(raw[k], str):
                 bad(k, "must be a string")
         rng = raw.get("range")
-        if rng is not None and not (isinstance(rng, list) and len(rng) == 2 and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in rng)):
+        if rng is not None and not (
+            isinstance(rng, list)
+            and len(rng) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rng)
+        ):
             bad("range", "must be [lo, hi]")
         if "grid" in raw and (not isinstance(raw["grid"], int) or isinstance(raw["grid"], bool)):
             bad("grid", "must be an integer")
         params = raw.get("params", {})
         if not isinstance(params, dict) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in params.values()):
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in params.values()
+        ):
             bad("params", "must be a table of numbers")
         expect = raw.get("expect", "identical")
         if expect not in EXPECT:
             bad("expect", f"must be one of {', '.join(EXPECT)}")
-        out.append({"name": raw["name"], "a": raw["a"], "b": raw["b"], "dtype": dt,
-                    "compute": raw.get("compute"), "reference": raw.get("reference"),
-                    "range": None if rng is None else (float(rng[0]), float(rng[1])),
-                    "grid": raw.get("grid"), "params": dict(params), "expect": expect})
+        out.append(
+            {
+                "name": raw["name"],
+                "a": raw["a"],
+                "b": raw["b"],
+                "dtype": dt,
+                "compute": raw.get("compute"),
+                "reference": raw.get("reference"),
+                "range": None if rng is None else (float(rng[0]), float(rng[1])),
+                "grid": raw.get("grid"),
+                "params": dict(params),
+                "expect": expect,
+            }
+        )
     return out
 
 
@@ -83,21 +97,35 @@ def run(spec_path: Path, entries: list[dict], progress=None) -> list:
     for d in entries:
         for f in d["dtype"]:
             try:
-                r = diff(d["a"], d["b"], f, d["compute"], range=d["range"], grid=d["grid"],
-                         reference=d["reference"], params=d["params"] or None, progress=progress)
+                r = diff(
+                    d["a"],
+                    d["b"],
+                    f,
+                    d["compute"],
+                    range=d["range"],
+                    grid=d["grid"],
+                    reference=d["reference"],
+                    params=d["params"] or None,
+                    progress=progress,
+                )
             except ActauditError as e:
                 raise type(e)(f"{spec_path}: diff '{d['name']}': {e}") from None
             key = f"diff/{d['name']}/{r.dtype}"
             ch = Change(key, f"{r.a} vs {r.b}", "ok")
-            ok = r.verdict == "identical" if d["expect"] == "identical" else \
-                r.verdict in ("identical", "A better", "same error")
+            ok = (
+                r.verdict == "identical"
+                if d["expect"] == "identical"
+                else r.verdict in ("identical", "A better", "same error")
+            )
             if not ok:
                 iv = r.intervals[0] if r.intervals else None
                 where = f"; first at [{iv['lo']:g}, {iv['hi']:g}]" if iv else ""
                 ch.status = "fail"
-                ch.messages.append(f"{r.a} vs {r.b} [{r.dtype}/{r.compute}]: expected {d['expect']}, "
-                                   f"got {r.verdict}: {r.differing} of {r.count} inputs differ "
-                                   f"(A closer at {r.a_closer}, B at {r.b_closer}), max distance "
-                                   f"{r.max_distance} ULP{where}")
+                ch.messages.append(
+                    f"{r.a} vs {r.b} [{r.dtype}/{r.compute}]: expected {d['expect']}, "
+                    f"got {r.verdict}: {r.differing} of {r.count} inputs differ "
+                    f"(A closer at {r.a_closer}, B at {r.b_closer}), max distance "
+                    f"{r.max_distance} ULP{where}"
+                )
             out.append(ch)
     return out

@@ -36,8 +36,10 @@ QUANT_COUNTS = ("nan_count", "max_code_distance")
 QUANT_KINDS = ("pinned", "saturated", "monotonicity", "nan")
 BLOCK_UP = ("max_elem_ulp", "mean_elem_ulp", "max_rel", "max_added_ulp")
 BLOCK_COUNTS = ("scale_diff_blocks", "mismatches", "nan_elements")
-TOLERANCES = {"quant": {"max_code_error", "correct_code_fraction", "nan"},
-              "blocks": {"max_elem_ulp", "scale_diff_blocks", "nan"}}
+TOLERANCES = {
+    "quant": {"max_code_error", "correct_code_fraction", "nan"},
+    "blocks": {"max_elem_ulp", "scale_diff_blocks", "nan"},
+}
 DEFAULT_ELEMENTS = 1 << 16
 
 
@@ -52,12 +54,22 @@ def kind_of(a) -> str | None:
 
 def _unused(a, kind) -> list[str]:
     """Keys of the audit that a quantized or block audit would ignore: refused, not dropped."""
-    keys = {"range": a.range is not None, "grid": a.grid is not None, "grad": a.grad,
-            "backward": a.backward, "dump": a.dump is not None, "semantics": a.semantics is not None,
-            "device": a.device != "cpu"}
+    keys = {
+        "range": a.range is not None,
+        "grid": a.grid is not None,
+        "grad": a.grad,
+        "backward": a.backward,
+        "dump": a.dump is not None,
+        "semantics": a.semantics is not None,
+        "device": a.device != "cpu",
+    }
     if kind == "quant":
-        keys.update(samples=a.samples is not None, seed=a.seed != 0, blocks=a.blocks != "normal:std=1",
-                    scale_rule=a.scale_rule != "ocp")
+        keys.update(
+            samples=a.samples is not None,
+            seed=a.seed != 0,
+            blocks=a.blocks != "normal:std=1",
+            scale_rule=a.scale_rule != "ocp",
+        )
     return [k for k, used in keys.items() if used]
 
 
@@ -66,18 +78,29 @@ def run(a) -> list:
     kind = kind_of(a)
     bad = _unused(a, kind)
     if bad:
-        raise BadOptionError(f"key '{bad[0]}' does not apply to a {'quantized' if kind == 'quant' else 'block-scaled'} "
-                             "audit (" + ("every input code is swept" if kind == "quant" else
-                                          "inputs: blocks, samples, seed") + ")")
+        raise BadOptionError(
+            f"key '{bad[0]}' does not apply to a {'quantized' if kind == 'quant' else 'block-scaled'} "
+            "audit ("
+            + ("every input code is swept" if kind == "quant" else "inputs: blocks, samples, seed")
+            + ")"
+        )
     out = []
     for dt in a.dtype:
-        for cp in (a.compute or ["fp32"]):
+        for cp in a.compute or ["fp32"]:
             if kind == "quant":
                 out += quant_mod.sweep(a.targets, dt, a.out_dtype, cp, a.params or None, a.reference)
             else:
-                rs = blocks_mod.sweep(a.targets, dt, a.out_dtype, cp, rule=a.scale_rule,
-                                      dist=a.blocks, elements=a.samples or DEFAULT_ELEMENTS,
-                                      seed=a.seed, params=a.params or None)
+                rs = blocks_mod.sweep(
+                    a.targets,
+                    dt,
+                    a.out_dtype,
+                    cp,
+                    rule=a.scale_rule,
+                    dist=a.blocks,
+                    elements=a.samples or DEFAULT_ELEMENTS,
+                    seed=a.seed,
+                    params=a.params or None,
+                )
                 for r in rs:  # the seed belongs to the inputs: compared with the baseline's
                     if not r.inputs.startswith("exhaustive"):
                         r.inputs = f"{r.inputs} (seed {a.seed})"
@@ -98,16 +121,33 @@ def entry_key(audit: str, r) -> str:
 def entry(r) -> dict:
     d = r.to_dict()
     if isinstance(r, quant_mod.QuantResult):
-        return {"kind": "quant", "candidate": r.candidate, "dtype": r.dtype, "out_dtype": r.out_dtype,
-                "compute": r.compute, "params": r.params, "inputs": d["inputs"],
-                **{m: d[m] for m in QUANT_UP + QUANT_DOWN + QUANT_COUNTS},
-                "findings": {f["kind"]: f["intervals"] for f in d["findings"]},
-                "finding_counts": {f["kind"]: f["count"] for f in d["findings"]},
-                "worst": d["worst"]}
-    return {"kind": "blocks", "candidate": r.candidate, "dtype": r.dtype, "out_dtype": r.out_dtype,
-            "rule": r.rule, "compute": r.compute, "params": r.params, "inputs": r.inputs,
-            "elements": r.elements, "blocks": r.blocks,
-            **{m: d[m] for m in BLOCK_UP + BLOCK_COUNTS}, "worst_block": d["worst_block"]}
+        return {
+            "kind": "quant",
+            "candidate": r.candidate,
+            "dtype": r.dtype,
+            "out_dtype": r.out_dtype,
+            "compute": r.compute,
+            "params": r.params,
+            "inputs": d["inputs"],
+            **{m: d[m] for m in QUANT_UP + QUANT_DOWN + QUANT_COUNTS},
+            "findings": {f["kind"]: f["intervals"] for f in d["findings"]},
+            "finding_counts": {f["kind"]: f["count"] for f in d["findings"]},
+            "worst": d["worst"],
+        }
+    return {
+        "kind": "blocks",
+        "candidate": r.candidate,
+        "dtype": r.dtype,
+        "out_dtype": r.out_dtype,
+        "rule": r.rule,
+        "compute": r.compute,
+        "params": r.params,
+        "inputs": r.inputs,
+        "elements": r.elements,
+        "blocks": r.blocks,
+        **{m: d[m] for m in BLOCK_UP + BLOCK_COUNTS},
+        "worst_block": d["worst_block"],
+    }
 
 
 # ------------------------------------------------------------------ validation
@@ -123,11 +163,14 @@ def _count(v) -> bool:
 
 def check_entry(path, where: str, e: dict) -> None:
     """A quant or blocks entry of a baseline, every field validated."""
+
     def bad(k, msg):
         raise BadFileError(f"{path}: key '{where}.{k}' {msg}")
 
     kind = e["kind"]
-    up, down, counts = (QUANT_UP, QUANT_DOWN, QUANT_COUNTS) if kind == "quant" else (BLOCK_UP, (), BLOCK_COUNTS)
+    up, down, counts = (
+        (QUANT_UP, QUANT_DOWN, QUANT_COUNTS) if kind == "quant" else (BLOCK_UP, (), BLOCK_COUNTS)
+    )
     for m in up + down + counts + ("candidate", "dtype", "out_dtype", "compute", "params"):
         if m not in e:
             bad(m, "is missing")
@@ -144,8 +187,9 @@ def check_entry(path, where: str, e: dict) -> None:
         if not isinstance(e[k], str):
             bad(k, "must be a string")
     if not isinstance(e["params"], dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            for v in e["params"].values()):
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        for v in e["params"].values()
+    ):
         bad("params", "must be an object of finite numbers")
     if kind == "quant":
         f, fc = e.get("findings"), e.get("finding_counts")
@@ -155,9 +199,14 @@ def check_entry(path, where: str, e: dict) -> None:
             if k not in QUANT_KINDS:
                 bad(f"findings.{k}", f"is not a finding kind ({', '.join(QUANT_KINDS)})")
             if not isinstance(ivs, list) or not all(
-                    isinstance(iv, list) and len(iv) == 2
-                    and all(isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b)
-                            for b in iv) and iv[0] <= iv[1] for iv in ivs):
+                isinstance(iv, list)
+                and len(iv) == 2
+                and all(
+                    isinstance(b, (int, float)) and not isinstance(b, bool) and math.isfinite(b) for b in iv
+                )
+                and iv[0] <= iv[1]
+                for iv in ivs
+            ):
                 bad(f"findings.{k}", "must be a list of finite [lo, hi] intervals")
             if not _count(fc[k]):
                 bad(f"finding_counts.{k}", "must be an integer >= 0")
@@ -171,19 +220,33 @@ def _num(v) -> float:
 def tolerance_failures(a, r, show) -> list[str]:
     kind = "quant" if isinstance(r, quant_mod.QuantResult) else "blocks"
     now = entry(r)
-    fails = [f"tolerance '{k}' cannot be checked on a {kind} audit (it takes "
-             f"{', '.join(sorted(TOLERANCES[kind]))})" for k in sorted(set(a.tolerance) - TOLERANCES[kind])]
+    fails = [
+        f"tolerance '{k}' cannot be checked on a {kind} audit (it takes "
+        f"{', '.join(sorted(TOLERANCES[kind]))})"
+        for k in sorted(set(a.tolerance) - TOLERANCES[kind])
+    ]
     tol = a.tolerance
     for m in ("max_code_error", "max_elem_ulp"):
         if m in tol and m in now and not _num(now[m]) <= tol[m]:
             fails.append(f"{m} = {show(now[m])} exceeds the tolerance {show(tol[m])}")
-    if "correct_code_fraction" in tol and "correct_code_fraction" in now \
-            and not _num(now["correct_code_fraction"]) >= tol["correct_code_fraction"]:
-        fails.append(f"correct_code_fraction = {show(now['correct_code_fraction'])} is below the "
-                     f"tolerance {show(tol['correct_code_fraction'])}")
-    if "scale_diff_blocks" in tol and "scale_diff_blocks" in now and now["scale_diff_blocks"] > tol["scale_diff_blocks"]:
-        fails.append(f"scale_diff_blocks = {now['scale_diff_blocks']} exceeds the tolerance "
-                     f"{show(tol['scale_diff_blocks'])}")
+    if (
+        "correct_code_fraction" in tol
+        and "correct_code_fraction" in now
+        and not _num(now["correct_code_fraction"]) >= tol["correct_code_fraction"]
+    ):
+        fails.append(
+            f"correct_code_fraction = {show(now['correct_code_fraction'])} is below the "
+            f"tolerance {show(tol['correct_code_fraction'])}"
+        )
+    if (
+        "scale_diff_blocks" in tol
+        and "scale_diff_blocks" in now
+        and now["scale_diff_blocks"] > tol["scale_diff_blocks"]
+    ):
+        fails.append(
+            f"scale_diff_blocks = {now['scale_diff_blocks']} exceeds the tolerance "
+            f"{show(tol['scale_diff_blocks'])}"
+        )
     nans = now.get("nan_count", now.get("nan_elements", 0))
     if tol.get("nan") is False and nans:
         fails.append(f"{nans} NaN results where the tolerance allows none")
@@ -193,12 +256,16 @@ def tolerance_failures(a, r, show) -> list[str]:
 def against_baseline(slack: float, now: dict, base: dict, show) -> tuple[list[str], list[str]]:
     fails, better = [], []
     if base.get("kind") != now["kind"]:
-        return [f"the baseline entry is a {base.get('kind') or 'float'} audit, this is a "
-                f"{now['kind']} audit; record the baseline again"], []
+        return [
+            f"the baseline entry is a {base.get('kind') or 'float'} audit, this is a "
+            f"{now['kind']} audit; record the baseline again"
+        ], []
     q = now["kind"] == "quant"
     if now["inputs"] != base.get("inputs") or now.get("elements") != base.get("elements"):
-        return [f"the inputs changed ({base.get('inputs')} -> {now['inputs']}); the figures cannot "
-                "be compared: record the baseline again"], []
+        return [
+            f"the inputs changed ({base.get('inputs')} -> {now['inputs']}); the figures cannot "
+            "be compared: record the baseline again"
+        ], []
     up, down, counts = (QUANT_UP, QUANT_DOWN, QUANT_COUNTS) if q else (BLOCK_UP, (), BLOCK_COUNTS)
     for m in up + down:
         b, n = _num(base[m]), _num(now[m])
@@ -206,7 +273,9 @@ def against_baseline(slack: float, now: dict, base: dict, show) -> tuple[list[st
             continue
         sign = 1 if m in up else -1
         if math.isnan(b):
-            fails.append(f"{m} = {show(n)} has no baseline value (NaN when recorded); record the baseline again")
+            fails.append(
+                f"{m} = {show(n)} has no baseline value (NaN when recorded); record the baseline again"
+            )
         elif math.isnan(n) or sign * (n - b) > slack * abs(b) + 1e-300:
             fails.append(f"{m} got worse: {show(b, n)}")
         elif sign * (b - n) > slack * abs(b):
@@ -224,11 +293,19 @@ def against_baseline(slack: float, now: dict, base: dict, show) -> tuple[list[st
         better += b
         w = now.get("worst")
         if fails and w:
-            fails.append(f"worst input x = {w['x']} (code {w['x_code']}): code {w['got']}, correct {w['want']}")
+            fails.append(
+                f"worst input x = {w['x']} (code {w['x_code']}): code {w['got']}, correct {w['want']}"
+            )
     else:
         w = now.get("worst_block")
         if fails and w:
-            where = f"block {w['index']}" if "index" in w else f"x = {w.get('x')} paired with {w.get('pair_input')}"
-            fails.append(f"worst block: {where}, {show(w['max_elem_ulp'])} element ULP, scale "
-                         f"{show(w['scale_candidate'])} (reference {show(w['scale_ref'])})")
+            where = (
+                f"block {w['index']}"
+                if "index" in w
+                else f"x = {w.get('x')} paired with {w.get('pair_input')}"
+            )
+            fails.append(
+                f"worst block: {where}, {show(w['max_elem_ulp'])} element ULP, scale "
+                f"{show(w['scale_candidate'])} (reference {show(w['scale_ref'])})"
+            )
     return fails, better

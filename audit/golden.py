@@ -33,8 +33,14 @@ from .references import get_reference
 MAX_DUMP_BYTES = 1 << 30  # decoded bytes of a dump or an input list
 
 
-def write_golden(reference: str, fmt: Format, path, params: dict | None = None,
-                 inputs: np.ndarray | None = None, semantics=None) -> int:
+def write_golden(
+    reference: str,
+    fmt: Format,
+    path,
+    params: dict | None = None,
+    inputs: np.ndarray | None = None,
+    semantics=None,
+) -> int:
     """semantics: conversion flags of the machine (daz_in, ftz_out, saturate_out, sat_nan):
     the correctly rounded value of f at the input the machine reads, as it stores it
     (audit.semantics.golden_values)."""
@@ -58,9 +64,17 @@ def write_golden(reference: str, fmt: Format, path, params: dict | None = None,
     with atomic_path(path) as tmp:
         if suffix == ".npz":
             with open(tmp, "wb") as fh:
-                np.savez(fh, x_bits=fmt.to_bits(x), x=x, y_bits=_bits(fmt, ov.rounded), y=ov.rounded,
-                         exact=ov.hi, exact_lo=ov.lo, format=np.str_(fmt.name),
-                         reference=np.str_(reference))
+                np.savez(
+                    fh,
+                    x_bits=fmt.to_bits(x),
+                    x=x,
+                    y_bits=_bits(fmt, ov.rounded),
+                    y=ov.rounded,
+                    exact=ov.hi,
+                    exact_lo=ov.lo,
+                    format=np.str_(fmt.name),
+                    reference=np.str_(reference),
+                )
         elif suffix == ".npy":
             with open(tmp, "wb") as fh:
                 np.save(fh, np.stack([x, ov.rounded, ov.hi], axis=1))
@@ -68,9 +82,15 @@ def write_golden(reference: str, fmt: Format, path, params: dict | None = None,
             import pandas as pd
 
             w = fmt.bits // 4
-            pd.DataFrame({"x_hex": [f"0x{b:0{w}x}" for b in fmt.to_bits(x).tolist()], "x": x,
-                          "y_hex": [f"0x{b:0{w}x}" for b in _bits(fmt, ov.rounded).tolist()],
-                          "y": ov.rounded, "exact": ov.hi}).to_csv(tmp, index=False)
+            pd.DataFrame(
+                {
+                    "x_hex": [f"0x{b:0{w}x}" for b in fmt.to_bits(x).tolist()],
+                    "x": x,
+                    "y_hex": [f"0x{b:0{w}x}" for b in _bits(fmt, ov.rounded).tolist()],
+                    "y": ov.rounded,
+                    "exact": ov.hi,
+                }
+            ).to_csv(tmp, index=False)
         else:
             raise BadOptionError(f"{path}: golden files are .npz, .npy or .csv")
     return len(x)
@@ -106,15 +126,18 @@ def _values(fmt: Format, a: np.ndarray, what: str, path) -> np.ndarray:
         with np.errstate(all="ignore"):
             return a.astype(np.float64)
     if a.dtype.kind != "f":
-        raise BadFileError(f"{path}: {what} has dtype {a.dtype}, neither floats nor "
-                           f"{fmt.bits}-bit patterns of {fmt.name}")
+        raise BadFileError(
+            f"{path}: {what} has dtype {a.dtype}, neither floats nor {fmt.bits}-bit patterns of {fmt.name}"
+        )
     v = a.astype(np.float64)
     fin = np.isfinite(v)
     bad = fin & (fmt.round(v) != v)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise BadFileError(f"{path}: {what} holds {int(bad.sum())} values that are not {fmt.name} "
-                           f"values (first at index {i}: {float(v[i])!r})")
+        raise BadFileError(
+            f"{path}: {what} holds {int(bad.sum())} values that are not {fmt.name} "
+            f"values (first at index {i}: {float(v[i])!r})"
+        )
     return v
 
 
@@ -159,15 +182,19 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None, inputs_only: bool
             if inputs_only and xk is not None:  # golden --inputs: the x key alone will do
                 return _values(fmt, z[xk], f"'{xk}'", p), None
             if yk is None:
-                raise BadFileError(f"{p}: no outputs: expected key 'y' (or 'y_bits', 'outputs'); "
-                                   f"found {sorted(keys)}")
+                raise BadFileError(
+                    f"{p}: no outputs: expected key 'y' (or 'y_bits', 'outputs'); found {sorted(keys)}"
+                )
             y = _values(fmt, z[yk], f"'{yk}'", p)
             if xk is not None:
                 x = _values(fmt, z[xk], f"'{xk}'", p)
         elif suffix == ".npy":
             a = load_npy(p, limit, "dump")
             if a.ndim == 2 and a.shape[1] == 2:
-                x, y = _values(fmt, a[:, 0].copy(), "column x", p), _values(fmt, a[:, 1].copy(), "column y", p)
+                x, y = (
+                    _values(fmt, a[:, 0].copy(), "column x", p),
+                    _values(fmt, a[:, 1].copy(), "column y", p),
+                )
             else:
                 y = _values(fmt, a, "the array", p)
         elif suffix == ".csv":
@@ -214,8 +241,10 @@ def read_inputs(path, fmt: Format) -> np.ndarray:
     xs = y if x is None else x
     bad = ~np.isfinite(xs)
     if bad.any():
-        raise BadFileError(f"{p}: golden inputs must be finite; {int(bad.sum())} are not "
-                           f"(first: {float(xs[np.flatnonzero(bad)[0]])!r})")
+        raise BadFileError(
+            f"{p}: golden inputs must be finite; {int(bad.sum())} are not "
+            f"(first: {float(xs[np.flatnonzero(bad)[0]])!r})"
+        )
     if not len(xs):
         raise BadFileError(f"{p}: no inputs")
     return xs
@@ -226,12 +255,15 @@ def read_dump(path, fmt: Format, raw_dtype: str | None = None) -> Dump:
     x, y = _read_columns(p, fmt, raw_dtype)
     if x is None:
         if not fmt.enumerable:
-            raise BadFileError(f"{p}: outputs alone need golden order, which {fmt.name} has not: "
-                               "give the inputs too")
+            raise BadFileError(
+                f"{p}: outputs alone need golden order, which {fmt.name} has not: give the inputs too"
+            )
         gold = fmt.finite_values()
         if len(y) != len(gold):
-            raise BadFileError(f"{p}: {len(y)} outputs, but golden order for {fmt.name} has "
-                               f"{len(gold)} (every finite value, ascending): give the inputs too")
+            raise BadFileError(
+                f"{p}: {len(y)} outputs, but golden order for {fmt.name} has "
+                f"{len(gold)} (every finite value, ascending): give the inputs too"
+            )
         x = gold
     if len(x) != len(y):
         raise BadFileError(f"{p}: {len(x)} inputs but {len(y)} outputs")
@@ -275,12 +307,21 @@ def dump_candidate(d: Dump, reference: str) -> tuple[Candidate, Domain]:
         out[fin] = vals
         for j in np.flatnonzero(~fin):
             v = float(a[j])
-            out[j] = next((y for xx, y in spec.items() if (xx == v) or (np.isnan(xx) and np.isnan(v))), np.nan)
+            out[j] = next(
+                (y for xx, y in spec.items() if (xx == v) or (np.isnan(xx) and np.isnan(v))), np.nan
+            )
         return out
 
     exhaustive = fmt.enumerable and len(d.x) == len(fmt.finite_values())
     dom = Domain(fmt, exhaustive, len(d.x), values=d.x)
     name = f"dump:{Path(d.path).name}"
-    return Candidate(name, reference, f"outputs read from {d.path}", "device dump", fn,
-                     compute=fmt.name, special_inputs=tuple(x for x, _ in d.specials),
-                     native=True), dom  # the device's own arithmetic
+    return Candidate(
+        name,
+        reference,
+        f"outputs read from {d.path}",
+        "device dump",
+        fn,
+        compute=fmt.name,
+        special_inputs=tuple(x for x, _ in d.specials),
+        native=True,
+    ), dom  # the device's own arithmetic

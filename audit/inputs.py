@@ -16,8 +16,8 @@ NaN) are not part of the domain; they are checked separately as specials.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 
@@ -74,11 +74,11 @@ class Domain:
         size = size or CHUNK
         if self.values2 is not None:
             for i in range(0, len(self.values), size):
-                yield self.values[i:i + size], self.values2[i:i + size]
+                yield self.values[i : i + size], self.values2[i : i + size]
             return
         if self.values is not None:
             for i in range(0, max(len(self.values), 1), size):
-                yield self.values[i:i + size]
+                yield self.values[i : i + size]
             return
         for r in self.chunk_ranges(size):
             yield self.chunk_values(r)
@@ -136,8 +136,9 @@ def _ordinal_bounds(fmt: Format, rng) -> tuple[int, int]:
     return int(fmt.ordinal([lo_v])[0]), int(fmt.ordinal([hi_v])[0])
 
 
-def domain(fmt: Format, rng=None, *, samples: int | None = None, seed: int = 0,
-           exhaustive: bool | None = None) -> Domain:
+def domain(
+    fmt: Format, rng=None, *, samples: int | None = None, seed: int = 0, exhaustive: bool | None = None
+) -> Domain:
     rng = check_range(rng)
     if fmt.enumerable:
         if samples is not None:
@@ -161,8 +162,10 @@ def domain(fmt: Format, rng=None, *, samples: int | None = None, seed: int = 0,
         raise BadOptionError(f"--samples must be positive, got {n}")
     limit = MAX_SAMPLES.get(fmt.name, 1 << 24)
     if n > limit:
-        raise BadOptionError(f"--samples {n} is more than {limit} for {fmt.name}"
-                             + (": use --exhaustive for a chunked sweep of every value" if fmt.bits <= 32 else ""))
+        raise BadOptionError(
+            f"--samples {n} is more than {limit} for {fmt.name}"
+            + (": use --exhaustive for a chunked sweep of every value" if fmt.bits <= 32 else "")
+        )
     vals = stratified_sample(fmt, lo_o, hi_o, n, seed)
     exh = len(vals) == hi_o - lo_o + 1  # a range small enough to be covered entirely
     return Domain(fmt, exh, len(vals), lo_o, hi_o, values=vals)
@@ -227,16 +230,19 @@ def axis_values(fmt: Format, rng, side: int, seed: int) -> tuple[np.ndarray, boo
     return fmt.from_ordinal(ords), False
 
 
-def pair_domain(fmt: Format, rng=None, *, side: int | None = None, seed: int = 0,
-                exhaustive: bool = False) -> Domain:
+def pair_domain(
+    fmt: Format, rng=None, *, side: int | None = None, seed: int = 0, exhaustive: bool = False
+) -> Domain:
     """All pairs (a, b) of an axis grid: exhaustive for 8-bit formats (254^2 pairs in
     E4M3), a seeded 1024 x 1024 log-symmetric grid with edges for wider formats; with
     ``exhaustive``, every pair of values of a 16-bit format, produced in chunks."""
     rng = check_range(rng)
     if exhaustive and fmt.bits > 8:
         if not fmt.enumerable:
-            raise BadOptionError(f"every pair of {fmt.name} values is too many: --exhaustive pairs "
-                                 "are for formats of at most 16 bits")
+            raise BadOptionError(
+                f"every pair of {fmt.name} values is too many: --exhaustive pairs "
+                "are for formats of at most 16 bits"
+            )
         if side is not None:
             raise BadOptionError("--exhaustive and --grid exclude each other")
         ax = domain(fmt, rng).values

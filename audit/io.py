@@ -233,8 +233,9 @@ def _npy(fh, limit: int, where: str):
         raise BadFileError(f"{where}: an object array (not read: files are never unpickled)")
     n = math.prod(shape)
     if n * dtype.itemsize > limit:
-        raise BadFileError(f"{where}: declares {n * dtype.itemsize} bytes of data, more than "
-                           f"the limit of {limit}")
+        raise BadFileError(
+            f"{where}: declares {n * dtype.itemsize} bytes of data, more than the limit of {limit}"
+        )
     data = fh.read(n * dtype.itemsize)
     if len(data) != n * dtype.itemsize:
         raise BadFileError(f"{where}: truncated ({len(data)} of {n * dtype.itemsize} bytes of data)")
@@ -265,8 +266,10 @@ def load_npz(path, limit: int, what: str = "file", keys=None) -> dict:
             continue
         total += info.file_size
         if info.file_size > limit or total > limit:
-            raise BadFileError(f"{path}: member '{name}' decompresses to {info.file_size} bytes, "
-                               f"more than the limit of {limit}")
+            raise BadFileError(
+                f"{path}: member '{name}' decompresses to {info.file_size} bytes, "
+                f"more than the limit of {limit}"
+            )
         try:
             with z.open(info) as fh:
                 out[name] = _npy(fh, info.file_size, f"{path}: member '{name}'")

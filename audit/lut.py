@@ -31,8 +31,10 @@ def n_codes(inq) -> int:
     if isinstance(inq, QuantFormat):
         return inq.qmax - inq.qmin + 1
     if inq.bits > 16:
-        raise BadOptionError(f"a lookup table over {inq.name} would have 2^{inq.bits} entries: "
-                             "tables are for inputs of 16 bits or fewer")
+        raise BadOptionError(
+            f"a lookup table over {inq.name} would have 2^{inq.bits} entries: "
+            "tables are for inputs of 16 bits or fewer"
+        )
     return 1 << inq.bits
 
 
@@ -62,8 +64,10 @@ def read_table(path) -> tuple[np.ndarray, dict]:
             with zipfile.ZipFile(p) as zf:  # bound the decoded size before numpy inflates it
                 total = sum(i.file_size for i in zf.infolist())
                 if total > MAX_BYTES or len(zf.infolist()) > 16:
-                    raise BadFileError(f"{p}: decodes to {total} bytes in {len(zf.infolist())} members: "
-                                       "too large for a table")
+                    raise BadFileError(
+                        f"{p}: decodes to {total} bytes in {len(zf.infolist())} members: "
+                        "too large for a table"
+                    )
             with np.load(p, allow_pickle=False) as z:
                 if "table" not in z.files:
                     raise BadFileError(f"{p}: no key 'table' (found {sorted(z.files)})")
@@ -86,7 +90,9 @@ def read_table(path) -> tuple[np.ndarray, dict]:
             col = next((c for c in ("code", "y", "output") if c in df.columns), None)
             if col is None:
                 if len(df.columns) != 1:
-                    raise BadFileError(f"{p}: no column 'code', 'y' or 'output' (columns: {list(df.columns)})")
+                    raise BadFileError(
+                        f"{p}: no column 'code', 'y' or 'output' (columns: {list(df.columns)})"
+                    )
                 col = df.columns[0]
             a = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=np.float64)
             if np.isnan(a).any():
@@ -153,8 +159,11 @@ def float_candidate(target: str, in_fmt: Format, out: Format, reference: str | N
         vals = table
         with np.errstate(all="ignore"):
             fin = np.isfinite(vals)
-            bad = (fin & (out.round(vals) != vals)) | (np.isnan(vals) & (not out.has_nan)) \
+            bad = (
+                (fin & (out.round(vals) != vals))
+                | (np.isnan(vals) & (not out.has_nan))
                 | (np.isinf(vals) & (not out.has_inf))
+            )
         if bad.any():
             raise BadFileError(f"{path}: {int(bad.sum())} entries are not values of {out.name}")
     name = reference or meta.get("reference")
@@ -167,8 +176,9 @@ def float_candidate(target: str, in_fmt: Format, out: Format, reference: str | N
     def fn(x, m):
         return vals[in_fmt.to_bits(np.asarray(x.a, dtype=np.float64)).astype(np.int64)]
 
-    return Candidate(target, ref.name, f"table[{n}] by {in_fmt.name} bit pattern", str(path), fn,
-                     {}, "", in_fmt.name)
+    return Candidate(
+        target, ref.name, f"table[{n}] by {in_fmt.name} bit pattern", str(path), fn, {}, "", in_fmt.name
+    )
 
 
 def tflite16_candidate(target: str, inq, outq: QuantFormat, params=None):
@@ -201,8 +211,17 @@ def tflite16_candidate(target: str, inq, outq: QuantFormat, params=None):
         slope = T[idx + 1] - T[idx]
         return (T[idx] + ((slope * off + 64) >> 7)).astype(np.float64)
 
-    return (QuantCandidate(target, ref.name, "T[i] + ((T[i+1] - T[i]) (q & 127) + 64) >> 7, i = 256 + (q >> 7)",
-                           "TFLite reference_ops generic_int16_table_lookup (513-entry table)", fn, "int32"), ref)
+    return (
+        QuantCandidate(
+            target,
+            ref.name,
+            "T[i] + ((T[i+1] - T[i]) (q & 127) + 64) >> 7, i = 256 + (q >> 7)",
+            "TFLite reference_ops generic_int16_table_lookup (513-entry table)",
+            fn,
+            "int32",
+        ),
+        ref,
+    )
 
 
 # ---------------------------------------------------------------------- writer
@@ -274,8 +293,16 @@ def write_table(path, reference: str, inq, out, params: dict | None = None) -> d
                 np.save(fh, stored)
         elif suffix == ".npz":
             with open(tmp, "wb") as fh:
-                np.savez(fh, table=stored, values=y, x=x, exact=exact, reference=np.str_(reference),
-                         in_dtype=np.str_(in_name), out_dtype=np.str_(out_name))
+                np.savez(
+                    fh,
+                    table=stored,
+                    values=y,
+                    x=x,
+                    exact=exact,
+                    reference=np.str_(reference),
+                    in_dtype=np.str_(in_name),
+                    out_dtype=np.str_(out_name),
+                )
         elif suffix == ".csv":
             import pandas as pd
 
@@ -295,24 +322,39 @@ def write_table(path, reference: str, inq, out, params: dict | None = None) -> d
             pd.DataFrame(cols).to_csv(tmp, index=False)
         else:
             tmp.write_text(_c_array(reference, inq, out, stored), encoding="utf-8")
-    return {"path": str(p), "entries": len(x), "reference": reference, "in_dtype": in_name,
-            "out_dtype": out_name, "table": stored, "values": y, "x": x}
+    return {
+        "path": str(p),
+        "entries": len(x),
+        "reference": reference,
+        "in_dtype": in_name,
+        "out_dtype": out_name,
+        "table": stored,
+        "values": y,
+        "x": x,
+    }
 
 
 def _c_array(reference: str, inq, out, stored: np.ndarray) -> str:
-    ctype = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t",
-             "uint32": "uint32_t"}[str(stored.dtype)]
+    ctype = {
+        "int8": "int8_t",
+        "uint8": "uint8_t",
+        "int16": "int16_t",
+        "uint16": "uint16_t",
+        "uint32": "uint32_t",
+    }[str(stored.dtype)]
     ident = "".join(ch if ch.isalnum() else "_" for ch in f"actaudit_{reference}_{len(stored)}")
-    what = ("output codes" if isinstance(out, QuantFormat) else f"bit patterns of {out.name}")
-    idx = ("q - (" + str(inq.qmin) + ")" if isinstance(inq, QuantFormat) else f"the {inq.name} bit pattern")
-    lines = [f"/* {reference}: correctly rounded {what}, generated by actaudit lut. */",
-             f"/* inputs: {inq.name}; index = {idx}. */",
-             f"/* outputs: {out.name}. */",
-             "#include <stdint.h>",
-             f"static const {ctype} {ident}[{len(stored)}] = {{"]
+    what = "output codes" if isinstance(out, QuantFormat) else f"bit patterns of {out.name}"
+    idx = "q - (" + str(inq.qmin) + ")" if isinstance(inq, QuantFormat) else f"the {inq.name} bit pattern"
+    lines = [
+        f"/* {reference}: correctly rounded {what}, generated by actaudit lut. */",
+        f"/* inputs: {inq.name}; index = {idx}. */",
+        f"/* outputs: {out.name}. */",
+        "#include <stdint.h>",
+        f"static const {ctype} {ident}[{len(stored)}] = {{",
+    ]
     vals = [str(int(v)) for v in stored.tolist()]
     for i in range(0, len(vals), 16):
-        lines.append("    " + ", ".join(vals[i:i + 16]) + ",")
+        lines.append("    " + ", ".join(vals[i : i + 16]) + ",")
     lines.append("};")
     return "\n".join(lines) + "\n"
 

@@ -99,8 +99,7 @@ def exact_ulp(fmt: Format, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return out
 
 
-def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None,
-                 beyond=None) -> PointErrors:
+def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None, beyond=None) -> PointErrors:
     """Per-input errors.  ``settle(idx)`` returns oracle values with inputs idx decided
     exactly; it is called for the inputs whose exact value sits on an unknown side of a
     power of two (OracleValues.unsure) and whose result is not correctly rounded.
@@ -141,8 +140,9 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
         if len(zero):
             # f = 0 exactly: 0 or inf; f nonzero below float64's range (hi = 0 and lo the
             # +-5e-324 stand-in) against a zero result: |0 - f| / |f| = 1
-            rel_err[zero] = np.where(abs_err[zero] == 0, 0.0,
-                                     np.where((got[zero] == 0) & (lo[zero] != 0), 1.0, np.inf))
+            rel_err[zero] = np.where(
+                abs_err[zero] == 0, 0.0, np.where((got[zero] == 0) & (lo[zero] != 0), 1.0, np.inf)
+            )
         # an exact value (or an error) beyond float64's range is still a finite real: its
         # figures come from mpmath, never inf/inf = NaN
         big = np.flatnonzero(~np.isfinite(abs_err))
@@ -174,9 +174,20 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
             for a in (ulp_err, abs_err, rel_err):
                 a[bad] = np.nan
             dist[bad] = np.where(cls[bad] == OVERFLOW_OK, 0, -1)
-    return PointErrors(np.asarray(x, dtype=np.float64), got, hi, lo, rounded, ulp_err, dist,
-                       abs_err, rel_err, cls, correct,
-                       None if x2 is None else np.asarray(x2, dtype=np.float64))
+    return PointErrors(
+        np.asarray(x, dtype=np.float64),
+        got,
+        hi,
+        lo,
+        rounded,
+        ulp_err,
+        dist,
+        abs_err,
+        rel_err,
+        cls,
+        correct,
+        None if x2 is None else np.asarray(x2, dtype=np.float64),
+    )
 
 
 def saturated(fmt: Format, got, hi, lo, correct) -> np.ndarray:
@@ -261,9 +272,14 @@ class Summary:
         if self.worst is None or _worse(float(u[i]), self.max_ulp):
             j = i if pos is None else int(pos[i])
             self.max_ulp = float(u[i])
-            self.worst = {"x": float(e.x[j]), "x_hex": fmt.hex(float(e.x[j])),
-                          "got": float(e.got[j]), "exact": float(e.exact[j]),
-                          "exact_lo": float(e.exact_lo[j]), "rounded": float(e.rounded[j])}
+            self.worst = {
+                "x": float(e.x[j]),
+                "x_hex": fmt.hex(float(e.x[j])),
+                "got": float(e.got[j]),
+                "exact": float(e.exact[j]),
+                "exact_lo": float(e.exact_lo[j]),
+                "rounded": float(e.rounded[j]),
+            }
             if e.x2 is not None:
                 self.worst["b"] = float(e.x2[j])
                 self.worst["b_hex"] = fmt.hex(float(e.x2[j]))
@@ -287,7 +303,7 @@ class Summary:
     def _bin(self, u: np.ndarray) -> None:
         if not len(u):
             return
-        keys = (u.view(np.int64) >> HIST_SHIFT)  # u >= 0: the sign bit is clear
+        keys = u.view(np.int64) >> HIST_SHIFT  # u >= 0: the sign bit is clear
         zero = keys == 0
         nzero = int(np.count_nonzero(zero))
         if nzero == len(u):
@@ -308,7 +324,7 @@ class Summary:
         for k, c in items:
             h[k] = h.get(k, 0) + c
 
-    def merge(self, o: "Summary") -> None:
+    def merge(self, o: Summary) -> None:
         """Fold in the summary of the next chunk (chunks merged in input order)."""
         self.count += o.count
         self.finite += o.finite
@@ -337,18 +353,52 @@ class Summary:
     def state(self) -> tuple[dict, list[np.ndarray]]:
         """(JSON-able fields, error arrays) from which ``from_state`` rebuilds this summary
         exactly (floats round-trip through JSON's shortest repr)."""
-        d = {k: getattr(self, k) for k in ("count", "finite", "correct", "nan_count", "inf_count",
-                                           "overflow_ok", "overflow_miss", "undefined", "max_ulp", "worst",
-                                           "max_abs", "max_rel", "max_ulp_distance", "exact_p99")}
+        d = {
+            k: getattr(self, k)
+            for k in (
+                "count",
+                "finite",
+                "correct",
+                "nan_count",
+                "inf_count",
+                "overflow_ok",
+                "overflow_miss",
+                "undefined",
+                "max_ulp",
+                "worst",
+                "max_abs",
+                "max_rel",
+                "max_ulp_distance",
+                "exact_p99",
+            )
+        }
         d["sums"] = list(self._sums)
         d["hist"] = [[k, c] for k, c in sorted(self._hist.items())]
         return d, list(self._errs)
 
     @classmethod
-    def from_state(cls, d: dict, errs: list[np.ndarray]) -> "Summary":
-        s = cls(**{k: d[k] for k in ("count", "finite", "correct", "nan_count", "inf_count",
-                                     "overflow_ok", "overflow_miss", "undefined", "max_ulp", "worst",
-                                     "max_abs", "max_rel", "max_ulp_distance", "exact_p99")})
+    def from_state(cls, d: dict, errs: list[np.ndarray]) -> Summary:
+        s = cls(
+            **{
+                k: d[k]
+                for k in (
+                    "count",
+                    "finite",
+                    "correct",
+                    "nan_count",
+                    "inf_count",
+                    "overflow_ok",
+                    "overflow_miss",
+                    "undefined",
+                    "max_ulp",
+                    "worst",
+                    "max_abs",
+                    "max_rel",
+                    "max_ulp_distance",
+                    "exact_p99",
+                )
+            }
+        )
         s._sums = [float(v) for v in d["sums"]]
         s._hist = {int(k): int(c) for k, c in d["hist"]}
         s._errs = [np.asarray(a, dtype=np.float64) for a in errs]

@@ -52,9 +52,14 @@ class OracleValues:
     # those few inputs with mpmath (see settle()).
     unsure: np.ndarray | None = None
 
-    def take(self, idx) -> "OracleValues":
-        return OracleValues(self.rounded[idx], self.hi[idx], self.lo[idx], self.n_mpmath,
-                            None if self.unsure is None else self.unsure[idx])
+    def take(self, idx) -> OracleValues:
+        return OracleValues(
+            self.rounded[idx],
+            self.hi[idx],
+            self.lo[idx],
+            self.n_mpmath,
+            None if self.unsure is None else self.unsure[idx],
+        )
 
 
 # -------------------------------------------------------------------- mpmath
@@ -81,16 +86,17 @@ def exact_point(ref: Reference, x, fmt: Format, params: dict) -> tuple[float, fl
             except ZeroDivisionError:
                 from .errors import BadParameterError
 
-                raise BadParameterError(f"{ref.name} is undefined at x = {args[0]!r} with "
-                                        f"parameters {params} (a division by zero)") from None
+                raise BadParameterError(
+                    f"{ref.name} is undefined at x = {args[0]!r} with "
+                    f"parameters {params} (a division by zero)"
+                ) from None
         if not mp.isfinite(v):  # NaN outside the domain, +-inf at a pole (1/0): exact
             return fmt.round_mpf(v), float(v), 0.0
         with mp.workprec(prec + 64):
             d = abs(v) * mp.ldexp(1, GUARD_BITS - (prec - extra))
             a, b = fmt.round_mpf(v - d), fmt.round_mpf(v + d)
             rounding_ok = a == b or (math.isnan(a) and math.isnan(b))
-            binade_ok = (d == 0 or abs(v) + d < fmt.smallest_normal
-                         or mp.frexp(v - d)[1] == mp.frexp(v + d)[1])
+            binade_ok = d == 0 or abs(v) + d < fmt.smallest_normal or mp.frexp(v - d)[1] == mp.frexp(v + d)[1]
         if rounding_ok and binade_ok:
             break
         if ref.near is not None and prec - extra >= fmt.p + 160:
@@ -125,8 +131,9 @@ def _residual(v, hi: float, prec: int) -> float:
 _MPMATH = threading.Lock()  # mpmath's working precision is global: one thread at a time
 
 
-def exact_points(ref: Reference, x: np.ndarray, fmt: Format, params: dict,
-                 x2: np.ndarray | None = None) -> OracleValues:
+def exact_points(
+    ref: Reference, x: np.ndarray, fmt: Format, params: dict, x2: np.ndarray | None = None
+) -> OracleValues:
     pts = np.asarray(x, dtype=np.float64).tolist()
     if x2 is not None:
         pts = list(zip(pts, np.asarray(x2, dtype=np.float64).tolist()))
@@ -140,8 +147,12 @@ def exact_points(ref: Reference, x: np.ndarray, fmt: Format, params: dict,
     with np.errstate(invalid="ignore"):
         fix = np.flatnonzero(((out[1] == 0) & (out[2] == 0)) | np.isinf(out[1]))
     if len(fix):
-        neg = zero_signbit(ref, np.asarray(x, dtype=np.float64)[fix], params,
-                           None if x2 is None else np.asarray(x2, dtype=np.float64)[fix])
+        neg = zero_signbit(
+            ref,
+            np.asarray(x, dtype=np.float64)[fix],
+            params,
+            None if x2 is None else np.asarray(x2, dtype=np.float64)[fix],
+        )
         sgn = np.where(neg, -1.0, 1.0)
         out[0, fix] = np.copysign(out[0, fix], sgn)
         out[1, fix] = np.copysign(out[1, fix], sgn)
@@ -160,8 +171,9 @@ def zero_signbit(ref: Reference, x: np.ndarray, params: dict, x2: np.ndarray | N
     return np.signbit(np.broadcast_to(s, np.shape(x)))
 
 
-def beyond_errors(ref: Reference, fmt: Format, x: np.ndarray, got: np.ndarray, params: dict,
-                  x2: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def beyond_errors(
+    ref: Reference, fmt: Format, x: np.ndarray, got: np.ndarray, params: dict, x2: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ULP error, absolute error, relative error) of finite results ``got`` whose exact
     value f (or error) exceeds float64's range, from f in mpmath: |r - f| / ulp_F(f),
     |r - f| (inf where it exceeds float64) and |r - f| / |f|, each rounded once to float64.
@@ -200,8 +212,9 @@ def fast_path_applies(ref: Reference, fmt: Format) -> bool:
     return ref.fast is not None and fmt.p <= 24 and fmt.emin >= -126
 
 
-def evaluate(ref: Reference, fmt: Format, x: np.ndarray, params: dict | None = None,
-             x2: np.ndarray | None = None) -> OracleValues:
+def evaluate(
+    ref: Reference, fmt: Format, x: np.ndarray, params: dict | None = None, x2: np.ndarray | None = None
+) -> OracleValues:
     """Oracle values at finite inputs x (float64 array of values of ``fmt``); for a
     bivariate reference, at the pairs (x, x2)."""
     params = ref.with_defaults(params)
@@ -211,8 +224,9 @@ def evaluate(ref: Reference, fmt: Format, x: np.ndarray, params: dict | None = N
     return _compute(ref, fmt, x, params, x2)
 
 
-def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
-             x2: np.ndarray | None = None) -> OracleValues:
+def _compute(
+    ref: Reference, fmt: Format, x: np.ndarray, params: dict, x2: np.ndarray | None = None
+) -> OracleValues:
     if not fast_path_applies(ref, fmt):
         return exact_points(ref, x, fmt, params, x2)
     v = ref.fast(x, **params) if x2 is None else ref.fast(x, x2, **params)
@@ -227,8 +241,11 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
     with np.errstate(all="ignore"):
         # never trust a fast value to better than a few float64 ulps, so that a
         # value exactly on a rounding boundary (a tie) always goes to mpmath
-        rel = max(ref.rel_err, MIN_REL_ERR) if ref.rel_err_at is None or x2 is not None \
+        rel = (
+            max(ref.rel_err, MIN_REL_ERR)
+            if ref.rel_err_at is None or x2 is not None
             else np.maximum(ref.rel_err_at(x, **params), MIN_REL_ERR)
+        )
         mag = np.abs(v)
         slack = mag * rel
         slack += FAST_ABS_TOL
@@ -263,8 +280,12 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
         if ref.zero_at is not None:  # nonzero values that underflowed: the stand-in
             gone = np.flatnonzero(tiny & (hi == 0))
             if len(gone):
-                z = np.asarray(ref.zero_at(x[gone], **params) if x2 is None
-                               else ref.zero_at(x[gone], np.asarray(x2)[gone], **params), dtype=bool)
+                z = np.asarray(
+                    ref.zero_at(x[gone], **params)
+                    if x2 is None
+                    else ref.zero_at(x[gone], np.asarray(x2)[gone], **params),
+                    dtype=bool,
+                )
                 lo[gone[~z]] = sgn[gone[~z]] * 5e-324
         if not getattr(fmt, "neg_zero", True):  # (fnuz: no -0 in the format; the zero is +0)
             np.add(rounded, 0.0, out=rounded, where=tiny)
@@ -283,8 +304,15 @@ def _compute(ref: Reference, fmt: Format, x: np.ndarray, params: dict,
     return OracleValues(rounded, hi, lo, len(idx), unsure)
 
 
-def settle(ref: Reference, fmt: Format, ov: OracleValues, idx: np.ndarray, x: np.ndarray,
-           params: dict, x2: np.ndarray | None = None) -> OracleValues:
+def settle(
+    ref: Reference,
+    fmt: Format,
+    ov: OracleValues,
+    idx: np.ndarray,
+    x: np.ndarray,
+    params: dict,
+    x2: np.ndarray | None = None,
+) -> OracleValues:
     """A copy of ``ov`` whose inputs ``idx`` are decided by mpmath (hi, lo exact)."""
     ex = exact_points(ref, x[idx], fmt, params, None if x2 is None else x2[idx])
     hi, lo = ov.hi.copy(), ov.lo.copy()
@@ -349,8 +377,12 @@ def _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded):
         return
     P, g = ref.fast_near(x[idx], **params)
     with np.errstate(all="ignore"):
-        ok = (np.isfinite(P) & (np.frexp(P)[0] == np.copysign(0.5, P))  # P a power of two
-              & (np.abs(g) <= slack[idx]) & (np.abs(v[idx] - P) <= slack[idx]))
+        ok = (
+            np.isfinite(P)
+            & (np.frexp(P)[0] == np.copysign(0.5, P))  # P a power of two
+            & (np.abs(g) <= slack[idx])
+            & (np.abs(v[idx] - P) <= slack[idx])
+        )
     sel = idx[ok]
     hi[sel] = P[ok]
     lo[sel] = -g[ok]
@@ -387,8 +419,16 @@ SPOT_CHECKS = 24  # seeded entries of every loaded table re-derived by mpmath
 def cache_descriptor(ref: Reference, fmt: Format, params: dict) -> str:
     """What a table claims to be, bound into its digest: a file copied from another
     reference, parameter set, format or oracle version does not verify."""
-    return json.dumps({"schema": CACHE_SCHEMA, "reference": ref.name, "params": params,
-                       "format": fmt.name, "oracle": ORACLE_VERSION}, sort_keys=True)
+    return json.dumps(
+        {
+            "schema": CACHE_SCHEMA,
+            "reference": ref.name,
+            "params": params,
+            "format": fmt.name,
+            "oracle": ORACLE_VERSION,
+        },
+        sort_keys=True,
+    )
 
 
 _FIELDS = ("x", "rounded", "hi", "lo", "unsure", "n_mpmath")
@@ -404,8 +444,9 @@ def _digest(descriptor: str, arrs: dict) -> str:
     return h.hexdigest()
 
 
-def _spot_check(ref: Reference, fmt: Format, params: dict, x: np.ndarray, v: OracleValues,
-                key: str) -> str | None:
+def _spot_check(
+    ref: Reference, fmt: Format, params: dict, x: np.ndarray, v: OracleValues, key: str
+) -> str | None:
     """Re-derive a few seeded entries by mpmath alone; the first disagreement, or None.
 
     A digest proves only that a file was not damaged, not that its numbers are right:
@@ -415,18 +456,17 @@ def _spot_check(ref: Reference, fmt: Format, params: dict, x: np.ndarray, v: Ora
     seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little")
     rng = np.random.default_rng(seed)
     n = len(x)
-    idx = np.unique(np.concatenate([[0, n - 1, n // 2 - 1, n // 2],
-                                    rng.integers(0, n, SPOT_CHECKS)]).clip(0, n - 1))
+    idx = np.unique(
+        np.concatenate([[0, n - 1, n // 2 - 1, n // 2], rng.integers(0, n, SPOT_CHECKS)]).clip(0, n - 1)
+    )
     ex = exact_points(ref, x[idx], fmt, params)
     for j, i in enumerate(idx):
         a, b = float(v.rounded[i]), float(ex.rounded[j])
         same = a == b or (math.isnan(a) and math.isnan(b))  # (mpmath has no -0: zeros are one point)
         h, hm = float(v.hi[i]) + float(v.lo[i]), float(ex.hi[j]) + float(ex.lo[j])
-        near = (h == hm or (math.isnan(h) and math.isnan(hm))
-                or abs(h - hm) <= abs(hm) * 2.0**-30 + 2.0**-1000)
+        near = h == hm or (math.isnan(h) and math.isnan(hm)) or abs(h - hm) <= abs(hm) * 2.0**-30 + 2.0**-1000
         if not (same and near):
-            return (f"x = {float(x[i])!r}: table says {a!r} (exact {h!r}), mpmath {b!r} "
-                    f"(exact {hm!r})")
+            return f"x = {float(x[i])!r}: table says {a!r} (exact {h!r}), mpmath {b!r} (exact {hm!r})"
     return None
 
 
@@ -470,8 +510,10 @@ def _table(ref: Reference, fmt: Format, params: dict) -> OracleValues:
         if bad is not None:  # the oracle itself disagrees with mpmath: decide nothing
             from .errors import ActauditError
 
-            raise ActauditError(f"oracle self-check failed for {ref.name} in {fmt.name} with "
-                                f"parameters {params}: {bad} (please report this)")
+            raise ActauditError(
+                f"oracle self-check failed for {ref.name} in {fmt.name} with "
+                f"parameters {params}: {bad} (please report this)"
+            )
         _store(path, x, got, desc)
     _MEMO[key] = got
     return got
@@ -498,35 +540,41 @@ def _load(path: Path, x: np.ndarray, descriptor: str | None = None) -> OracleVal
             raise BadFileError(f"missing {sorted(missing)}")
         if descriptor is None:
             descriptor = str(arrs["descriptor"])
-        ok = (arrs["descriptor"].shape == () and arrs["descriptor"].dtype.kind == "U"
-              and str(arrs["descriptor"]) == descriptor
-              and arrs["digest"].shape == () and arrs["digest"].dtype.kind == "U"
-              and arrs["x"].shape == x.shape and arrs["x"].dtype == np.float64
-              and np.array_equal(arrs["x"].view(np.uint64), x.view(np.uint64))
-              and all(arrs[k].shape == x.shape and arrs[k].dtype == np.float64 for k in ("rounded", "hi", "lo"))
-              and arrs["unsure"].shape == x.shape and arrs["unsure"].dtype == np.bool_
-              and arrs["n_mpmath"].shape == () and arrs["n_mpmath"].dtype == np.int64
-              and 0 <= int(arrs["n_mpmath"]) <= len(x)
-              and str(arrs["digest"]) == _digest(descriptor, arrs))
+        ok = (
+            arrs["descriptor"].shape == ()
+            and arrs["descriptor"].dtype.kind == "U"
+            and str(arrs["descriptor"]) == descriptor
+            and arrs["digest"].shape == ()
+            and arrs["digest"].dtype.kind == "U"
+            and arrs["x"].shape == x.shape
+            and arrs["x"].dtype == np.float64
+            and np.array_equal(arrs["x"].view(np.uint64), x.view(np.uint64))
+            and all(arrs[k].shape == x.shape and arrs[k].dtype == np.float64 for k in ("rounded", "hi", "lo"))
+            and arrs["unsure"].shape == x.shape
+            and arrs["unsure"].dtype == np.bool_
+            and arrs["n_mpmath"].shape == ()
+            and arrs["n_mpmath"].dtype == np.int64
+            and 0 <= int(arrs["n_mpmath"]) <= len(x)
+            and str(arrs["digest"]) == _digest(descriptor, arrs)
+        )
     except Exception as exc:  # any unreadable file is a cache miss
         log.warning("oracle cache %s unreadable (%s); rebuilding", path, exc)
         return None
     if not ok:
         log.warning("oracle cache %s is corrupted or belongs to another table; rebuilding", path)
         return None
-    return OracleValues(arrs["rounded"], arrs["hi"], arrs["lo"], int(arrs["n_mpmath"]),
-                        arrs["unsure"])
+    return OracleValues(arrs["rounded"], arrs["hi"], arrs["lo"], int(arrs["n_mpmath"]), arrs["unsure"])
 
 
 def _store(path: Path, x: np.ndarray, v: OracleValues, descriptor: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         unsure = np.zeros(len(x), bool) if v.unsure is None else v.unsure
-        arrs = dict(x=x, rounded=v.rounded, hi=v.hi, lo=v.lo, unsure=unsure,
-                    n_mpmath=np.int64(v.n_mpmath))
+        arrs = dict(x=x, rounded=v.rounded, hi=v.hi, lo=v.lo, unsure=unsure, n_mpmath=np.int64(v.n_mpmath))
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
-                np.savez(fh, **arrs, descriptor=np.str_(descriptor),
-                         digest=np.str_(_digest(descriptor, arrs)))
+                np.savez(
+                    fh, **arrs, descriptor=np.str_(descriptor), digest=np.str_(_digest(descriptor, arrs))
+                )
     except OSError as exc:  # a read-only cache directory must not stop a sweep
         log.warning("cannot write oracle cache %s (%s)", path, exc)

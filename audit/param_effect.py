@@ -36,8 +36,10 @@ from .findings import Finding
 from .formats import Format
 
 # the reference's name of an op's keyword, where they differ
-ALIASES = {("torch", "leaky_relu", "negative_slope"): "alpha",
-           ("jax", "leaky_relu", "negative_slope"): "alpha"}
+ALIASES = {
+    ("torch", "leaky_relu", "negative_slope"): "alpha",
+    ("jax", "leaky_relu", "negative_slope"): "alpha",
+}
 
 
 def output_bits(got, fmt: Format | None) -> np.ndarray:
@@ -65,8 +67,11 @@ def merged_outputs(parts: list, chunks: int):
 
 def varied(params: dict | None) -> list[str]:
     """Names of the parameters given several distinct values."""
-    return [k for k, v in (params or {}).items()
-            if isinstance(v, (list, tuple)) and len({float(x) for x in v}) > 1]
+    return [
+        k
+        for k, v in (params or {}).items()
+        if isinstance(v, (list, tuple)) and len({float(x) for x in v}) > 1
+    ]
 
 
 def attach(results: list, names: list[str], analyze: bool = True) -> None:
@@ -94,8 +99,9 @@ def _judge(group: list, name: str, values: list, analyze: bool) -> None:
     outs = []
     for r in group:  # the swept inputs, then the non-finite inputs of the specials check
         sp = output_bits([s["got"] for s in r.specials], None)
-        outs.append(r._outputs + [sp.tobytes()] if isinstance(r._outputs, list)
-                    else np.concatenate([r._outputs, sp]))
+        outs.append(
+            r._outputs + [sp.tobytes()] if isinstance(r._outputs, list) else np.concatenate([r._outputs, sp])
+        )
     n = group[0].domain.count + len(group[0].specials)
     where = "all" if group[0].domain.exhaustive else "all sampled"
     if isinstance(outs[0], list):  # digests of chunks: same or not, no count
@@ -109,9 +115,16 @@ def _judge(group: list, name: str, values: list, analyze: bool) -> None:
     for r in group:
         if changed is None or changed == 0:
             if analyze:
-                r.findings.append(Finding(
-                    "no_effect", n, [], {}, note=f"{name} has no effect: {name} = {vals} give the "
-                    f"same bits at {where} {n} inputs"))
+                r.findings.append(
+                    Finding(
+                        "no_effect",
+                        n,
+                        [],
+                        {},
+                        note=f"{name} has no effect: {name} = {vals} give the "
+                        f"same bits at {where} {n} inputs",
+                    )
+                )
             rec = {"values": values, "changed": 0, "inputs": n}
         else:
             rec = {"values": values, "changed": None if changed < 0 else changed, "inputs": n}
@@ -119,8 +132,9 @@ def _judge(group: list, name: str, values: list, analyze: bool) -> None:
 
 
 # ------------------------------------------------------- external targets with parameters
-def external_candidate(target: str, names: list[str], reference: str | None, fmt: Format,
-                       timeout: float | None = None) -> Candidate:
+def external_candidate(
+    target: str, names: list[str], reference: str | None, fmt: Format, timeout: float | None = None
+) -> Candidate:
     """``torch:NAME``, ``jax:NAME`` or ``pkg.module:function`` as a candidate that takes the
     parameters ``names`` as keywords, audited against its reference with the same values."""
     from .consistency import _callable
@@ -128,8 +142,9 @@ def external_candidate(target: str, names: list[str], reference: str | None, fmt
 
     kind, _, op = target.partition(":")
     if kind in ("c", "lut", "torch-compile", "torch-bwd", "dump"):
-        raise BadOptionError(f"{target}: --param applies to catalog candidates, torch:NAME, jax:NAME "
-                             "and pkg.module:function")
+        raise BadOptionError(
+            f"{target}: --param applies to catalog candidates, torch:NAME, jax:NAME and pkg.module:function"
+        )
     fn_kw, ref_name = _callable(target, fmt)
     ref_name = reference or ref_name
     if ref_name is None:
@@ -138,20 +153,28 @@ def external_candidate(target: str, names: list[str], reference: str | None, fmt
     alias = {k: ALIASES.get((kind, op, k), k) for k in names}
     for k, a in alias.items():
         if a not in ref.params:
-            raise BadOptionError(f"{target}: parameter '{k}' has no counterpart in its reference "
-                                 f"{ref_name} (parameters: {', '.join(ref.params) or 'none'}); check "
-                                 f"its effect with: actaudit consistency {target} --param {k}=V1,V2")
+            raise BadOptionError(
+                f"{target}: parameter '{k}' has no counterpart in its reference "
+                f"{ref_name} (parameters: {', '.join(ref.params) or 'none'}); check "
+                f"its effect with: actaudit consistency {target} --param {k}=V1,V2"
+            )
     base = adapters.wrap_callable(lambda a: a, ref_name, fmt, target, timeout=timeout)
 
     def fn(x, m, **p):
-        inner = adapters.wrap_callable(lambda arr: fn_kw(arr, **p), ref_name, fmt, target,
-                                       timeout=timeout)
+        inner = adapters.wrap_callable(lambda arr: fn_kw(arr, **p), ref_name, fmt, target, timeout=timeout)
         return inner.fn(x, m)
 
-    return _Keyword(target, ref_name, f"{target}(x, {', '.join(names)})",
-                    f"{target} with keyword parameters", fn,
-                    {k: ref.params[a] for k, a in alias.items()}, compute=base.compute, native=True,
-                    aliases=alias)
+    return _Keyword(
+        target,
+        ref_name,
+        f"{target}(x, {', '.join(names)})",
+        f"{target} with keyword parameters",
+        fn,
+        {k: ref.params[a] for k, a in alias.items()},
+        compute=base.compute,
+        native=True,
+        aliases=alias,
+    )
 
 
 @dataclass(frozen=True)
@@ -159,5 +182,6 @@ class _Keyword(Candidate):
     aliases: dict = field(default_factory=dict)  # op keyword -> the reference's parameter
 
     def reference_params(self, params: dict) -> dict:
-        return {self.aliases.get(k, k): v for k, v in params.items()
-                if self.aliases.get(k, k) in self.ref.params}
+        return {
+            self.aliases.get(k, k): v for k, v in params.items() if self.aliases.get(k, k) in self.ref.params
+        }

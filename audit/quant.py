@@ -46,8 +46,10 @@ from .formats import Format, element_format
 from .io import json_number
 
 RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
-ROUNDINGS = {"even": "half to even (PyTorch quantize_per_tensor, ONNX QuantizeLinear)",
-             "away": "half away from zero (TFLite, ExecuTorch: std::round)"}
+ROUNDINGS = {
+    "even": "half to even (PyTorch quantize_per_tensor, ONNX QuantizeLinear)",
+    "away": "half away from zero (TFLite, ExecuTorch: std::round)",
+}
 SCHEMA = "actaudit.quant/1"
 
 
@@ -124,14 +126,22 @@ class QuantFormat:
         return f"{int(code)}"
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "scale": self.scale, "zero": self.zero,
-                "rounding": self.rounding, "rounding_rule": ROUNDINGS[self.rounding],
-                "qmin": self.qmin, "qmax": self.qmax}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "scale": self.scale,
+            "zero": self.zero,
+            "rounding": self.rounding,
+            "rounding_rule": ROUNDINGS[self.rounding],
+            "qmin": self.qmin,
+            "qmax": self.qmax,
+        }
 
 
 def is_quant(spec) -> bool:
     return isinstance(spec, QuantFormat) or (
-        spec is not None and str(spec).split(":", 1)[0].strip().lower() in RANGES)
+        spec is not None and str(spec).split(":", 1)[0].strip().lower() in RANGES
+    )
 
 
 def parse_quant(spec) -> QuantFormat:
@@ -161,7 +171,7 @@ def parse_quant(spec) -> QuantFormat:
     except ValueError:
         raise BadOptionError(f"'{text}': scale '{kv['scale']}' is not a number") from None
     s = float(np.float32(s64)) if math.isfinite(s64) else s64
-    if not (math.isfinite(s) and s > 0) or s < 2.0 ** -126:
+    if not (math.isfinite(s) and s > 0) or s < 2.0**-126:
         raise BadOptionError(f"'{text}': scale must be a positive normal float32, got {kv['scale']}")
     try:
         z = int(kv.get("zero", "0"))
@@ -201,9 +211,12 @@ def exact_codes(ref, x: np.ndarray, q: QuantFormat, params: dict):
         if ref.exact:
             amb = ~np.isfinite(v)
         else:
-            rel = max(ref.rel_err, oracle.MIN_REL_ERR) if ref.rel_err_at is None \
+            rel = (
+                max(ref.rel_err, oracle.MIN_REL_ERR)
+                if ref.rel_err_at is None
                 else np.maximum(ref.rel_err_at(x, **params), oracle.MIN_REL_ERR)
-            slack = (np.abs(v) * rel + oracle.FAST_ABS_TOL) * (1 + 2.0 ** -20)
+            )
+            slack = (np.abs(v) * rel + oracle.FAST_ABS_TOL) * (1 + 2.0**-20)
             amb = (q.quantize(v - slack) != q.quantize(v + slack)) | ~np.isfinite(v)
     idx = np.flatnonzero(amb)
     exact = v.copy()
@@ -301,25 +314,43 @@ class QuantResult:
             return None
         e = np.where(self.valid, self.code_err, -1.0)
         i = int(np.argmax(e))
-        return {"x": float(self.x[i]), "x_code": self.in_hex(self.x_codes[i]) if self.in_hex else int(self.x_codes[i]),
-                "got": int(self.got[i]), "want": int(self.want[i]), "exact": float(self.exact[i])}
+        return {
+            "x": float(self.x[i]),
+            "x_code": self.in_hex(self.x_codes[i]) if self.in_hex else int(self.x_codes[i]),
+            "got": int(self.got[i]),
+            "want": int(self.want[i]),
+            "exact": float(self.exact[i]),
+        }
 
     def to_dict(self) -> dict:
-        return {"candidate": self.candidate, "reference": self.reference, "dtype": self.dtype,
-                "out_dtype": self.out_dtype, "compute": self.compute, "params": self.params,
-                "inputs": {"count": self.count, "exhaustive": True},
-                "max_code_error": json_number(self.max_code_err),
-                "mean_code_error": json_number(self.mean_code_err),
-                "max_code_distance": self.max_code_distance,
-                "max_real_error": json_number(self.max_real_err),
-                "correct_code_fraction": json_number(self.correct_fraction),
-                "nan_count": self.nan_count, "worst": self.worst,
-                "oracle_mpmath_count": self.n_mpmath,
-                "findings": self.findings}
+        return {
+            "candidate": self.candidate,
+            "reference": self.reference,
+            "dtype": self.dtype,
+            "out_dtype": self.out_dtype,
+            "compute": self.compute,
+            "params": self.params,
+            "inputs": {"count": self.count, "exhaustive": True},
+            "max_code_error": json_number(self.max_code_err),
+            "mean_code_error": json_number(self.mean_code_err),
+            "max_code_distance": self.max_code_distance,
+            "max_real_error": json_number(self.max_real_err),
+            "correct_code_fraction": json_number(self.correct_fraction),
+            "nan_count": self.nan_count,
+            "worst": self.worst,
+            "oracle_mpmath_count": self.n_mpmath,
+            "findings": self.findings,
+        }
 
 
-def audit_codes(ref, inputs, out: QuantFormat, cand: QuantCandidate, params: dict | None = None,
-                dtype_name: str | None = None) -> QuantResult:
+def audit_codes(
+    ref,
+    inputs,
+    out: QuantFormat,
+    cand: QuantCandidate,
+    params: dict | None = None,
+    dtype_name: str | None = None,
+) -> QuantResult:
     """Every input code (or every finite value of a float input format) through the candidate,
     against the oracle codes."""
     t0 = time.perf_counter()
@@ -345,9 +376,24 @@ def audit_codes(ref, inputs, out: QuantFormat, cand: QuantCandidate, params: dic
         code_err = np.abs(got - t)
         code_err = np.where(got == want, np.minimum(code_err, 0.5), code_err)
         real_err = code_err * out.scale
-    res = QuantResult(cand.id, ref.name, dtype_name or inputs.name, out.name, cand.compute, params,
-                      len(x), x, x_codes, got, want, exact, code_err, real_err, n_mpmath=n_mp,
-                      in_hex=in_hex)
+    res = QuantResult(
+        cand.id,
+        ref.name,
+        dtype_name or inputs.name,
+        out.name,
+        cand.compute,
+        params,
+        len(x),
+        x,
+        x_codes,
+        got,
+        want,
+        exact,
+        code_err,
+        real_err,
+        n_mpmath=n_mp,
+        in_hex=in_hex,
+    )
     res.findings = _findings(res, ref, out, (t_raw < out.qmin - 0.5) | (t_raw > out.qmax + 0.5))
     res.seconds = time.perf_counter() - t0
     return res
@@ -358,19 +404,36 @@ def _finding(kind, x, mask, note) -> dict | None:
     if not n:
         return None
     first, _, total = runs(x, mask)
-    return {"kind": kind, "count": n, "intervals": [[json_number(a), json_number(b)] for a, b in first],
-            "intervals_total": total, "note": note}
+    return {
+        "kind": kind,
+        "count": n,
+        "intervals": [[json_number(a), json_number(b)] for a, b in first],
+        "intervals_total": total,
+        "note": note,
+    }
 
 
 def _findings(r: QuantResult, ref, out: QuantFormat, clamped: np.ndarray) -> list[dict]:
     found = []
     lim = (r.got == out.qmin) | (r.got == out.qmax)
-    found.append(_finding("pinned", r.x, lim & (r.got != r.want),
-                          f"code pinned at a range limit ({out.qmin} or {out.qmax}) where the "
-                          "correctly quantized code is inside the range"))
-    found.append(_finding("saturated", r.x, clamped,
-                          "f(x) / s + z is beyond the code range by more than 1/2: the "
-                          "correct code is the clamped limit (the format's cost; informational)"))
+    found.append(
+        _finding(
+            "pinned",
+            r.x,
+            lim & (r.got != r.want),
+            f"code pinned at a range limit ({out.qmin} or {out.qmax}) where the "
+            "correctly quantized code is inside the range",
+        )
+    )
+    found.append(
+        _finding(
+            "saturated",
+            r.x,
+            clamped,
+            "f(x) / s + z is beyond the code range by more than 1/2: the "
+            "correct code is the clamped limit (the format's cost; informational)",
+        )
+    )
     found.append(_finding("nan", r.x, ~r.valid, "no code: the kernel produced NaN"))
     back = np.zeros(len(r.x), bool)
     for a, b, direction in ref.pieces(getattr(r, "params", None)):
@@ -379,13 +442,20 @@ def _findings(r: QuantResult, ref, out: QuantFormat, clamped: np.ndarray) -> lis
             step = np.diff(r.got[idx])
             bad = step < 0 if direction > 0 else step > 0
             back[idx[1:][bad]] = True
-    found.append(_finding("monotonicity", r.x, back, "the output code moves against the "
-                          "function's direction between consecutive input codes"))
+    found.append(
+        _finding(
+            "monotonicity",
+            r.x,
+            back,
+            "the output code moves against the function's direction between consecutive input codes",
+        )
+    )
     return [f for f in found if f is not None]
 
 
-def sweep(targets, dtype, out_dtype=None, compute="fp32", params: dict | None = None,
-          reference: str | None = None) -> list[QuantResult]:
+def sweep(
+    targets, dtype, out_dtype=None, compute="fp32", params: dict | None = None, reference: str | None = None
+) -> list[QuantResult]:
     """Audit catalog candidates (as float kernels between quantized codes) and ``lut:FILE``
     tables: inputs every code of ``dtype`` (a quantized format, or a float format of at
     most 16 bits), outputs in the quantized ``out_dtype`` (default: ``dtype``).
@@ -400,13 +470,17 @@ def sweep(targets, dtype, out_dtype=None, compute="fp32", params: dict | None = 
             raise BadOptionError("give --out-dtype: a quantized output format")
         outq = inq
     elif not is_quant(out_dtype):
-        raise BadOptionError(f"--out-dtype {out_dtype}: quantized inputs need a quantized output "
-                             "format (int8:..., uint8:..., int16:...)")
+        raise BadOptionError(
+            f"--out-dtype {out_dtype}: quantized inputs need a quantized output "
+            "format (int8:..., uint8:..., int16:...)"
+        )
     else:
         outq = parse_quant(out_dtype)
     cf = element_format(compute or "fp32")
     names = [targets] if isinstance(targets, str) else list(targets or [])
-    names = [n.strip() for t in names for n in (t.split(",") if not t.startswith("lut:") else [t]) if n.strip()]
+    names = [
+        n.strip() for t in names for n in (t.split(",") if not t.startswith("lut:") else [t]) if n.strip()
+    ]
     out = []
     for n in names:
         if n.startswith("tflite16:"):
@@ -425,8 +499,7 @@ def sweep(targets, dtype, out_dtype=None, compute="fp32", params: dict | None = 
             if c.arity != 1:
                 raise BadOptionError(f"{c.id}: quantized audits are for functions of one input")
             p = c.resolve_params(params)
-            out.append(audit_codes(c.ref, inq, outq, float_candidate(c, outq, cf, p),
-                                   c.reference_params(p)))
+            out.append(audit_codes(c.ref, inq, outq, float_candidate(c, outq, cf, p), c.reference_params(p)))
     return out
 
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import mpmath as mp
 import numpy as np
-from .special import sc
 
 from .errors import UnknownNameError
+from .special import sc
 
 
 @dataclass(frozen=True)
@@ -102,10 +102,29 @@ class Reference:
 REFERENCES: dict[str, Reference] = {}
 
 
-def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params=None, arity=1,
-              exact=False, near=None, fast_near=None, rel_err_at=None, fast_dd=None, bounds=None,
-              monotone=(), sign=None, undefined=None, log2_frac=None, monotone_at=None,
-              zero_at=None):
+def reference(
+    name,
+    formula,
+    *,
+    fast=None,
+    rel_err=0.0,
+    neg_inf,
+    pos_inf,
+    params=None,
+    arity=1,
+    exact=False,
+    near=None,
+    fast_near=None,
+    rel_err_at=None,
+    fast_dd=None,
+    bounds=None,
+    monotone=(),
+    sign=None,
+    undefined=None,
+    log2_frac=None,
+    monotone_at=None,
+    zero_at=None,
+):
     """Decorator registering an mpmath function as a reference.
 
     exact=True declares that the fast path computes the exact real value for every
@@ -115,13 +134,29 @@ def reference(name, formula, *, fast=None, rel_err=0.0, neg_inf, pos_inf, params
 
     def wrap(fn):
         as_fn = lambda v: v if callable(v) else (lambda **_: v)  # noqa: E731
-        REFERENCES[name] = Reference(name, formula, fn, fast, rel_err, as_fn(neg_inf),
-                                     as_fn(pos_inf), dict(params or {}), arity, exact, near,
-                                     fast_near, rel_err_at, fast_dd, bounds, tuple(monotone),
-                                     None if sign is None else _np(sign),
-                                     None if undefined is None else _np(undefined),
-                                     None if log2_frac is None else _np(log2_frac),
-                                     monotone_at, zero_at)
+        REFERENCES[name] = Reference(
+            name,
+            formula,
+            fn,
+            fast,
+            rel_err,
+            as_fn(neg_inf),
+            as_fn(pos_inf),
+            dict(params or {}),
+            arity,
+            exact,
+            near,
+            fast_near,
+            rel_err_at,
+            fast_dd,
+            bounds,
+            tuple(monotone),
+            None if sign is None else _np(sign),
+            None if undefined is None else _np(undefined),
+            None if log2_frac is None else _np(log2_frac),
+            monotone_at,
+            zero_at,
+        )
         return fn
 
     return wrap
@@ -135,7 +170,7 @@ def get_reference(name: str) -> Reference:
     raise UnknownNameError(f"unknown reference '{name}'{hint}")
 
 
-def mpp(v) -> "mp.mpf":
+def mpp(v) -> mp.mpf:
     """A parameter as the decimal number the user wrote (0.01 is 1/100, not its double)."""
     return mp.mpf(repr(float(v)))
 
@@ -231,6 +266,8 @@ def _half_x_plus(c):
         return hi, lo, np.abs(lo) * 2.0**-48
 
     return _np(dd)
+
+
 MISH_GRAD_ROOT = -1.1919805025210233
 SILU_GRAD_ROOT = -1.2784645427610738  # silu'(x) = 0 for beta = 1
 GELU_GRAD_ROOT = -0.7517916243684  # gelu'(x) = 0 (minimum of GELU)
@@ -244,14 +281,20 @@ GELU_GRAD_ROOT = -0.7517916243684  # gelu'(x) = 0 (minimum of GELU)
 # over every fp16 value, a third of bf16 and 20,000 fp32 values in [-40, 40]).
 
 
-@reference("gelu", "x * Phi(x) = x/2 * erfc(-x/sqrt(2))",
-           sign=_sign_x,
-           fast=_np(lambda x: 0.5 * x * sc.erfc(-x * _SQRT_HALF)), rel_err=2.0**-36,
-           rel_err_at=_np(lambda x: np.minimum(2.0**-45 * (1 + 0.5 * x * x), 2.0**-36)),
-           neg_inf=-0.0, pos_inf=math.inf,
-           near=lambda x: (x, x / 2 * mp.erfc(x / mp.sqrt(2))) if x > 0 else None,
-           fast_dd=_half_x_plus(lambda: (_INV_SQRT_2PI, 1.0)),
-           bounds=lambda x: (np.minimum(x, 0), np.maximum(x, 0)), monotone=((-math.inf, GELU_GRAD_ROOT, -1), (GELU_GRAD_ROOT, math.inf, 1)))
+@reference(
+    "gelu",
+    "x * Phi(x) = x/2 * erfc(-x/sqrt(2))",
+    sign=_sign_x,
+    fast=_np(lambda x: 0.5 * x * sc.erfc(-x * _SQRT_HALF)),
+    rel_err=2.0**-36,
+    rel_err_at=_np(lambda x: np.minimum(2.0**-45 * (1 + 0.5 * x * x), 2.0**-36)),
+    neg_inf=-0.0,
+    pos_inf=math.inf,
+    near=lambda x: (x, x / 2 * mp.erfc(x / mp.sqrt(2))) if x > 0 else None,
+    fast_dd=_half_x_plus(lambda: (_INV_SQRT_2PI, 1.0)),
+    bounds=lambda x: (np.minimum(x, 0), np.maximum(x, 0)),
+    monotone=((-math.inf, GELU_GRAD_ROOT, -1), (GELU_GRAD_ROOT, math.inf, 1)),
+)
 def _gelu(x):
     return x / 2 * mp.erfc(-x / mp.sqrt(2))
 
@@ -309,65 +352,108 @@ def _near_mish_grad(x):
 # derivative, where the float64 formula cancels): the oracle sends those to
 # mpmath.  Every bound is checked by tests against mpmath on all 16-bit values.
 
-@reference("sigmoid", "1 / (1 + exp(-x))",
-           sign=_positive, fast=_np(sc.expit), rel_err=2.0**-44,
-           neg_inf=0.0, pos_inf=1.0,
-           near=lambda x: (mp.mpf(1), 1 / (1 + mp.exp(x))) if x > 0 else None,
-           fast_near=_np(lambda x: _sigmoid_near(x)),
-           bounds=_const_bounds(0.0, 1.0), monotone=((-math.inf, math.inf, 1),))
+
+@reference(
+    "sigmoid",
+    "1 / (1 + exp(-x))",
+    sign=_positive,
+    fast=_np(sc.expit),
+    rel_err=2.0**-44,
+    neg_inf=0.0,
+    pos_inf=1.0,
+    near=lambda x: (mp.mpf(1), 1 / (1 + mp.exp(x))) if x > 0 else None,
+    fast_near=_np(lambda x: _sigmoid_near(x)),
+    bounds=_const_bounds(0.0, 1.0),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _sigmoid(x):
     return 1 / (1 + mp.exp(-x))
 
 
-@reference("tanh", "tanh(x)",
-           sign=_sign_x, fast=_np(np.tanh), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=1.0,
-           near=_near_odd_one(lambda t: 2 / (1 + mp.exp(2 * t))),
-           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(2 * sc.expit(-2 * np.abs(x))))),
-           bounds=_const_bounds(-1.0, 1.0), monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "tanh",
+    "tanh(x)",
+    sign=_sign_x,
+    fast=_np(np.tanh),
+    rel_err=2.0**-48,
+    neg_inf=-1.0,
+    pos_inf=1.0,
+    near=_near_odd_one(lambda t: 2 / (1 + mp.exp(2 * t))),
+    fast_near=_np(
+        lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(2 * sc.expit(-2 * np.abs(x))))
+    ),
+    bounds=_const_bounds(-1.0, 1.0),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _tanh(x):
     return mp.tanh(x)
 
 
-@reference("silu", "x * sigmoid(beta x)  (swish; silu is beta = 1)",
-           sign=_sign_x,
-           fast=_np(lambda x, beta: x * sc.expit(beta * x)), rel_err=2.0**-40,
-           neg_inf=lambda beta: -0.0 if beta > 0 else -math.inf,
-           pos_inf=lambda beta: math.inf if beta > 0 else 0.0, params={"beta": 1.0},
-           near=lambda x, beta: (x, x / (1 + mp.exp(mpp(beta) * x))) if x > 0 and beta > 0 else None,
-           fast_dd=_half_x_plus(lambda beta: (0.25 * beta, max(abs(beta), 1.0))),
-           bounds=lambda x, beta: (np.minimum(x, 0), np.maximum(x, 0)), monotone=((-math.inf, SILU_GRAD_ROOT, -1), (SILU_GRAD_ROOT, math.inf, 1)),
-           monotone_at=lambda beta: _swish_pieces(beta))
+@reference(
+    "silu",
+    "x * sigmoid(beta x)  (swish; silu is beta = 1)",
+    sign=_sign_x,
+    fast=_np(lambda x, beta: x * sc.expit(beta * x)),
+    rel_err=2.0**-40,
+    neg_inf=lambda beta: -0.0 if beta > 0 else -math.inf,
+    pos_inf=lambda beta: math.inf if beta > 0 else 0.0,
+    params={"beta": 1.0},
+    near=lambda x, beta: (x, x / (1 + mp.exp(mpp(beta) * x))) if x > 0 and beta > 0 else None,
+    fast_dd=_half_x_plus(lambda beta: (0.25 * beta, max(abs(beta), 1.0))),
+    bounds=lambda x, beta: (np.minimum(x, 0), np.maximum(x, 0)),
+    monotone=((-math.inf, SILU_GRAD_ROOT, -1), (SILU_GRAD_ROOT, math.inf, 1)),
+    monotone_at=lambda beta: _swish_pieces(beta),
+)
 def _silu(x, beta):
     return x / (1 + mp.exp(-mpp(beta) * x))
 
 
-@reference("softplus", "log(1 + exp(beta x)) / beta",
-           sign=lambda x, beta: np.full_like(x, math.copysign(1.0, beta)),
-           fast=_np(lambda x, beta: np.logaddexp(0.0, beta * x) / beta), rel_err=2.0**-40,
-           neg_inf=0.0, pos_inf=math.inf, params={"beta": 1.0},
-           near=lambda x, beta: (x, -mp.log1p(mp.exp(-mpp(beta) * x)) / mpp(beta)) if x > 0 else None,
-           bounds=lambda x, beta: (np.maximum(x, 0), np.full_like(x, np.inf)), monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "softplus",
+    "log(1 + exp(beta x)) / beta",
+    sign=lambda x, beta: np.full_like(x, math.copysign(1.0, beta)),
+    fast=_np(lambda x, beta: np.logaddexp(0.0, beta * x) / beta),
+    rel_err=2.0**-40,
+    neg_inf=0.0,
+    pos_inf=math.inf,
+    params={"beta": 1.0},
+    near=lambda x, beta: (x, -mp.log1p(mp.exp(-mpp(beta) * x)) / mpp(beta)) if x > 0 else None,
+    bounds=lambda x, beta: (np.maximum(x, 0), np.full_like(x, np.inf)),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _softplus(x, beta):
     b = mpp(beta)
     return mp.log1p(mp.exp(b * x)) / b
 
 
-@reference("mish", "x * tanh(softplus(x))",
-           sign=_sign_x,
-           fast=_np(lambda x: x * np.tanh(np.logaddexp(0.0, x))), rel_err=2.0**-44,
-           neg_inf=-0.0, pos_inf=math.inf,
-           near=lambda x: (x, 2 * x / (1 + (1 + mp.exp(x)) ** 2)) if x > 0 else None,
-           bounds=lambda x: (np.minimum(x, 0), np.maximum(x, 0)), monotone=((-math.inf, MISH_GRAD_ROOT, -1), (MISH_GRAD_ROOT, math.inf, 1)))
+@reference(
+    "mish",
+    "x * tanh(softplus(x))",
+    sign=_sign_x,
+    fast=_np(lambda x: x * np.tanh(np.logaddexp(0.0, x))),
+    rel_err=2.0**-44,
+    neg_inf=-0.0,
+    pos_inf=math.inf,
+    near=lambda x: (x, 2 * x / (1 + (1 + mp.exp(x)) ** 2)) if x > 0 else None,
+    bounds=lambda x: (np.minimum(x, 0), np.maximum(x, 0)),
+    monotone=((-math.inf, MISH_GRAD_ROOT, -1), (MISH_GRAD_ROOT, math.inf, 1)),
+)
 def _mish(x):
     return x * mp.tanh(mp.log1p(mp.exp(x)))
 
 
-@reference("elu", "x if x > 0 else alpha (exp(x) - 1)",
-           sign=lambda x, alpha: np.where(x > 0, 1.0, np.copysign(1.0, x) * math.copysign(1.0, alpha)),
-           fast=_np(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x))), rel_err=2.0**-48,
-           neg_inf=lambda alpha: -alpha, pos_inf=math.inf, params={"alpha": 1.0},
-           near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x)) if x < 0 else (x, mp.mpf(0)),
-           monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "elu",
+    "x if x > 0 else alpha (exp(x) - 1)",
+    sign=lambda x, alpha: np.where(x > 0, 1.0, np.copysign(1.0, x) * math.copysign(1.0, alpha)),
+    fast=_np(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x))),
+    rel_err=2.0**-48,
+    neg_inf=lambda alpha: -alpha,
+    pos_inf=math.inf,
+    params={"alpha": 1.0},
+    near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x)) if x < 0 else (x, mp.mpf(0)),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _elu(x, alpha):
     return x if x > 0 else mpp(alpha) * mp.expm1(x)
 
@@ -376,111 +462,195 @@ SELU_ALPHA = "1.6732632423543772848170429916717"  # Klambauer et al. 2017, arXiv
 SELU_SCALE = "1.0507009873554804934193349852946"
 
 
-@reference("selu", "scale * (x if x > 0 else alpha (exp(x) - 1))",
-           sign=_sign_x,
-           fast=_np(lambda x: float(SELU_SCALE) * np.where(x > 0, x, float(SELU_ALPHA) * np.expm1(x))),
-           rel_err=2.0**-48, neg_inf=-float(SELU_SCALE) * float(SELU_ALPHA), pos_inf=math.inf,
-           near=lambda x: (-mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA), -mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA) * mp.exp(x)) if x < 0 else (mp.mpf(SELU_SCALE) * x, mp.mpf(0)),
-           monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "selu",
+    "scale * (x if x > 0 else alpha (exp(x) - 1))",
+    sign=_sign_x,
+    fast=_np(lambda x: float(SELU_SCALE) * np.where(x > 0, x, float(SELU_ALPHA) * np.expm1(x))),
+    rel_err=2.0**-48,
+    neg_inf=-float(SELU_SCALE) * float(SELU_ALPHA),
+    pos_inf=math.inf,
+    near=lambda x: (
+        (-mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA), -mp.mpf(SELU_SCALE) * mp.mpf(SELU_ALPHA) * mp.exp(x))
+        if x < 0
+        else (mp.mpf(SELU_SCALE) * x, mp.mpf(0))
+    ),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _selu(x):
     return mp.mpf(SELU_SCALE) * (x if x > 0 else mp.mpf(SELU_ALPHA) * mp.expm1(x))
 
 
-@reference("celu", "max(0, x) + min(0, alpha (exp(x / alpha) - 1))",
-           sign=_sign_x,
-           fast=_np(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x / alpha))), rel_err=2.0**-46,
-           neg_inf=lambda alpha: -alpha, pos_inf=math.inf, params={"alpha": 1.0},
-           near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x / mpp(alpha))) if x < 0 else (x, mp.mpf(0)),
-           monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "celu",
+    "max(0, x) + min(0, alpha (exp(x / alpha) - 1))",
+    sign=_sign_x,
+    fast=_np(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x / alpha))),
+    rel_err=2.0**-46,
+    neg_inf=lambda alpha: -alpha,
+    pos_inf=math.inf,
+    params={"alpha": 1.0},
+    near=lambda x, alpha: (-mpp(alpha), -mpp(alpha) * mp.exp(x / mpp(alpha))) if x < 0 else (x, mp.mpf(0)),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _celu(x, alpha):
     a = mpp(alpha)
     return x if x > 0 else a * mp.expm1(x / a)
 
 
-@reference("relu", "max(0, x)", fast=_np(lambda x: np.where(x > 0, x, 0.0)), rel_err=0.0,
-           neg_inf=0.0, pos_inf=math.inf, exact=True,
-           monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "relu",
+    "max(0, x)",
+    fast=_np(lambda x: np.where(x > 0, x, 0.0)),
+    rel_err=0.0,
+    neg_inf=0.0,
+    pos_inf=math.inf,
+    exact=True,
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _relu(x):
     return x if x > 0 else mp.mpf(0)
 
 
-@reference("leaky_relu", "x if x >= 0 else alpha x",
-           sign=lambda x, alpha: np.where(x >= 0, np.copysign(1.0, x), -math.copysign(1.0, alpha)),
-           fast=_np(lambda x, alpha: np.where(x >= 0, x, alpha * x)), rel_err=2.0**-50,
-           neg_inf=lambda alpha: -math.inf if alpha > 0 else 0.0, pos_inf=math.inf,
-           params={"alpha": 0.01},
-           near=lambda x, alpha: (x, mp.mpf(0)) if x >= 0 else None,
-           monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "leaky_relu",
+    "x if x >= 0 else alpha x",
+    sign=lambda x, alpha: np.where(x >= 0, np.copysign(1.0, x), -math.copysign(1.0, alpha)),
+    fast=_np(lambda x, alpha: np.where(x >= 0, x, alpha * x)),
+    rel_err=2.0**-50,
+    neg_inf=lambda alpha: -math.inf if alpha > 0 else 0.0,
+    pos_inf=math.inf,
+    params={"alpha": 0.01},
+    near=lambda x, alpha: (x, mp.mpf(0)) if x >= 0 else None,
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _leaky_relu(x, alpha):
     return x if x >= 0 else mpp(alpha) * x
 
 
-@reference("relu6", "min(max(0, x), 6)", fast=_np(lambda x: np.where(x > 0, np.minimum(x, 6.0), 0.0)), rel_err=0.0,
-           neg_inf=0.0, pos_inf=6.0, exact=True,
-           bounds=_const_bounds(0.0, 6.0), monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "relu6",
+    "min(max(0, x), 6)",
+    fast=_np(lambda x: np.where(x > 0, np.minimum(x, 6.0), 0.0)),
+    rel_err=0.0,
+    neg_inf=0.0,
+    pos_inf=6.0,
+    exact=True,
+    bounds=_const_bounds(0.0, 6.0),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _relu6(x):
     return min(max(x, mp.mpf(0)), mp.mpf(6))
 
 
-@reference("hardtanh", "min(max(x, -1), 1)", fast=_np(lambda x: np.clip(x, -1.0, 1.0)), rel_err=0.0,
-           neg_inf=-1.0, pos_inf=1.0, exact=True,
-           bounds=_const_bounds(-1.0, 1.0), monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "hardtanh",
+    "min(max(x, -1), 1)",
+    fast=_np(lambda x: np.clip(x, -1.0, 1.0)),
+    rel_err=0.0,
+    neg_inf=-1.0,
+    pos_inf=1.0,
+    exact=True,
+    bounds=_const_bounds(-1.0, 1.0),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _hardtanh(x):
     return min(max(x, mp.mpf(-1)), mp.mpf(1))
 
 
-@reference("hardsigmoid", "relu6(x + 3) / 6",
-           sign=_positive,
-           fast=_np(lambda x: np.clip((x + 3.0) / 6.0, 0.0, 1.0)), rel_err=2.0**-50,
-           neg_inf=0.0, pos_inf=1.0,
-           near=lambda x: (mp.mpf(1), mp.mpf(0)) if x >= 3 else None,
-           bounds=_const_bounds(0.0, 1.0), monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "hardsigmoid",
+    "relu6(x + 3) / 6",
+    sign=_positive,
+    fast=_np(lambda x: np.clip((x + 3.0) / 6.0, 0.0, 1.0)),
+    rel_err=2.0**-50,
+    neg_inf=0.0,
+    pos_inf=1.0,
+    near=lambda x: (mp.mpf(1), mp.mpf(0)) if x >= 3 else None,
+    bounds=_const_bounds(0.0, 1.0),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _hardsigmoid(x):
     return min(max(x + 3, mp.mpf(0)), mp.mpf(6)) / 6
 
 
-@reference("hardswish", "x relu6(x + 3) / 6",
-           sign=_sign_x,
-           fast=_np(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0), rel_err=2.0**-50,
-           neg_inf=0.0, pos_inf=math.inf,
-           near=lambda x: (x, mp.mpf(0)) if x >= 3 else None,
-           fast_dd=_half_x_plus(lambda: (1 / 6, 1.0)))
+@reference(
+    "hardswish",
+    "x relu6(x + 3) / 6",
+    sign=_sign_x,
+    fast=_np(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0),
+    rel_err=2.0**-50,
+    neg_inf=0.0,
+    pos_inf=math.inf,
+    near=lambda x: (x, mp.mpf(0)) if x >= 3 else None,
+    fast_dd=_half_x_plus(lambda: (1 / 6, 1.0)),
+)
 def _hardswish(x):
     return x * min(max(x + 3, mp.mpf(0)), mp.mpf(6)) / 6
 
 
-@reference("logsigmoid", "-softplus(-x) = -log(1 + exp(-x))",
-           sign=_negative,
-           fast=_np(lambda x: -np.logaddexp(0.0, -x)), rel_err=2.0**-46,
-           neg_inf=-math.inf, pos_inf=-0.0,
-           bounds=_const_bounds(-math.inf, 0.0), monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "logsigmoid",
+    "-softplus(-x) = -log(1 + exp(-x))",
+    sign=_negative,
+    fast=_np(lambda x: -np.logaddexp(0.0, -x)),
+    rel_err=2.0**-46,
+    neg_inf=-math.inf,
+    pos_inf=-0.0,
+    bounds=_const_bounds(-math.inf, 0.0),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _logsigmoid(x):
     return -mp.log1p(mp.exp(-x))
 
 
-@reference("softsign", "x / (1 + |x|)",
-           sign=_sign_x, fast=_np(lambda x: x / (1.0 + np.abs(x))), rel_err=2.0**-50,
-           neg_inf=-1.0, pos_inf=1.0,
-           near=_near_odd_one(lambda t: 1 / (1 + t)),
-           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) / (1.0 + np.abs(x)))),
-           bounds=_const_bounds(-1.0, 1.0), monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "softsign",
+    "x / (1 + |x|)",
+    sign=_sign_x,
+    fast=_np(lambda x: x / (1.0 + np.abs(x))),
+    rel_err=2.0**-50,
+    neg_inf=-1.0,
+    pos_inf=1.0,
+    near=_near_odd_one(lambda t: 1 / (1 + t)),
+    fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) / (1.0 + np.abs(x)))),
+    bounds=_const_bounds(-1.0, 1.0),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _softsign(x):
     return x / (1 + abs(x))
 
 
-@reference("exp", "exp(x)",
-           sign=_positive, log2_frac=_exp_log2_frac, fast=_np(np.exp), rel_err=2.0**-50, neg_inf=0.0, pos_inf=math.inf,
-           fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x))),
-           bounds=_const_bounds(0.0, math.inf), monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "exp",
+    "exp(x)",
+    sign=_positive,
+    log2_frac=_exp_log2_frac,
+    fast=_np(np.exp),
+    rel_err=2.0**-50,
+    neg_inf=0.0,
+    pos_inf=math.inf,
+    fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x))),
+    bounds=_const_bounds(0.0, math.inf),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _exp(x):
     return mp.exp(x)
 
 
-@reference("erf", "erf(x)",
-           sign=_sign_x, fast=_np(sc.erf), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=1.0,
-           near=_near_odd_one(mp.erfc),
-           fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(sc.erfc(np.abs(x))))),
-           bounds=_const_bounds(-1.0, 1.0), monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "erf",
+    "erf(x)",
+    sign=_sign_x,
+    fast=_np(sc.erf),
+    rel_err=2.0**-48,
+    neg_inf=-1.0,
+    pos_inf=1.0,
+    near=_near_odd_one(mp.erfc),
+    fast_near=_np(lambda x: (np.where(x != 0, np.sign(x), np.nan), np.sign(x) * _pos(sc.erfc(np.abs(x))))),
+    bounds=_const_bounds(-1.0, 1.0),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _erf(x):
     return mp.erf(x)
 
@@ -505,32 +675,52 @@ def _gated_dd(deficit, a_min):
     return _np(dd)
 
 
-@reference("swiglu", "silu(a) * b",
-           sign=lambda a, b: np.copysign(1.0, a) * np.copysign(1.0, b), arity=2,
-           fast=_np(lambda a, b: a * sc.expit(a) * b), rel_err=2.0**-40,
-           neg_inf=math.nan, pos_inf=math.nan,
-           near=lambda a, b: (a * b, a * b / (1 + mp.exp(a))) if a > 0 else None,
-           # a >= 16: deficit expit(-a) <= 2**-23 of a b, accurate to a few float64 ulps
-           fast_dd=_gated_dd(lambda a: (sc.expit(-a), 2.0**-48), 16.0))
+@reference(
+    "swiglu",
+    "silu(a) * b",
+    sign=lambda a, b: np.copysign(1.0, a) * np.copysign(1.0, b),
+    arity=2,
+    fast=_np(lambda a, b: a * sc.expit(a) * b),
+    rel_err=2.0**-40,
+    neg_inf=math.nan,
+    pos_inf=math.nan,
+    near=lambda a, b: (a * b, a * b / (1 + mp.exp(a))) if a > 0 else None,
+    # a >= 16: deficit expit(-a) <= 2**-23 of a b, accurate to a few float64 ulps
+    fast_dd=_gated_dd(lambda a: (sc.expit(-a), 2.0**-48), 16.0),
+)
 def _swiglu(a, b):
     return a / (1 + mp.exp(-a)) * b
 
 
-@reference("geglu", "gelu(a) * b",
-           sign=lambda a, b: np.copysign(1.0, a) * np.copysign(1.0, b), arity=2,
-           fast=_np(lambda a, b: 0.5 * a * sc.erfc(-a * _SQRT_HALF) * b), rel_err=2.0**-36,
-           neg_inf=math.nan, pos_inf=math.nan,
-           near=lambda a, b: (a * b, a * b / 2 * mp.erfc(a / mp.sqrt(2))) if a > 0 else None,
-           # a >= 6: deficit Q(a) = erfc(a/sqrt 2)/2 <= 2**-29, with GELU's x-dependent bound
-           fast_dd=_gated_dd(lambda a: (0.5 * sc.erfc(a * _SQRT_HALF),
-                                        np.minimum(2.0**-45 * (1 + 0.5 * a * a), 2.0**-30)), 6.0))
+@reference(
+    "geglu",
+    "gelu(a) * b",
+    sign=lambda a, b: np.copysign(1.0, a) * np.copysign(1.0, b),
+    arity=2,
+    fast=_np(lambda a, b: 0.5 * a * sc.erfc(-a * _SQRT_HALF) * b),
+    rel_err=2.0**-36,
+    neg_inf=math.nan,
+    pos_inf=math.nan,
+    near=lambda a, b: (a * b, a * b / 2 * mp.erfc(a / mp.sqrt(2))) if a > 0 else None,
+    # a >= 6: deficit Q(a) = erfc(a/sqrt 2)/2 <= 2**-29, with GELU's x-dependent bound
+    fast_dd=_gated_dd(
+        lambda a: (0.5 * sc.erfc(a * _SQRT_HALF), np.minimum(2.0**-45 * (1 + 0.5 * a * a), 2.0**-30)), 6.0
+    ),
+)
 def _geglu(a, b):
     return a / 2 * mp.erfc(-a / mp.sqrt(2)) * b
 
 
-@reference("reglu", "relu(a) * b", arity=2,
-           fast=_np(lambda a, b: np.where(a > 0, a, 0.0) * b), rel_err=2.0**-50,
-           neg_inf=math.nan, pos_inf=math.nan, exact=True)
+@reference(
+    "reglu",
+    "relu(a) * b",
+    arity=2,
+    fast=_np(lambda a, b: np.where(a > 0, a, 0.0) * b),
+    rel_err=2.0**-50,
+    neg_inf=math.nan,
+    pos_inf=math.nan,
+    exact=True,
+)
 def _reglu(a, b):
     return (a if a > 0 else mp.mpf(0)) * b
 
@@ -556,30 +746,51 @@ def _gelu_grad_np(x):
     return 0.5 * sc.erfc(-x * _SQRT_HALF) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
 
 
-@reference("gelu_grad", "d/dx gelu = Phi(x) + x phi(x)",
-           sign=_below_root(GELU_GRAD_ROOT), zero_at=_never_zero,
-           fast=_np(_unsure_near(GELU_GRAD_ROOT, 0.05)(_gelu_grad_np)), rel_err=2.0**-40,
-           neg_inf=-0.0, pos_inf=1.0,
-           near=lambda x: (mp.mpf(1), mp.erfc(x / mp.sqrt(2)) / 2 - x * mp.exp(-x * x / 2) / mp.sqrt(2 * mp.pi)) if x > 0 else None)
+@reference(
+    "gelu_grad",
+    "d/dx gelu = Phi(x) + x phi(x)",
+    sign=_below_root(GELU_GRAD_ROOT),
+    zero_at=_never_zero,
+    fast=_np(_unsure_near(GELU_GRAD_ROOT, 0.05)(_gelu_grad_np)),
+    rel_err=2.0**-40,
+    neg_inf=-0.0,
+    pos_inf=1.0,
+    near=lambda x: (
+        (mp.mpf(1), mp.erfc(x / mp.sqrt(2)) / 2 - x * mp.exp(-x * x / 2) / mp.sqrt(2 * mp.pi))
+        if x > 0
+        else None
+    ),
+)
 def _gelu_grad(x):
     with mp.extraprec(80):  # cancels near its root at -0.75
         return mp.erfc(-x / mp.sqrt(2)) / 2 + x * mp.exp(-x * x / 2) / mp.sqrt(2 * mp.pi)
 
 
-@reference("sigmoid_grad", "d/dx sigmoid = s (1 - s) = e^-|x| / (1 + e^-|x|)^2",
-           sign=_positive,
-           fast=_np(lambda x: np.exp(-np.abs(x)) / (1.0 + np.exp(-np.abs(x))) ** 2), rel_err=2.0**-46,
-           neg_inf=0.0, pos_inf=0.0,
-           bounds=_const_bounds(0.0, 0.25))
+@reference(
+    "sigmoid_grad",
+    "d/dx sigmoid = s (1 - s) = e^-|x| / (1 + e^-|x|)^2",
+    sign=_positive,
+    fast=_np(lambda x: np.exp(-np.abs(x)) / (1.0 + np.exp(-np.abs(x))) ** 2),
+    rel_err=2.0**-46,
+    neg_inf=0.0,
+    pos_inf=0.0,
+    bounds=_const_bounds(0.0, 0.25),
+)
 def _sigmoid_grad(x):
     e = mp.exp(-abs(x))
     return e / (1 + e) ** 2
 
 
-@reference("tanh_grad", "d/dx tanh = 1 - tanh^2 = sech^2",
-           sign=_positive,
-           fast=_np(lambda x: 1.0 / np.cosh(x) ** 2), rel_err=2.0**-46, neg_inf=0.0, pos_inf=0.0,
-           bounds=_const_bounds(0.0, 1.0))
+@reference(
+    "tanh_grad",
+    "d/dx tanh = 1 - tanh^2 = sech^2",
+    sign=_positive,
+    fast=_np(lambda x: 1.0 / np.cosh(x) ** 2),
+    rel_err=2.0**-46,
+    neg_inf=0.0,
+    pos_inf=0.0,
+    bounds=_const_bounds(0.0, 1.0),
+)
 def _tanh_grad(x):
     return mp.sech(x) ** 2
 
@@ -589,11 +800,17 @@ def _silu_grad_np(x, beta):
     return s * (1.0 + beta * x * (1.0 - s))
 
 
-@reference("silu_grad", "d/dx x sigmoid(beta x) = s (1 + beta x (1 - s)), s = sigmoid(beta x)",
-           sign=lambda x, beta: np.where(beta * x < SILU_GRAD_ROOT, -1.0, 1.0),
-           fast=_np(_unsure_near(lambda beta: SILU_GRAD_ROOT / beta, 0.05)(_silu_grad_np)),
-           rel_err=2.0**-38, neg_inf=-0.0, pos_inf=1.0, params={"beta": 1.0},
-           near=_near_silu_grad)
+@reference(
+    "silu_grad",
+    "d/dx x sigmoid(beta x) = s (1 + beta x (1 - s)), s = sigmoid(beta x)",
+    sign=lambda x, beta: np.where(beta * x < SILU_GRAD_ROOT, -1.0, 1.0),
+    fast=_np(_unsure_near(lambda beta: SILU_GRAD_ROOT / beta, 0.05)(_silu_grad_np)),
+    rel_err=2.0**-38,
+    neg_inf=-0.0,
+    pos_inf=1.0,
+    params={"beta": 1.0},
+    near=_near_silu_grad,
+)
 def _silu_grad(x, beta):
     with mp.extraprec(80):
         b = mpp(beta)
@@ -601,12 +818,18 @@ def _silu_grad(x, beta):
         return s * (1 + b * x * (1 - s))
 
 
-@reference("softplus_grad", "d/dx softplus = sigmoid(beta x)",
-           sign=_positive,
-           fast=_np(lambda x, beta: sc.expit(beta * x)), rel_err=2.0**-40,
-           neg_inf=0.0, pos_inf=1.0, params={"beta": 1.0},
-           near=lambda x, beta: (mp.mpf(1), 1 / (1 + mp.exp(mpp(beta) * x))) if x > 0 else None,
-           fast_near=_np(lambda x, beta: _sigmoid_near(beta * x)))
+@reference(
+    "softplus_grad",
+    "d/dx softplus = sigmoid(beta x)",
+    sign=_positive,
+    fast=_np(lambda x, beta: sc.expit(beta * x)),
+    rel_err=2.0**-40,
+    neg_inf=0.0,
+    pos_inf=1.0,
+    params={"beta": 1.0},
+    near=lambda x, beta: (mp.mpf(1), 1 / (1 + mp.exp(mpp(beta) * x))) if x > 0 else None,
+    fast_near=_np(lambda x, beta: _sigmoid_near(beta * x)),
+)
 def _softplus_grad(x, beta):
     return 1 / (1 + mp.exp(-mpp(beta) * x))
 
@@ -617,24 +840,40 @@ def _mish_grad_np(x):
     return t + x * (1.0 - t * t) * sc.expit(x)
 
 
-@reference("mish_grad", "d/dx mish = tanh(sp) + x sech^2(sp) sigmoid(x), sp = softplus(x)",
-           sign=_below_root(MISH_GRAD_ROOT), zero_at=_never_zero,
-           fast=_np(_unsure_near(MISH_GRAD_ROOT, 0.05)(_mish_grad_np)), rel_err=2.0**-38,
-           neg_inf=-0.0, pos_inf=1.0,
-           near=_near_mish_grad)
+@reference(
+    "mish_grad",
+    "d/dx mish = tanh(sp) + x sech^2(sp) sigmoid(x), sp = softplus(x)",
+    sign=_below_root(MISH_GRAD_ROOT),
+    zero_at=_never_zero,
+    fast=_np(_unsure_near(MISH_GRAD_ROOT, 0.05)(_mish_grad_np)),
+    rel_err=2.0**-38,
+    neg_inf=-0.0,
+    pos_inf=1.0,
+    near=_near_mish_grad,
+)
 def _mish_grad(x):
     with mp.extraprec(80):
         sp = mp.log1p(mp.exp(x))
         return mp.tanh(sp) + x * mp.sech(sp) ** 2 / (1 + mp.exp(-x))
 
 
-@reference("elu_grad", "d/dx elu = 1 if x > 0 else alpha exp(x)",
-           sign=lambda x, alpha: np.where(x > 0, 1.0, math.copysign(1.0, alpha)),
-           fast=_np(lambda x, alpha: np.where(x > 0, 1.0, alpha * np.exp(x))), rel_err=2.0**-48,
-           neg_inf=0.0, pos_inf=1.0, params={"alpha": 1.0},
-           near=lambda x, alpha: (mp.mpf(1), mp.mpf(0)) if x > 0 else None,
-           fast_near=_np(lambda x, alpha: (np.where(x > 0, 1.0, np.where(x > -1, alpha, np.nan)),
-                                           np.where(x > 0, 0.0, -alpha * np.expm1(x)))))
+@reference(
+    "elu_grad",
+    "d/dx elu = 1 if x > 0 else alpha exp(x)",
+    sign=lambda x, alpha: np.where(x > 0, 1.0, math.copysign(1.0, alpha)),
+    fast=_np(lambda x, alpha: np.where(x > 0, 1.0, alpha * np.exp(x))),
+    rel_err=2.0**-48,
+    neg_inf=0.0,
+    pos_inf=1.0,
+    params={"alpha": 1.0},
+    near=lambda x, alpha: (mp.mpf(1), mp.mpf(0)) if x > 0 else None,
+    fast_near=_np(
+        lambda x, alpha: (
+            np.where(x > 0, 1.0, np.where(x > -1, alpha, np.nan)),
+            np.where(x > 0, 0.0, -alpha * np.expm1(x)),
+        )
+    ),
+)
 def _elu_grad(x, alpha):
     return mp.mpf(1) if x > 0 else mpp(alpha) * mp.exp(x)
 
@@ -647,57 +886,103 @@ def _elu_grad(x, alpha):
 # log(+-0) = -inf), which ``sign`` states and the oracle applies to mpmath's unsigned
 # infinities.
 
-@reference("expm1", "exp(x) - 1", sign=_sign_x, log2_frac=_exp_log2_frac,
-           fast=_np(np.expm1), rel_err=2.0**-48, neg_inf=-1.0, pos_inf=math.inf,
-           near=lambda x: (mp.mpf(-1), -mp.exp(x)) if x < 0 else None,
-           fast_near=_np(lambda x: (np.where(x < -1, -1.0, np.nan), -_pos(np.exp(x)))),
-           bounds=lambda x: (np.full_like(x, -1.0), np.full_like(x, np.inf)),
-           monotone=((-math.inf, math.inf, 1),))
+
+@reference(
+    "expm1",
+    "exp(x) - 1",
+    sign=_sign_x,
+    log2_frac=_exp_log2_frac,
+    fast=_np(np.expm1),
+    rel_err=2.0**-48,
+    neg_inf=-1.0,
+    pos_inf=math.inf,
+    near=lambda x: (mp.mpf(-1), -mp.exp(x)) if x < 0 else None,
+    fast_near=_np(lambda x: (np.where(x < -1, -1.0, np.nan), -_pos(np.exp(x)))),
+    bounds=lambda x: (np.full_like(x, -1.0), np.full_like(x, np.inf)),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _expm1(x):
     return mp.expm1(x)
 
 
-@reference("exp2", "2^x", sign=_positive, log2_frac=lambda x: np.mod(x, 1.0),
-           fast=_np(np.exp2), rel_err=2.0**-48, neg_inf=0.0, pos_inf=math.inf,
-           fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x * math.log(2)))),
-           bounds=_const_bounds(0.0, math.inf), monotone=((-math.inf, math.inf, 1),))
+@reference(
+    "exp2",
+    "2^x",
+    sign=_positive,
+    log2_frac=lambda x: np.mod(x, 1.0),
+    fast=_np(np.exp2),
+    rel_err=2.0**-48,
+    neg_inf=0.0,
+    pos_inf=math.inf,
+    fast_near=_np(lambda x: (np.where(np.abs(x) < 1, 1.0, np.nan), -np.expm1(x * math.log(2)))),
+    bounds=_const_bounds(0.0, math.inf),
+    monotone=((-math.inf, math.inf, 1),),
+)
 def _exp2(x):
     return mp.ldexp(mp.exp((x - mp.floor(x)) * mp.ln2), int(mp.floor(x)))
 
 
-@reference("log", "log(x) (natural; NaN for x < 0, -inf at 0)", sign=lambda x: np.where(x < 1, -1.0, 1.0),
-           fast=_np(lambda x: np.log(np.where(x < 0, np.nan, x))), rel_err=2.0**-48,
-           neg_inf=math.nan, pos_inf=math.inf, undefined=lambda x: x < 0,
-           monotone=((1e-300, math.inf, 1),))
+@reference(
+    "log",
+    "log(x) (natural; NaN for x < 0, -inf at 0)",
+    sign=lambda x: np.where(x < 1, -1.0, 1.0),
+    fast=_np(lambda x: np.log(np.where(x < 0, np.nan, x))),
+    rel_err=2.0**-48,
+    neg_inf=math.nan,
+    pos_inf=math.inf,
+    undefined=lambda x: x < 0,
+    monotone=((1e-300, math.inf, 1),),
+)
 def _log(x):
     if x < 0:
         return mp.nan
     return mp.ninf if x == 0 else mp.log(x)
 
 
-@reference("log1p", "log(1 + x) (NaN for x < -1, -inf at -1)", sign=_sign_x,
-           fast=_np(lambda x: np.log1p(np.where(x < -1, np.nan, x))), rel_err=2.0**-48,
-           neg_inf=math.nan, pos_inf=math.inf, undefined=lambda x: x < -1,
-           monotone=((-1.0, math.inf, 1),))
+@reference(
+    "log1p",
+    "log(1 + x) (NaN for x < -1, -inf at -1)",
+    sign=_sign_x,
+    fast=_np(lambda x: np.log1p(np.where(x < -1, np.nan, x))),
+    rel_err=2.0**-48,
+    neg_inf=math.nan,
+    pos_inf=math.inf,
+    undefined=lambda x: x < -1,
+    monotone=((-1.0, math.inf, 1),),
+)
 def _log1p(x):
     if x < -1:
         return mp.nan
     return mp.ninf if x == -1 else mp.log1p(x)
 
 
-@reference("rsqrt", "1 / sqrt(x) (NaN for x < 0, +-inf at +-0)", sign=_sign_x,
-           fast=_np(lambda x: 1.0 / np.sqrt(np.where(x < 0, np.nan, x))), rel_err=2.0**-50,
-           neg_inf=math.nan, pos_inf=0.0, undefined=lambda x: x < 0,
-           bounds=lambda x: (np.zeros_like(x), np.full_like(x, np.inf)),
-           monotone=((1e-300, math.inf, -1),))
+@reference(
+    "rsqrt",
+    "1 / sqrt(x) (NaN for x < 0, +-inf at +-0)",
+    sign=_sign_x,
+    fast=_np(lambda x: 1.0 / np.sqrt(np.where(x < 0, np.nan, x))),
+    rel_err=2.0**-50,
+    neg_inf=math.nan,
+    pos_inf=0.0,
+    undefined=lambda x: x < 0,
+    bounds=lambda x: (np.zeros_like(x), np.full_like(x, np.inf)),
+    monotone=((1e-300, math.inf, -1),),
+)
 def _rsqrt(x):
     if x < 0:
         return mp.nan
     return mp.inf if x == 0 else 1 / mp.sqrt(x)
 
 
-@reference("reciprocal", "1 / x (+-inf at +-0)", sign=_sign_x,
-           fast=_np(lambda x: 1.0 / x), rel_err=2.0**-51, neg_inf=-0.0, pos_inf=0.0,
-           monotone=((-math.inf, -1e-300, -1), (1e-300, math.inf, -1)))
+@reference(
+    "reciprocal",
+    "1 / x (+-inf at +-0)",
+    sign=_sign_x,
+    fast=_np(lambda x: 1.0 / x),
+    rel_err=2.0**-51,
+    neg_inf=-0.0,
+    pos_inf=0.0,
+    monotone=((-math.inf, -1e-300, -1), (1e-300, math.inf, -1)),
+)
 def _reciprocal(x):
     return mp.inf if x == 0 else 1 / x

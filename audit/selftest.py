@@ -17,19 +17,29 @@ mpmath (``beyond`` checks).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mpmath as mp
 import numpy as np
 
-import math
-
 from . import backward, fused, metrics, oracle  # noqa: F401  (backward, fused: their references are checked too)
 from .formats import FORMATS, Format
 from .references import REFERENCES, Reference
 
-FORMATS_CHECKED = ("fp8_e4m3", "fp8_e5m2", "fp16", "bf16", "fp32", "fp8_e4m3fnuz", "fp8_e5m2fnuz",
-                   "fp6_e3m2", "fp6_e2m3", "fp4_e2m1", "tf32")
+FORMATS_CHECKED = (
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "fp16",
+    "bf16",
+    "fp32",
+    "fp8_e4m3fnuz",
+    "fp8_e5m2fnuz",
+    "fp6_e3m2",
+    "fp6_e2m3",
+    "fp4_e2m1",
+    "tf32",
+)
 
 
 @dataclass
@@ -48,8 +58,16 @@ def points(ref: Reference, fmt: Format, n: int, seed: int) -> tuple[np.ndarray, 
     edge = np.array([0, 1, -1, 2, -2, top, -top, top - 1, -(top - 1)])
     step = 1 << fmt.mantissa_bits  # around the smallest normal, 1.0 and every binade edge
     ords.append(edge)
-    ords.append(np.array([s * (k * step + d) for k in range(0, top // step + 1, max(1, top // step // 16))
-                          for d in (-1, 0, 1) for s in (1, -1)]))
+    ords.append(
+        np.array(
+            [
+                s * (k * step + d)
+                for k in range(0, top // step + 1, max(1, top // step // 16))
+                for d in (-1, 0, 1)
+                for s in (1, -1)
+            ]
+        )
+    )
     o = np.unique(np.clip(np.concatenate(ords), -top, top))
     x = np.concatenate([[-0.0], fmt.from_ordinal(o)])  # -0 as well as +0
     if ref.arity == 2:
@@ -59,7 +77,9 @@ def points(ref: Reference, fmt: Format, n: int, seed: int) -> tuple[np.ndarray, 
         ov = oracle.evaluate(ref, fmt, full)
         rn = ov.rounded
         change = np.flatnonzero(rn[1:] != rn[:-1])
-        near = np.unique(np.clip(np.concatenate([change[:8], change[-8:], change[-8:] + 1]), 0, len(full) - 1))
+        near = np.unique(
+            np.clip(np.concatenate([change[:8], change[-8:], change[-8:] + 1]), 0, len(full) - 1)
+        )
         x = np.concatenate([x, full[near]])
         x = x[np.unique(x.view(np.uint64), return_index=True)[1]]  # keeps -0 and +0 apart
     return x, None
@@ -101,8 +121,13 @@ def check(ref: Reference, fmt: Format, n: int = 150, seed: int = 0) -> Check:
     # float64: 0 + -0 = +0 in a fast path); exact zeros are checked by the fp64 checks
     # (mpmath sees -0 as 0: its infinity at a pole 1/-0 has no sign; checked below)
     # (formats without -0, the fnuz types, give +0 for a negative value that rounds to 0)
-    bad |= (~nil & ~np.isnan(got.rounded) & (np.signbit(got.rounded) != neg)
-            & ~(np.isinf(f) & (x == 0)) & ~((got.rounded == 0) & (not fmt.neg_zero)))
+    bad |= (
+        ~nil
+        & ~np.isnan(got.rounded)
+        & (np.signbit(got.rounded) != neg)
+        & ~(np.isinf(f) & (x == 0))
+        & ~((got.rounded == 0) & (not fmt.neg_zero))
+    )
     with np.errstate(all="ignore"):
         tol = np.abs(f) * max(ref.rel_err, oracle.MIN_REL_ERR) * 2 + oracle.FAST_ABS_TOL
         far = np.abs((got.hi - f) + got.lo) > tol
@@ -111,8 +136,10 @@ def check(ref: Reference, fmt: Format, n: int = 150, seed: int = 0) -> Check:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         arg = f"({x[i]!r}, {x2[i]!r})" if x2 is not None else f"{x[i]!r}"
-        ex = (f"at x = {arg}: oracle {got.rounded[i]!r} (exact {got.hi[i]!r}), "
-              f"mpmath {want.rounded[i]!r} (exact {want.hi[i]!r})")
+        ex = (
+            f"at x = {arg}: oracle {got.rounded[i]!r} (exact {got.hi[i]!r}), "
+            f"mpmath {want.rounded[i]!r} (exact {want.hi[i]!r})"
+        )
     return Check(ref.name, fmt.name, len(x), int(bad.sum()), ex)
 
 
@@ -158,22 +185,32 @@ def check_beyond(ref: Reference, fmt: Format, n: int = 150, seed: int = 0) -> Ch
     x2 = None if x2 is None else x2[sel]
     r = np.where(neg[sel], -fmt.max_finite, fmt.max_finite)
     ov = oracle.evaluate(ref, fmt, x, params, x2)
-    e = metrics.point_errors(x, r, ov, fmt, x2, beyond=lambda idx, g: oracle.beyond_errors(
-        ref, fmt, x[idx], g, params, None if x2 is None else x2[idx]))
+    e = metrics.point_errors(
+        x,
+        r,
+        ov,
+        fmt,
+        x2,
+        beyond=lambda idx, g: oracle.beyond_errors(
+            ref, fmt, x[idx], g, params, None if x2 is None else x2[idx]
+        ),
+    )
     bad = np.zeros(len(x), bool)
     for i in range(len(x)):
         args = (float(x[i]),) if x2 is None else (float(x[i]), float(x2[i]))
         v = _mp_value(ref, args, params, bits=200)
         if not mp.isfinite(v):  # a pole (1/0): infinitely many ulps, relative error 1
-            bad[i] = not (math.isinf(e.ulp_err[i]) and e.rel_err[i] == 1.0
-                          and e.cls[i] == metrics.OVERFLOW_MISS)
+            bad[i] = not (
+                math.isinf(e.ulp_err[i]) and e.rel_err[i] == 1.0 and e.cls[i] == metrics.OVERFLOW_MISS
+            )
             continue
         with mp.workprec(264 + 2 * max([0] + [math.frexp(a)[1] for a in args])):
             d = abs(mp.mpf(float(r[i])) - v)
             ulp = mp.ldexp(1, max(int(mp.floor(mp.log(abs(v), 2))), fmt.emin) - fmt.p + 1)
             u, rel = float(d / ulp), float(d / abs(v))
-        bad[i] = not (abs(e.ulp_err[i] - u) <= 1e-9 * u and e.rel_err[i] == rel
-                      and e.cls[i] == metrics.OVERFLOW_MISS)
+        bad[i] = not (
+            abs(e.ulp_err[i] - u) <= 1e-9 * u and e.rel_err[i] == rel and e.cls[i] == metrics.OVERFLOW_MISS
+        )
     ex = ""
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

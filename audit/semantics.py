@@ -49,34 +49,65 @@ from .errors import BadOptionError
 from .formats import Format
 
 ROUNDINGS = ("rne", "rtz", "rna", "rtp", "rtn", "stochastic")
-_MODE_TEXT = {"rtz": "toward zero (truncation)", "rna": "to nearest, ties away from zero",
-              "rtp": "toward +inf", "rtn": "toward -inf"}
-PRIMITIVES = ("exp", "exp2", "expm1", "log", "log1p", "tanh", "erf", "erfc", "sigmoid", "sqrt",
-              "rsqrt", "rcp", "div")
+_MODE_TEXT = {
+    "rtz": "toward zero (truncation)",
+    "rna": "to nearest, ties away from zero",
+    "rtp": "toward +inf",
+    "rtn": "toward -inf",
+}
+PRIMITIVES = (
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log1p",
+    "tanh",
+    "erf",
+    "erfc",
+    "sigmoid",
+    "sqrt",
+    "rsqrt",
+    "rcp",
+    "div",
+)
 FLAGS = ("ftz", "daz", "ftz_in", "daz_in", "ftz_out", "daz_out", "contract")
 MAX_BOUND = 1 << 20
 MAX_DRAWS = 64
 
 # name -> (flags, description with its sources; the README lists them in full)
 PROFILES = {
-    "ieee": ("", "IEEE 754: every operation and conversion correctly rounded to nearest even, "
-                 "subnormals kept, inf and NaN propagated (the default)"),
-    "ascend_sat": ("saturate", "Ascend saturation mode (aclrtFloatOverflowMode "
-                               "ACL_RT_OVERFLOW_MODE_SATURATION: an inf result becomes the largest "
-                               "value, a NaN result 0; the only mode of Atlas training products)"),
-    "cuda_fast": ("ftz,daz,contract,div=rcp,rcp=bound:1,exp=bound:106,tanh=bound:8192",
-                  "nvcc --use_fast_math in fp32 compute: FTZ/DAZ (-ftz=true), FMA contraction "
-                  "(-fmad=true), division through an approximate reciprocal (-prec-div=false), "
-                  "__expf as an envelope of 106 ulp (the documented 2 + floor(|1.173 x|) ulp at its "
-                  "largest, |x| = 88.7) and tanh.approx.f32 as one of 8192 ulp (relative error "
-                  "2^-10.987); sqrt is not modelled (bounds are in fp32 ulp)"),
-    "tf32": ("round_in=rna", "fp32 values converted to TF32 (p = 11) with round to nearest, ties "
-                             "away from zero, as PTX cvt.rna.tf32.f32 does (use with --dtype fp32 "
-                             "--compute tf32); operations are then rounded to TF32, an upper "
-                             "bound on the rounding of tensor cores, which multiply TF32 inputs "
-                             "exactly and accumulate in fp32"),
-    "bf16_trunc": ("round=rtz", "conversion to the storage format by truncation (round toward "
-                                "zero), as hardware that converts fp32 to bf16 by dropping bits"),
+    "ieee": (
+        "",
+        "IEEE 754: every operation and conversion correctly rounded to nearest even, "
+        "subnormals kept, inf and NaN propagated (the default)",
+    ),
+    "ascend_sat": (
+        "saturate",
+        "Ascend saturation mode (aclrtFloatOverflowMode "
+        "ACL_RT_OVERFLOW_MODE_SATURATION: an inf result becomes the largest "
+        "value, a NaN result 0; the only mode of Atlas training products)",
+    ),
+    "cuda_fast": (
+        "ftz,daz,contract,div=rcp,rcp=bound:1,exp=bound:106,tanh=bound:8192",
+        "nvcc --use_fast_math in fp32 compute: FTZ/DAZ (-ftz=true), FMA contraction "
+        "(-fmad=true), division through an approximate reciprocal (-prec-div=false), "
+        "__expf as an envelope of 106 ulp (the documented 2 + floor(|1.173 x|) ulp at its "
+        "largest, |x| = 88.7) and tanh.approx.f32 as one of 8192 ulp (relative error "
+        "2^-10.987); sqrt is not modelled (bounds are in fp32 ulp)",
+    ),
+    "tf32": (
+        "round_in=rna",
+        "fp32 values converted to TF32 (p = 11) with round to nearest, ties "
+        "away from zero, as PTX cvt.rna.tf32.f32 does (use with --dtype fp32 "
+        "--compute tf32); operations are then rounded to TF32, an upper "
+        "bound on the rounding of tensor cores, which multiply TF32 inputs "
+        "exactly and accumulate in fp32",
+    ),
+    "bf16_trunc": (
+        "round=rtz",
+        "conversion to the storage format by truncation (round toward "
+        "zero), as hardware that converts fp32 to bf16 by dropping bits",
+    ),
 }
 
 
@@ -156,8 +187,12 @@ class Semantics:
         return self.profile or self.canonical() or "ieee"
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "flags": self.canonical() or "ieee",
-                "envelope": self.envelope, "stochastic": self.stochastic}
+        return {
+            "name": self.name,
+            "flags": self.canonical() or "ieee",
+            "envelope": self.envelope,
+            "stochastic": self.stochastic,
+        }
 
 
 IEEE = Semantics()
@@ -190,18 +225,20 @@ def _prim_impl(name: str, impl: str, tok: str) -> str:
             raise BadOptionError(f"semantics flag '{tok}': table:FILE needs a file")
         return impl
     if name in ("div", "rcp") and "." not in impl:
-        raise BadOptionError(f"semantics flag '{tok}': {name} takes cr, bound:K"
-                             + (" or rcp" if name == "div" else ""))
+        raise BadOptionError(
+            f"semantics flag '{tok}': {name} takes cr, bound:K" + (" or rcp" if name == "div" else "")
+        )
     from .candidates import catalog
 
     cat = catalog()
     if impl not in cat:
-        raise BadOptionError(f"semantics flag '{tok}': unknown candidate '{impl}' (give cr, "
-                             "bound:K or a catalog candidate such as exp=exp.u20)")
+        raise BadOptionError(
+            f"semantics flag '{tok}': unknown candidate '{impl}' (give cr, "
+            "bound:K or a catalog candidate such as exp=exp.u20)"
+        )
     c = cat[impl]
     if c.reference != name or c.arity != 1:
-        raise BadOptionError(f"semantics flag '{tok}': {impl} approximates {c.reference}, "
-                             f"not {name}")
+        raise BadOptionError(f"semantics flag '{tok}': {impl} approximates {c.reference}, not {name}")
     return impl
 
 
@@ -213,8 +250,7 @@ def parse(text) -> Semantics:
         return IEEE
     raw = [t.strip() for t in str(text).split(",") if t.strip()]
     # flag names and values are case-insensitive; a table's file name is kept as written
-    toks = [t if t.split("=", 1)[-1].lower().startswith("table:") and "=" in t
-            else t.lower() for t in raw]
+    toks = [t if t.split("=", 1)[-1].lower().startswith("table:") and "=" in t else t.lower() for t in raw]
     if not toks:
         raise BadOptionError(f"no semantics flag in '{text}'")
     if len(toks) == 1 and toks[0] in PROFILES:
@@ -226,7 +262,8 @@ def parse(text) -> Semantics:
         if tok in PROFILES:
             raise BadOptionError(
                 f"'{tok}' is a profile and takes no other flag in '{text}'; to compare "
-                f"semantics side by side give each one (--semantics ieee --semantics saturate)")
+                f"semantics side by side give each one (--semantics ieee --semantics saturate)"
+            )
         if tok in FLAGS:
             kw[tok] = True
         elif tok == "saturate":
@@ -242,13 +279,16 @@ def parse(text) -> Semantics:
                 v = "table:" + v[6:]
             if k == "round":
                 if v not in ROUNDINGS:
-                    raise BadOptionError(f"semantics flag '{tok}': rounding must be one of "
-                                         f"{', '.join(ROUNDINGS)}")
+                    raise BadOptionError(
+                        f"semantics flag '{tok}': rounding must be one of {', '.join(ROUNDINGS)}"
+                    )
                 kw["rounding"] = v
             elif k == "round_in":
                 if v not in ROUNDINGS or v == "stochastic":
-                    raise BadOptionError(f"semantics flag '{tok}': round_in must be one of "
-                                         f"{', '.join(r for r in ROUNDINGS if r != 'stochastic')}")
+                    raise BadOptionError(
+                        f"semantics flag '{tok}': round_in must be one of "
+                        f"{', '.join(r for r in ROUNDINGS if r != 'stochastic')}"
+                    )
                 kw["rounding_in"] = v
             elif k == "sat_nan":
                 if v not in ("zero", "keep"):
@@ -261,17 +301,16 @@ def parse(text) -> Semantics:
             elif k in PRIMITIVES:
                 prims[k] = _prim_impl(k, v, tok)
             else:
-                raise BadOptionError(f"unknown semantics flag '{tok}' (primitives: "
-                                     f"{', '.join(PRIMITIVES)})")
+                raise BadOptionError(f"unknown semantics flag '{tok}' (primitives: {', '.join(PRIMITIVES)})")
         else:
             import difflib
 
-            known = list(FLAGS) + ["saturate", "saturate_ops", "saturate_out", *ROUNDINGS,
-                                   *PROFILES]
+            known = list(FLAGS) + ["saturate", "saturate_ops", "saturate_out", *ROUNDINGS, *PROFILES]
             close = difflib.get_close_matches(tok, known, n=2, cutoff=0.6)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise BadOptionError(f"unknown semantics flag '{tok}'{hint} (flags: "
-                                 f"{', '.join(known)}, round=MODE, PRIM=IMPL)")
+            raise BadOptionError(
+                f"unknown semantics flag '{tok}'{hint} (flags: {', '.join(known)}, round=MODE, PRIM=IMPL)"
+            )
     if ("seed" in kw or "draws" in kw) and kw.get("rounding") != "stochastic":
         raise BadOptionError("seed= and draws= apply to round=stochastic")
     if "sat_nan" in kw and not (kw.get("saturate_ops") or kw.get("saturate_out")):
@@ -389,11 +428,15 @@ def round_to(fmt: Format, v, mode: str = "rne", u=None) -> np.ndarray:
         r = np.where(r == 0, np.copysign(0.0, w), r)  # a zero keeps the sign of v
         over = np.abs(r) > fmt.max_finite
         if over.any():
-            to_max = {"rtz": np.ones_like(over), "rtp": r < 0, "rtn": r > 0}.get(
-                mode, np.zeros_like(over))
+            to_max = {"rtz": np.ones_like(over), "rtp": r < 0, "rtn": r > 0}.get(mode, np.zeros_like(over))
             inf = fmt.overflow_value
-            r = np.where(over, np.where(to_max, np.copysign(fmt.max_finite, r),
-                                        np.copysign(inf, r) if fmt.has_inf else np.nan), r)
+            r = np.where(
+                over,
+                np.where(
+                    to_max, np.copysign(fmt.max_finite, r), np.copysign(inf, r) if fmt.has_inf else np.nan
+                ),
+                r,
+            )
         return np.where(fin, r, fmt.round(v))
 
 
@@ -440,17 +483,22 @@ def stochastic_summary(results: list) -> dict:
     return out
 
 
-def result_json(sem: Semantics | None, stochastic: dict | None = None,
-                changed: dict | None = None) -> dict:
+def result_json(sem: Semantics | None, stochastic: dict | None = None, changed: dict | None = None) -> dict:
     """The "semantics" member of a result in the JSON document."""
     d = (sem or IEEE).to_dict()
-    d["changed_vs_ieee"] = None if changed is None else {
-        "count": changed["count"],
-        "first": None if changed["first"] is None else
-        {k: _num(v) for k, v in changed["first"].items()}}
+    d["changed_vs_ieee"] = (
+        None
+        if changed is None
+        else {
+            "count": changed["count"],
+            "first": None if changed["first"] is None else {k: _num(v) for k, v in changed["first"].items()},
+        }
+    )
     if stochastic is not None:
-        d["stochastic"] = {k: v if not isinstance(v, dict) else
-                           {kk: _num(vv) for kk, vv in v.items()} for k, v in stochastic.items()}
+        d["stochastic"] = {
+            k: v if not isinstance(v, dict) else {kk: _num(vv) for kk, vv in v.items()}
+            for k, v in stochastic.items()
+        }
     else:
         d["stochastic"] = None
     return d
@@ -462,8 +510,15 @@ def _num(v: float):
     return json_number(v)
 
 
-def run_with(sem: Semantics, cand, run, storage: Format | None = None,
-             compute: Format | None = None, params: dict | None = None, dom=None):
+def run_with(
+    sem: Semantics,
+    cand,
+    run,
+    storage: Format | None = None,
+    compute: Format | None = None,
+    params: dict | None = None,
+    dom=None,
+):
     """run(candidate) under semantics sem: the result, labelled with it.  A stochastic
     rounding runs each draw and returns the worst draw's result (largest max ULP, the first
     of equal ones), with the worst case and mean over the draws in ``result.stochastic``.
@@ -479,20 +534,19 @@ def run_with(sem: Semantics, cand, run, storage: Format | None = None,
         res.semantics = replace(sem, draw=worst)
         res.stochastic = {**stochastic_summary(results), "worst_draw": worst, "seed": sem.seed}
     if res.semantics is not None and dom is not None and dom.values is not None:
-        res.changed = changed_inputs(cand, res.semantics, storage, compute, params, dom,
-                                     res.__dict__.pop("_sem_got", None))
+        res.changed = changed_inputs(
+            cand, res.semantics, storage, compute, params, dom, res.__dict__.pop("_sem_got", None)
+        )
     res.__dict__.pop("_sem_got", None)
     return res
 
 
-def changed_inputs(cand, sem: Semantics, storage: Format, compute: Format, params, dom,
-                   got=None) -> dict:
+def changed_inputs(cand, sem: Semantics, storage: Format, compute: Format, params, dom, got=None) -> dict:
     """How many inputs of the domain give another result (other bits) than under ieee, and
     the first of them (``got``: the flagged results at the domain's inputs, if known)."""
     x, x2 = dom.values, dom.values2
     a = cand.with_semantics(None).evaluate(x, storage, compute, params, x2)
-    b = got if got is not None else cand.with_semantics(sem).evaluate(x, storage, compute,
-                                                                       params, x2)
+    b = got if got is not None else cand.with_semantics(sem).evaluate(x, storage, compute, params, x2)
     same = (a == b) & (np.signbit(a) == np.signbit(b)) | (np.isnan(a) & np.isnan(b))
     idx = np.flatnonzero(~same)
     first = None
@@ -524,24 +578,29 @@ def label(sem: Semantics | None, stochastic: dict | None = None) -> str:
 def table_notes(results) -> list[str]:
     notes = []
     if any(r.semantics is not None and r.semantics.envelope for r in results):
-        notes.append("envelope: bound:K primitives moved K ulp down and up, per input the result "
-                     "farthest from the correctly rounded primitives' (not an emulation)")
+        notes.append(
+            "envelope: bound:K primitives moved K ulp down and up, per input the result "
+            "farthest from the correctly rounded primitives' (not an emulation)"
+        )
     for r in results:
         ch = getattr(r, "changed", None)
         if ch is not None:
-            notes.append(f"{r.candidate} {r.dtype}/{r.compute} [{r.semantics.name}]: {ch['count']} inputs give "
-                         "another result than under ieee")
+            notes.append(
+                f"{r.candidate} {r.dtype}/{r.compute} [{r.semantics.name}]: {ch['count']} inputs give "
+                "another result than under ieee"
+            )
         if r.stochastic:
             st = r.stochastic
-            notes.append(f"{r.candidate} stochastic rounding: worst draw {st['worst_draw']} of "
-                         f"{st['draws']}; max ULP worst {st['max_ulp']['worst']:.4g}, mean "
-                         f"{st['max_ulp']['mean']:.4g}; mean ULP worst {st['mean_ulp']['worst']:.4g}, "
-                         f"mean {st['mean_ulp']['mean']:.4g}")
+            notes.append(
+                f"{r.candidate} stochastic rounding: worst draw {st['worst_draw']} of "
+                f"{st['draws']}; max ULP worst {st['max_ulp']['worst']:.4g}, mean "
+                f"{st['max_ulp']['mean']:.4g}; mean ULP worst {st['mean_ulp']['worst']:.4g}, "
+                f"mean {st['mean_ulp']['mean']:.4g}"
+            )
     return notes
 
 
-def explain(sem: Semantics | None, stochastic: dict | None = None,
-            changed: dict | None = None) -> list[str]:
+def explain(sem: Semantics | None, stochastic: dict | None = None, changed: dict | None = None) -> list[str]:
     """Sentences describing a semantics, one per flag (the report's "semantics" section)."""
     sem = sem or IEEE
     if sem.is_default:
@@ -556,48 +615,69 @@ def explain(sem: Semantics | None, stochastic: dict | None = None,
         "daz_in": "daz_in: subnormal inputs are read as zeros",
         "ftz_out": "ftz_out: subnormal results of the conversion to the storage format become zeros",
         "daz_out": "daz_out: subnormal values of the compute format are read as zeros by the "
-                   "conversion to the storage format",
+        "conversion to the storage format",
         "contract": "contract: a product whose only use is one addition or subtraction is fused "
-                    "into an FMA (one rounding)",
+        "into an FMA (one rounding)",
     }
     out += [text[f] for f in FLAGS if getattr(sem, f)]
     if sem.saturate_ops or sem.saturate_out:
-        scope = ("operations and the conversion to the storage format" if sem.saturate_ops and
-                 sem.saturate_out else "operations" if sem.saturate_ops else
-                 "the conversion to the storage format")
+        scope = (
+            "operations and the conversion to the storage format"
+            if sem.saturate_ops and sem.saturate_out
+            else "operations"
+            if sem.saturate_ops
+            else "the conversion to the storage format"
+        )
         nan = "NaN becomes +0" if sem.sat_nan == "zero" else "NaN stays NaN"
-        out.append(f"saturate ({scope}): an infinite result becomes the largest finite value of "
-                   f"its sign; {nan}")
+        out.append(
+            f"saturate ({scope}): an infinite result becomes the largest finite value of its sign; {nan}"
+        )
     if sem.rounding_in != "rne":
-        out.append(f"round_in={sem.rounding_in}: the conversion of the inputs to the compute "
-                   f"format rounds {_MODE_TEXT[sem.rounding_in]}")
+        out.append(
+            f"round_in={sem.rounding_in}: the conversion of the inputs to the compute "
+            f"format rounds {_MODE_TEXT[sem.rounding_in]}"
+        )
     if sem.rounding != "rne":
-        out.append(f"round={sem.rounding}: the conversion to the storage format rounds "
-                   + {"rtz": "toward zero (truncation)", "rna": "to nearest, ties away from zero",
-                      "rtp": "toward +inf", "rtn": "toward -inf",
-                      "stochastic": f"stochastically (seed {sem.seed}, {sem.draws} draws)"}[sem.rounding])
+        out.append(
+            f"round={sem.rounding}: the conversion to the storage format rounds "
+            + {
+                "rtz": "toward zero (truncation)",
+                "rna": "to nearest, ties away from zero",
+                "rtp": "toward +inf",
+                "rtn": "toward -inf",
+                "stochastic": f"stochastically (seed {sem.seed}, {sem.draws} draws)",
+            }[sem.rounding]
+        )
     for k, v in sem.prims:
         if v.startswith("bound:"):
-            out.append(f"{k}={v}: an ENVELOPE, not an emulation: {k} taken at its correctly "
-                       f"rounded value moved {v[6:]} ulp down and up; per input the result "
-                       "farthest from the one with correctly rounded primitives")
+            out.append(
+                f"{k}={v}: an ENVELOPE, not an emulation: {k} taken at its correctly "
+                f"rounded value moved {v[6:]} ulp down and up; per input the result "
+                "farthest from the one with correctly rounded primitives"
+            )
         elif v == "rcp":
             out.append("div=rcp: a / b computed as a * rcp(b), two roundings")
         elif v.startswith("table:"):
-            out.append(f"{k}={v}: {k} looked up in a table measured on a device (every value of "
-                       "the compute format; non-finite inputs missing from it: correctly rounded)")
+            out.append(
+                f"{k}={v}: {k} looked up in a table measured on a device (every value of "
+                "the compute format; non-finite inputs missing from it: correctly rounded)"
+            )
         else:
             out.append(f"{k}={v}: {k} computed by the catalog candidate {v}")
     if changed is not None:
         f = changed["first"]
-        out.append(f"{changed['count']} inputs give another result than under ieee"
-                   + (f", the first x = {f['x']!r}: {f['got']!r} instead of {f['ieee']!r}" if f else ""))
+        out.append(
+            f"{changed['count']} inputs give another result than under ieee"
+            + (f", the first x = {f['x']!r}: {f['got']!r} instead of {f['ieee']!r}" if f else "")
+        )
     if stochastic:
-        out.append(f"stochastic rounding over {stochastic['draws']} draws: the result shown is "
-                   f"draw {stochastic['worst_draw']}, the worst; max ULP worst "
-                   f"{stochastic['max_ulp']['worst']:.6g}, mean {stochastic['max_ulp']['mean']:.6g}; "
-                   f"mean ULP worst {stochastic['mean_ulp']['worst']:.6g}, mean "
-                   f"{stochastic['mean_ulp']['mean']:.6g}")
+        out.append(
+            f"stochastic rounding over {stochastic['draws']} draws: the result shown is "
+            f"draw {stochastic['worst_draw']}, the worst; max ULP worst "
+            f"{stochastic['max_ulp']['worst']:.6g}, mean {stochastic['max_ulp']['mean']:.6g}; "
+            f"mean ULP worst {stochastic['mean_ulp']['worst']:.6g}, mean "
+            f"{stochastic['mean_ulp']['mean']:.6g}"
+        )
     return out
 
 
@@ -612,8 +692,9 @@ def table_lookup(path: str, fmt: Format):
     from .golden import read_dump
 
     if not fmt.enumerable:
-        raise BadOptionError(f"table:{path}: tables are for compute formats of 16 bits or fewer, "
-                             f"not {fmt.name}")
+        raise BadOptionError(
+            f"table:{path}: tables are for compute formats of 16 bits or fewer, not {fmt.name}"
+        )
     try:
         st = os.stat(path)
     except OSError as e:
@@ -622,8 +703,10 @@ def table_lookup(path: str, fmt: Format):
     if key not in _TABLES:
         d = read_dump(path, fmt)
         if len(d.x) != len(fmt.finite_values()):
-            raise BadOptionError(f"table:{path}: {len(d.x)} inputs; a table needs every finite "
-                                 f"{fmt.name} value ({len(fmt.finite_values())})")
+            raise BadOptionError(
+                f"table:{path}: {len(d.x)} inputs; a table needs every finite "
+                f"{fmt.name} value ({len(fmt.finite_values())})"
+            )
         keys = fmt.to_bits(d.x).astype(np.int64)
         order = np.argsort(keys)
         _TABLES.clear()  # one table at a time is enough: keep memory flat
@@ -661,14 +744,17 @@ def golden_values(ref, fmt: Format, x, ref_params: dict, sem, ov):
     from . import oracle
 
     sem = parse(sem)
-    extra = [t for t in sem.canonical().split(",") if t and t.split("=")[0] not in
-             GOLDEN_FLAGS + ("saturate",)]
+    extra = [
+        t for t in sem.canonical().split(",") if t and t.split("=")[0] not in GOLDEN_FLAGS + ("saturate",)
+    ]
     if sem.saturate_ops and not sem.saturate_out:
         extra.append("saturate_ops")
     if extra:
-        raise BadOptionError(f"golden applies the flags {', '.join(GOLDEN_FLAGS)} (and "
-                             f"saturate as saturate_out); not {', '.join(extra)}: those describe "
-                             "a kernel's operations, sweep a candidate for them")
+        raise BadOptionError(
+            f"golden applies the flags {', '.join(GOLDEN_FLAGS)} (and "
+            f"saturate as saturate_out); not {', '.join(extra)}: those describe "
+            "a kernel's operations, sweep a candidate for them"
+        )
     if sem.daz_in:
         xr = flush(fmt, x)
         if not np.array_equal(xr, x) or np.any(np.signbit(xr) != np.signbit(x)):

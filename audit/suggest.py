@@ -85,14 +85,23 @@ class Entry:
 
     def to_dict(self) -> dict:
         r = self.result
-        return {"rank": self.rank, "candidate": self.cand.id, "formula": self.cand.formula,
-                "pareto": self.pareto, "max_ulp": json_number(r.max_ulp),
-                "p99_ulp": json_number(r.p99_ulp), "mean_ulp": json_number(r.mean_ulp),
-                "correctly_rounded_fraction": json_number(r.correctly_rounded_fraction),
-                "nan_count": r.nan_count, "inf_count": r.inf_count,
-                "special_failures": r.special_failures,
-                "findings": {f.kind: f.count for f in r.findings},
-                "ops": self.counts, "cost": self.cost, "ns_per_element": self.ns_per_element}
+        return {
+            "rank": self.rank,
+            "candidate": self.cand.id,
+            "formula": self.cand.formula,
+            "pareto": self.pareto,
+            "max_ulp": json_number(r.max_ulp),
+            "p99_ulp": json_number(r.p99_ulp),
+            "mean_ulp": json_number(r.mean_ulp),
+            "correctly_rounded_fraction": json_number(r.correctly_rounded_fraction),
+            "nan_count": r.nan_count,
+            "inf_count": r.inf_count,
+            "special_failures": r.special_failures,
+            "findings": {f.kind: f.count for f in r.findings},
+            "ops": self.counts,
+            "cost": self.cost,
+            "ns_per_element": self.ns_per_element,
+        }
 
 
 @dataclass
@@ -110,14 +119,19 @@ class Suggestion:
     def to_dict(self) -> dict:
         from . import __version__
 
-        return {"schema": SCHEMA, "actaudit": __version__, "reference": self.reference,
-                "dtype": self.dtype, "compute": self.compute,
-                "semantics": _sem_label(self.semantics),
-                "inputs": {"count": self.inputs, "exhaustive": self.exhaustive},
-                "cost_weights": self.weights,
-                "ranking": [e.to_dict() for e in self.entries],
-                "pareto": [e.cand.id for e in self.entries if e.pareto],
-                "recommendations": self.recommendations}
+        return {
+            "schema": SCHEMA,
+            "actaudit": __version__,
+            "reference": self.reference,
+            "dtype": self.dtype,
+            "compute": self.compute,
+            "semantics": _sem_label(self.semantics),
+            "inputs": {"count": self.inputs, "exhaustive": self.exhaustive},
+            "cost_weights": self.weights,
+            "ranking": [e.to_dict() for e in self.entries],
+            "pareto": [e.cand.id for e in self.entries if e.pareto],
+            "recommendations": self.recommendations,
+        }
 
 
 def _sem_label(sem) -> str:
@@ -146,15 +160,21 @@ def pareto(entries: list[Entry]) -> None:
     """Mark the entries that no other entry beats on both accuracy and cost."""
     for e in entries:
         e.pareto = not any(
-            (o.accuracy <= e.accuracy and o.cost <= e.cost) and
-            (o.accuracy < e.accuracy or o.cost < e.cost) for o in entries if o is not e)
+            (o.accuracy <= e.accuracy and o.cost <= e.cost) and (o.accuracy < e.accuracy or o.cost < e.cost)
+            for o in entries
+            if o is not e
+        )
 
 
 def _effect(r: SweepResult) -> dict:
-    return {"max_ulp": json_number(r.max_ulp), "p99_ulp": json_number(r.p99_ulp),
-            "nan_count": r.nan_count, "inf_count": r.inf_count,
-            "special_failures": r.special_failures,
-            "findings": {f.kind: f.count for f in r.findings}}
+    return {
+        "max_ulp": json_number(r.max_ulp),
+        "p99_ulp": json_number(r.p99_ulp),
+        "nan_count": r.nan_count,
+        "inf_count": r.inf_count,
+        "special_failures": r.special_failures,
+        "findings": {f.kind: f.count for f in r.findings},
+    }
 
 
 def _delta(a: dict, b: dict) -> dict:
@@ -176,8 +196,7 @@ def _finding_text(f) -> str:
 
 def _effect_text(r: SweepResult) -> str:
     kinds = ", ".join(f"{f.kind} {f.count}" for f in r.findings) or "no finding"
-    return (f"{r.nan_count} NaN, {r.inf_count} inf, max {r.max_ulp:.4g} ULP, "
-            f"p99 {r.p99_ulp:.4g}; {kinds}")
+    return f"{r.nan_count} NaN, {r.inf_count} inf, max {r.max_ulp:.4g} ULP, p99 {r.p99_ulp:.4g}; {kinds}"
 
 
 def load_extra(target: str) -> Candidate:
@@ -190,10 +209,20 @@ def load_extra(target: str) -> Candidate:
     return obj
 
 
-def suggest(reference: str, dtype: str = "fp16", compute: str | None = None, *,
-            extra=(), weights: dict | None = None, samples: int | None = None, seed: int = 0,
-            repairs: bool = True, time_c: bool = False, semantics=None,
-            progress=None) -> Suggestion:
+def suggest(
+    reference: str,
+    dtype: str = "fp16",
+    compute: str | None = None,
+    *,
+    extra=(),
+    weights: dict | None = None,
+    samples: int | None = None,
+    seed: int = 0,
+    repairs: bool = True,
+    time_c: bool = False,
+    semantics=None,
+    progress=None,
+) -> Suggestion:
     """Sweep every candidate of ``reference`` (and ``extra`` candidates or 'module:NAME'
     targets) in the path (dtype, compute), rank them, mark the Pareto front and (with
     ``repairs``) verify a repair for every finding.  ``semantics`` (a text such as
@@ -243,34 +272,58 @@ def _recommend(entries: list[Entry], st: Format, cf: Format, dom, w: dict, progr
         clipped = _clip_fix(e, st, cf, dom, progress)
         guarded = _special_fix(e, st, cf, dom, progress)
         for f in found:
-            rec = {"candidate": e.cand.id, "finding": f.kind, "count": f.count,
-                   "problem": _finding_text(f), "repairs": []}
+            rec = {
+                "candidate": e.cand.id,
+                "finding": f.kind,
+                "count": f.count,
+                "problem": _finding_text(f),
+                "repairs": [],
+            }
             if clipped is not None:
                 c, r, n = clipped
                 if f.kind not in {g.kind for g in r.findings}:
-                    rec["repairs"].append({
-                        "action": "clip", "candidate": c.id, "formula": c.formula,
-                        "clip": clip_mod.to_json(e.result.clip), "verified": _effect(r),
-                        "ops_added": _delta(e.counts, n), "cost": cost_mod.cost(n, w),
-                        "text": f"{clip_text(e.result.clip)}: "
-                                f"{_effect_text(r)}; {_delta_text(_delta(e.counts, n))}"})
+                    rec["repairs"].append(
+                        {
+                            "action": "clip",
+                            "candidate": c.id,
+                            "formula": c.formula,
+                            "clip": clip_mod.to_json(e.result.clip),
+                            "verified": _effect(r),
+                            "ops_added": _delta(e.counts, n),
+                            "cost": cost_mod.cost(n, w),
+                            "text": f"{clip_text(e.result.clip)}: "
+                            f"{_effect_text(r)}; {_delta_text(_delta(e.counts, n))}",
+                        }
+                    )
             if guarded is not None and f.kind == "special":
                 c, r, n = guarded
                 if r.special_failures == 0:
-                    rec["repairs"].append({
-                        "action": "guard", "candidate": c.id, "formula": c.formula,
-                        "verified": _effect(r), "ops_added": _delta(e.counts, n),
-                        "cost": cost_mod.cost(n, w),
-                        "text": f"{c.formula.split(', guarded: ')[-1]}: {_effect_text(r)}; "
-                                f"{_delta_text(_delta(e.counts, n))}"})
+                    rec["repairs"].append(
+                        {
+                            "action": "guard",
+                            "candidate": c.id,
+                            "formula": c.formula,
+                            "verified": _effect(r),
+                            "ops_added": _delta(e.counts, n),
+                            "cost": cost_mod.cost(n, w),
+                            "text": f"{c.formula.split(', guarded: ')[-1]}: {_effect_text(r)}; "
+                            f"{_delta_text(_delta(e.counts, n))}",
+                        }
+                    )
             alt = _alternative(e, f.kind, entries)
             if alt is not None:
-                rec["repairs"].append({
-                    "action": "replace", "candidate": alt.cand.id, "formula": alt.cand.formula,
-                    "verified": _effect(alt.result), "ops_added": _delta(e.counts, alt.counts),
-                    "cost": alt.cost,
-                    "text": f"{alt.cand.id}: {_effect_text(alt.result)}; "
-                            f"{_delta_text(_delta(e.counts, alt.counts))}"})
+                rec["repairs"].append(
+                    {
+                        "action": "replace",
+                        "candidate": alt.cand.id,
+                        "formula": alt.cand.formula,
+                        "verified": _effect(alt.result),
+                        "ops_added": _delta(e.counts, alt.counts),
+                        "cost": alt.cost,
+                        "text": f"{alt.cand.id}: {_effect_text(alt.result)}; "
+                        f"{_delta_text(_delta(e.counts, alt.counts))}",
+                    }
+                )
             out.append(rec)
     return out
 
@@ -338,8 +391,11 @@ def c_time(cand: Candidate, fmt: Format, repeat: int = 7) -> float | None:
     c, name = found
     with tempfile.TemporaryDirectory(prefix="actaudit-c-") as tmp:
         so = f"{tmp}/{name}.so"
-        r = subprocess.run(["gcc", "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", so, str(c), "-lm"],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            ["gcc", "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-o", so, str(c), "-lm"],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode != 0:
             raise BadOptionError(f"{c}: gcc failed: {r.stderr.strip().splitlines()[-1] if r.stderr else ''}")
         lib = ctypes.CDLL(so)
@@ -360,8 +416,9 @@ def c_time(cand: Candidate, fmt: Format, repeat: int = 7) -> float | None:
     return statistics.median(ts) / x.size * 1e9
 
 
-def for_results(results, *, weights: dict | None = None, samples: int | None = None,
-                seed: int = 0, progress=None) -> list[Suggestion]:
+def for_results(
+    results, *, weights: dict | None = None, samples: int | None = None, seed: int = 0, progress=None
+) -> list[Suggestion]:
     """One suggestion per (reference, storage, compute, semantics) of sweep results, in the
     order the results first name them: the paths an HTML report shows.  Results that suggest
     cannot rank are left out: references of two inputs, derivatives and backward kernels,
@@ -383,8 +440,18 @@ def for_results(results, *, weights: dict | None = None, samples: int | None = N
             get_format(r.compute)
         except UnknownNameError:
             continue  # native (a library's own arithmetic): no path to rank in
-        out.append(suggest(r.reference, r.dtype, r.compute, weights=weights, samples=samples,
-                           seed=seed, semantics=sem, progress=progress))
+        out.append(
+            suggest(
+                r.reference,
+                r.dtype,
+                r.compute,
+                weights=weights,
+                samples=samples,
+                seed=seed,
+                semantics=sem,
+                progress=progress,
+            )
+        )
     return out
 
 
@@ -396,8 +463,10 @@ def clip_text(c: dict) -> str:
         if a == "clamp":
             parts.append(f"clamp x to {rel} {b:.6g}")
         elif a in ("identity", "constant"):
-            parts.append(f"return {'x' if a == 'identity' else 'the saturation value'} "
-                         f"for x {'<' if side == 'lo' else '>'} {b:.6g}")
+            parts.append(
+                f"return {'x' if a == 'identity' else 'the saturation value'} "
+                f"for x {'<' if side == 'lo' else '>'} {b:.6g}"
+            )
     return "; ".join(parts) + " (f has saturated there)"
 
 
@@ -407,8 +476,14 @@ def _alternative(e: Entry, kind: str, entries: list[Entry]) -> Entry | None:
     the cheapest at least as accurate as e; else, where e gives NaN or spurious
     infinities, the most accurate."""
     n = e.count(kind)
-    ok = [o for o in entries if o is not e and o.clean and o.count(kind) < n
-          and o.result.special_failures <= e.result.special_failures]
+    ok = [
+        o
+        for o in entries
+        if o is not e
+        and o.clean
+        and o.count(kind) < n
+        and o.result.special_failures <= e.result.special_failures
+    ]
     if not ok:
         return None
     own = e.result.max_ulp if not math.isnan(e.result.max_ulp) else math.inf
@@ -425,22 +500,32 @@ def text(s: Suggestion) -> str:
     """The ranking, the Pareto front and the recommendations, as plain text."""
     how = "every input" if s.exhaustive else "a sample (a lower bound on the errors)"
     on = "" if s.semantics is None else f", semantics {_sem_label(s.semantics)}"
-    lines = [f"suggest {s.reference} {s.dtype} (compute {s.compute}{on}): {s.inputs} inputs, {how}",
-             "",
-             f"{'rank':>4}  {'candidate':24} {'max ULP':>9} {'p99':>8} {'NaN':>5} {'inf':>5} "
-             f"{'spec':>4} {'cost':>6}  pareto  ops"]
+    lines = [
+        f"suggest {s.reference} {s.dtype} (compute {s.compute}{on}): {s.inputs} inputs, {how}",
+        "",
+        f"{'rank':>4}  {'candidate':24} {'max ULP':>9} {'p99':>8} {'NaN':>5} {'inf':>5} "
+        f"{'spec':>4} {'cost':>6}  pareto  ops",
+    ]
     for e in s.entries:
         r = e.result
-        lines.append(f"{e.rank:>4}  {e.cand.id:24} {r.max_ulp:>9.4g} {r.p99_ulp:>8.4g} "
-                     f"{r.nan_count:>5} {r.inf_count:>5} {r.special_failures:>4} {e.cost:>6g}  "
-                     f"{'*' if e.pareto else ' ':^6}  {cost_mod.describe(e.counts)}")
+        lines.append(
+            f"{e.rank:>4}  {e.cand.id:24} {r.max_ulp:>9.4g} {r.p99_ulp:>8.4g} "
+            f"{r.nan_count:>5} {r.inf_count:>5} {r.special_failures:>4} {e.cost:>6g}  "
+            f"{'*' if e.pareto else ' ':^6}  {cost_mod.describe(e.counts)}"
+        )
     timed = [e for e in s.entries if e.ns_per_element is not None]
     if timed:
-        lines += ["", "Measured C kernels (this machine, gcc -O2, median ns per element): " +
-                  "; ".join(f"{e.cand.id} {e.ns_per_element:.2f} ns" for e in timed)]
+        lines += [
+            "",
+            "Measured C kernels (this machine, gcc -O2, median ns per element): "
+            + "; ".join(f"{e.cand.id} {e.ns_per_element:.2f} ns" for e in timed),
+        ]
     front = sorted((e for e in s.entries if e.pareto), key=lambda e: e.cost)
-    lines += ["", "Pareto front (cost, max ULP): " +
-              "; ".join(f"{e.cand.id} ({e.cost:g}, {e.accuracy:.4g})" for e in front)]
+    lines += [
+        "",
+        "Pareto front (cost, max ULP): "
+        + "; ".join(f"{e.cand.id} ({e.cost:g}, {e.accuracy:.4g})" for e in front),
+    ]
     if s.recommendations:
         lines += ["", "Recommendations (each verified by a sweep over the same inputs):"]
     for rec in s.recommendations:

@@ -11,19 +11,19 @@ import itertools
 import math
 import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 import numpy as np
 
+from . import adapters, arguments, golden, oracle, param_effect
 from . import clip as clip_mod
 from . import findings as findings_mod
-from . import adapters, arguments, golden, oracle, param_effect
 from . import semantics as semantics_mod
 from .candidates import Candidate, catalog, families, resolve
 from .errors import BadOptionError, UnknownNameError
-from .formats import Format, get_format, parse_formats
 from .executors import EXECUTORS, run_chunks
+from .formats import Format, get_format, parse_formats
 from .inputs import CHUNK, Domain, domain, pair_domain, special_inputs
 from .io import json_number
 from .metrics import EXACT_P99_LIMIT, PointErrors, Summary, point_errors
@@ -123,8 +123,11 @@ class SweepResult:
             "out_dtype": self.out_dtype or self.dtype,
             "compute": self.compute,
             "params": self.params,
-            "inputs": {"count": self.domain.count, "exhaustive": self.domain.exhaustive,
-                       "specials": len(self.specials)},
+            "inputs": {
+                "count": self.domain.count,
+                "exhaustive": self.domain.exhaustive,
+                "specials": len(self.specials),
+            },
             "max_ulp": json_number(self.max_ulp),
             "worst": w,
             "mean_ulp": json_number(self.mean_ulp),
@@ -140,8 +143,10 @@ class SweepResult:
             "overflow_miss_count": s.overflow_miss,
             "undefined_count": s.undefined,
             "finite_count": s.finite,
-            "specials": [{k: json_number(v) if k in ("x", "got", "expected") else v
-                          for k, v in sp.items()} for sp in self.specials],
+            "specials": [
+                {k: json_number(v) if k in ("x", "got", "expected") else v for k, v in sp.items()}
+                for sp in self.specials
+            ],
             "special_failures": self.special_failures,
             "oracle_mpmath_count": self.oracle_mpmath,
             "findings": [f.to_dict() for f in self.findings],
@@ -156,18 +161,31 @@ class SweepResult:
 def _sat_json(s):
     if s is None:
         return None
-    return {k: (None if v is None else {"x": json_number(v["x"]),
-                                        "value": v["value"] if isinstance(v["value"], str)
-                                        else json_number(v["value"])})
-            for k, v in s.items()}
+    return {
+        k: (
+            None
+            if v is None
+            else {
+                "x": json_number(v["x"]),
+                "value": v["value"] if isinstance(v["value"], str) else json_number(v["value"]),
+            }
+        )
+        for k, v in s.items()
+    }
 
 
 def _same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b
 
 
-def check_specials(cand: Candidate, storage: Format, compute_fmt: Format, params: dict,
-                   ref_params: dict, inputs: Format | None = None) -> list[dict]:
+def check_specials(
+    cand: Candidate,
+    storage: Format,
+    compute_fmt: Format,
+    params: dict,
+    ref_params: dict,
+    inputs: Format | None = None,
+) -> list[dict]:
     """The non-finite inputs (of ``inputs``, default the storage format), results in storage."""
     xs = special_inputs(inputs or storage) if cand.special_inputs is None else list(cand.special_inputs)
     if not xs:
@@ -203,14 +221,24 @@ def _chunk(job: _Job, part):
     if job.inputs is None:
         ov = oracle.evaluate(c.ref, st, x, job.ref_params, x2)
     else:  # inputs of another format: no per-format cache; mpmath alone for fp64 inputs
-        ov = (oracle._compute(c.ref, st, x, job.ref_params, x2) if job.inputs.p <= 24
-              else oracle.exact_points(c.ref, x, st, job.ref_params, x2))
+        ov = (
+            oracle._compute(c.ref, st, x, job.ref_params, x2)
+            if job.inputs.p <= 24
+            else oracle.exact_points(c.ref, x, st, job.ref_params, x2)
+        )
     watched = [] if job.analyze and x2 is None else None  # for the hidden-overflow scan
     got = c.evaluate(x, st, job.compute, job.params, x2, trace=watched, watch=True)
-    e = point_errors(x, got, ov, st, x2, settle=lambda idx: oracle.settle(
-        c.ref, st, ov, idx, x, job.ref_params, x2),
-        beyond=lambda idx, g: oracle.beyond_errors(c.ref, st, x[idx], g, job.ref_params,
-                                                   None if x2 is None else x2[idx]))
+    e = point_errors(
+        x,
+        got,
+        ov,
+        st,
+        x2,
+        settle=lambda idx: oracle.settle(c.ref, st, ov, idx, x, job.ref_params, x2),
+        beyond=lambda idx, g: oracle.beyond_errors(
+            c.ref, st, x[idx], g, job.ref_params, None if x2 is None else x2[idx]
+        ),
+    )
     s = Summary(exact_p99=job.dom.count <= EXACT_P99_LIMIT)
     s.add(e, st)
     if job.inputs is not None and s.worst is not None:  # inputs written in their own format
@@ -258,8 +286,9 @@ class _Merged:
                 if edge is None:
                     continue
                 if self.mono_last[i] is not None:
-                    f = findings_mod.edge_finding(self.mono_last[i], edge[0], direction, job.cand,
-                                                  fmt, job.compute, job.params)
+                    f = findings_mod.edge_finding(
+                        self.mono_last[i], edge[0], direction, job.cand, fmt, job.compute, job.params
+                    )
                     if f is not None:
                         _fold_findings(self.findings, [f], fmt)
                 self.mono_last[i] = edge[1]
@@ -273,19 +302,33 @@ class _Merged:
 
     def state(self) -> tuple[dict, list]:
         d, arrays = self.summary.state()
-        return ({"done": self.done, "n_mpmath": self.n_mpmath, "summary": d, "mono_last": self.mono_last,
-                 "findings": [vars(f) for f in self.findings.values()], "hidden": self.hidden},
-                arrays)
+        return (
+            {
+                "done": self.done,
+                "n_mpmath": self.n_mpmath,
+                "summary": d,
+                "mono_last": self.mono_last,
+                "findings": [vars(f) for f in self.findings.values()],
+                "hidden": self.hidden,
+            },
+            arrays,
+        )
 
     @classmethod
-    def from_state(cls, doc: dict) -> "_Merged":
-        return cls(Summary.from_state(doc["summary"], doc["arrays"]),
-                   {f["kind"]: findings_mod.Finding(**f) for f in doc["findings"]},
-                   list(doc["hidden"]), int(doc["n_mpmath"]), int(doc["done"]), doc["mono_last"])
+    def from_state(cls, doc: dict) -> _Merged:
+        return cls(
+            Summary.from_state(doc["summary"], doc["arrays"]),
+            {f["kind"]: findings_mod.Finding(**f) for f in doc["findings"]},
+            list(doc["hidden"]),
+            int(doc["n_mpmath"]),
+            int(doc["done"]),
+            doc["mono_last"],
+        )
 
 
-def _run_chunks(job: _Job, progress, executor: str, workers: int, scheduler: str | None,
-                checkpoint) -> _Merged:
+def _run_chunks(
+    job: _Job, progress, executor: str, workers: int, scheduler: str | None, checkpoint
+) -> _Merged:
     """The chunk results of the job, merged: in memory domains chunk by chunk here;
     chunked domains on the executor, from and to the checkpoint if one is given."""
     dom = job.dom
@@ -309,8 +352,14 @@ def _run_chunks(job: _Job, progress, executor: str, workers: int, scheduler: str
             if progress:
                 _note_resumed(progress, merged.summary.count)
     saved = merged.done
-    chunks = run_chunks(_range_chunk, job, ranges[merged.done:], executor=executor,
-                        workers=1 if job.keep else workers, scheduler=scheduler)
+    chunks = run_chunks(
+        _range_chunk,
+        job,
+        ranges[merged.done :],
+        executor=executor,
+        workers=1 if job.keep else workers,
+        scheduler=scheduler,
+    )
     try:
         for res in chunks:
             merged.add(res, job)
@@ -333,12 +382,24 @@ def _note_resumed(progress, n: int) -> None:
         progress(n)
 
 
-def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Domain,
-                  params: dict | None = None, keep_points: bool = False,
-                  progress: Callable[[int], None] | None = None, analyze: bool = True,
-                  max_ulp: float | None = None, atol: float | None = None,
-                  workers: int = 1, executor: str = "local", scheduler: str | None = None,
-                  checkpoint=None, inputs: Format | None = None, outputs: bool = False) -> SweepResult:
+def run_candidate(
+    cand: Candidate,
+    storage: Format,
+    compute_fmt: Format,
+    dom: Domain,
+    params: dict | None = None,
+    keep_points: bool = False,
+    progress: Callable[[int], None] | None = None,
+    analyze: bool = True,
+    max_ulp: float | None = None,
+    atol: float | None = None,
+    workers: int = 1,
+    executor: str = "local",
+    scheduler: str | None = None,
+    checkpoint=None,
+    inputs: Format | None = None,
+    outputs: bool = False,
+) -> SweepResult:
     """Sweep one candidate in one evaluation path over a domain.
 
     analyze: also find stability findings (with causes), hidden overflows and lossy
@@ -359,17 +420,32 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
     keep = keep_points or (analyze and one_chunk)
     job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom, inputs, outputs)
     if progress and hasattr(progress, "start"):
-        progress.start(f"{cand.id} {(inputs or storage).name}" + (f"->{storage.name}" if inputs else "")
-                       + (f"/{compute_fmt.name}" if compute_fmt != (inputs or storage) else ""),
-                       dom.count)
+        progress.start(
+            f"{cand.id} {(inputs or storage).name}"
+            + (f"->{storage.name}" if inputs else "")
+            + (f"/{compute_fmt.name}" if compute_fmt != (inputs or storage) else ""),
+            dom.count,
+        )
     merged = _run_chunks(job, progress, executor, workers, scheduler, checkpoint)
     summary = merged.summary
     points = _concat(merged.kept)
-    specials = check_specials(cand, storage, compute_fmt, params, ref_params, inputs) if cand.arity == 1 else []
-    res = SweepResult(cand.id, cand.reference, (inputs or storage).name,
-                      NATIVE if cand.native else compute_fmt.name, params, dom,
-                      summary, specials, merged.n_mpmath, 0.0, points if keep_points else None,
-                      out_dtype=storage.name if inputs else None)
+    specials = (
+        check_specials(cand, storage, compute_fmt, params, ref_params, inputs) if cand.arity == 1 else []
+    )
+    res = SweepResult(
+        cand.id,
+        cand.reference,
+        (inputs or storage).name,
+        NATIVE if cand.native else compute_fmt.name,
+        params,
+        dom,
+        summary,
+        specials,
+        merged.n_mpmath,
+        0.0,
+        points if keep_points else None,
+        out_dtype=storage.name if inputs else None,
+    )
     if outputs:
         res._outputs = param_effect.merged_outputs(merged.outputs, merged.done)
     if cand.semantics is not None and points is not None and len(points.got) == dom.count:
@@ -380,9 +456,15 @@ def run_candidate(cand: Candidate, storage: Format, compute_fmt: Format, dom: Do
         res.hidden = merged.hidden
         if cand.arity == 1 and inputs is None and (storage.enumerable or dom.values is not None):
             # (over the swept inputs for sampled formats; none for chunked exhaustive runs)
-            res.saturation = clip_mod.saturation(cand.ref, storage, ref_params,
-                                                 None if storage.enumerable else dom.values)
-            if one_chunk and points is not None and storage.enumerable and dom.count == len(storage.finite_values()):
+            res.saturation = clip_mod.saturation(
+                cand.ref, storage, ref_params, None if storage.enumerable else dom.values
+            )
+            if (
+                one_chunk
+                and points is not None
+                and storage.enumerable
+                and dom.count == len(storage.finite_values())
+            ):
                 fail = findings_mod.failing(points, cand, storage, ref_params)
                 res.clip = clip_mod.recommend(points, storage, res.saturation, max_ulp, atol, fail)
     res.seconds = time.perf_counter() - t0
@@ -404,7 +486,9 @@ def _fold_findings(out: dict, chunk: list, fmt: Format) -> None:
         iv = f.intervals
         if f.intervals_total == 0:
             continue
-        joined = g.last is not None and int(fmt.ordinal([iv[0][0]])[0]) - int(fmt.ordinal([g.last[1]])[0]) <= 1
+        joined = (
+            g.last is not None and int(fmt.ordinal([iv[0][0]])[0]) - int(fmt.ordinal([g.last[1]])[0]) <= 1
+        )
         if joined:
             if len(g.intervals) == g.intervals_total:  # g's last interval is in the list
                 g.intervals[-1][1] = iv[0][1]
@@ -414,7 +498,7 @@ def _fold_findings(out: dict, chunk: list, fmt: Format) -> None:
         else:
             g.last = list(f.last)
             g.intervals_total += f.intervals_total
-        g.intervals.extend([list(v) for v in iv[:max(0, keep - len(g.intervals))]])
+        g.intervals.extend([list(v) for v in iv[: max(0, keep - len(g.intervals))]])
 
 
 def _merge_hidden(items: list[dict], fmt: Format) -> list[dict]:
@@ -424,8 +508,11 @@ def _merge_hidden(items: list[dict], fmt: Format) -> list[dict]:
     for h in items:
         key = (h["kind"], h.get("file"), h.get("line"), h.get("op"), h.get("value"))
         if key not in out:
-            out[key] = {**h, "intervals": [list(v) for v in h.get("intervals", [])]} \
-                if h["kind"] == "hidden_overflow" else h
+            out[key] = (
+                {**h, "intervals": [list(v) for v in h.get("intervals", [])]}
+                if h["kind"] == "hidden_overflow"
+                else h
+            )
             continue
         if h["kind"] != "hidden_overflow":
             continue
@@ -433,12 +520,16 @@ def _merge_hidden(items: list[dict], fmt: Format) -> list[dict]:
         g["count"] += h["count"]
         iv = [list(v) for v in h["intervals"]]
         g["intervals_total"] += h["intervals_total"]
-        if g["intervals"] and iv and len(g["intervals"]) == g["intervals_total"] - h["intervals_total"] \
-                and int(fmt.ordinal([iv[0][0]])[0]) - int(fmt.ordinal([g["intervals"][-1][1]])[0]) <= 1:
+        if (
+            g["intervals"]
+            and iv
+            and len(g["intervals"]) == g["intervals_total"] - h["intervals_total"]
+            and int(fmt.ordinal([iv[0][0]])[0]) - int(fmt.ordinal([g["intervals"][-1][1]])[0]) <= 1
+        ):
             g["intervals"][-1][1] = iv[0][1]  # (g's last run is in its list: join)
             iv = iv[1:]
             g["intervals_total"] -= 1
-        g["intervals"] = (g["intervals"] + iv)[:findings_mod.MAX_INTERVALS]
+        g["intervals"] = (g["intervals"] + iv)[: findings_mod.MAX_INTERVALS]
         findings_mod.with_hidden_text(g)
     return list(out.values())
 
@@ -471,8 +562,10 @@ def grad_candidates(cands: list[Candidate]) -> list[Candidate]:
     if not out:
         names = ", ".join(c.id for c in cands)
         fams = sorted({c.family for c in cat.values() if c.family.endswith("_grad")})
-        raise BadOptionError(f"no derivative candidate for {names} (derivatives exist for: "
-                             f"{', '.join(f.removesuffix('_grad') for f in fams)})")
+        raise BadOptionError(
+            f"no derivative candidate for {names} (derivatives exist for: "
+            f"{', '.join(f.removesuffix('_grad') for f in fams)})"
+        )
     return out
 
 
@@ -488,16 +581,37 @@ def param_sets(cand: Candidate, params: dict | None) -> list[dict]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*lists)] or [{}]
 
 
-def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=None,
-          samples: int | None = None, seed: int = 0, exhaustive: bool = False,
-          params: dict | None = None, grad: bool = False, backward: bool = False,
-          grid: int | None = None, keep_points: bool = False, analyze: bool = True, max_ulp: float | None = None,
-          atol: float | None = None, reference: str | None = None, device: str = "cpu",
-          dump: str | None = None, dump_dtype: str | None = None, workers: int | None = None,
-          executor: str = "local", scheduler: str | None = None, checkpoint=None,
-          progress: Callable[[int], None] | None = None,
-          timeout: float | None = None, semantics=None,
-          cflags: str | None = None, out_dtype=None) -> list[SweepResult]:
+def sweep(
+    targets: str | Iterable[str],
+    dtype="fp16",
+    compute=None,
+    *,
+    range=None,
+    samples: int | None = None,
+    seed: int = 0,
+    exhaustive: bool = False,
+    params: dict | None = None,
+    grad: bool = False,
+    backward: bool = False,
+    grid: int | None = None,
+    keep_points: bool = False,
+    analyze: bool = True,
+    max_ulp: float | None = None,
+    atol: float | None = None,
+    reference: str | None = None,
+    device: str = "cpu",
+    dump: str | None = None,
+    dump_dtype: str | None = None,
+    workers: int | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    checkpoint=None,
+    progress: Callable[[int], None] | None = None,
+    timeout: float | None = None,
+    semantics=None,
+    cflags: str | None = None,
+    out_dtype=None,
+) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
     cflags: compiler flags of c:FILE.c:FUNCTION kernels (default -O2).
@@ -535,8 +649,13 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     samples, seed = arguments.integer("samples", samples, 1), arguments.integer("seed", seed, 0, 2**63 - 1)
     grid, workers = arguments.integer("grid", grid), arguments.integer("workers", workers, 1, MAX_WORKERS)
     max_ulp, atol = arguments.tolerance("max_ulp", max_ulp), arguments.tolerance("atol", atol)
-    for k, v in (("reference", reference), ("device", device), ("dump_dtype", dump_dtype),
-                 ("executor", executor), ("scheduler", scheduler)):
+    for k, v in (
+        ("reference", reference),
+        ("device", device),
+        ("dump_dtype", dump_dtype),
+        ("executor", executor),
+        ("scheduler", scheduler),
+    ):
         arguments.text(k, v)
     if funcs and reference is None:
         raise BadOptionError("a callable target needs reference= (the function it computes, e.g. 'gelu')")
@@ -551,8 +670,10 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
         from .backward_sweep import backward_candidates
 
         if grad:
-            raise BadOptionError("--grad and --backward exclude each other (--grad sweeps f'(x), "
-                                 "--backward dy * f'(x) over pairs)")
+            raise BadOptionError(
+                "--grad and --backward exclude each other (--grad sweeps f'(x), "
+                "--backward dy * f'(x) over pairs)"
+            )
         if external or dump is not None:
             raise BadOptionError("--backward applies to catalog candidates")
         cands = backward_candidates(cands)
@@ -567,8 +688,7 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     if cflags is not None and not any(t.startswith("c:") for t in external):
         raise BadOptionError("--cflags applies to C kernels (c:FILE.c:FUNCTION)")
     out_fmt = None if out_dtype is None else _out_format(out_dtype)
-    if out_fmt is not None and (any(not t.startswith("lut:") for t in external) or dump is not None
-                                or funcs):
+    if out_fmt is not None and (any(not t.startswith("lut:") for t in external) or dump is not None or funcs):
         raise BadOptionError("--out-dtype applies to catalog candidates and lut: tables")
     keyed = [t for t in external if not t.startswith(("c:", "lut:"))] if params else []
     for k in params or {}:
@@ -582,8 +702,10 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     if not cands and not external and not funcs and dump is None:
         raise UnknownNameError("no candidate given")
     if samples is not None and all(st.enumerable for st in storages):
-        raise BadOptionError(f"{', '.join(st.name for st in storages)} are swept exhaustively; "
-                             "--samples applies to fp32 and fp64")
+        raise BadOptionError(
+            f"{', '.join(st.name for st in storages)} are swept exhaustively; "
+            "--samples applies to fp32 and fp64"
+        )
     nworkers = (os.cpu_count() or 1) if workers is None else workers
     if keyed and device != "cpu":
         raise BadOptionError("--param on torch: ops runs them on the CPU; drop --device")
@@ -592,14 +714,21 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
     if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < 1e6):
         raise BadOptionError(f"--timeout must be a number of seconds in (0, 1e6), got {timeout!r}")
     if checkpoint is not None and keep_points:
-        raise BadOptionError("--checkpoint keeps merged results, not per-input data: "
-                             "it cannot be combined with --csv or --report")
-    n_keyed = len(keyed) * math.prod(len(v) if isinstance(v, (list, tuple)) else 1
-                                     for v in (params or {}).values())
-    n_results = (sum(len(param_sets(c, params)) for c in cands) + n_keyed) * len(storages) * len(computes or [1])
+        raise BadOptionError(
+            "--checkpoint keeps merged results, not per-input data: "
+            "it cannot be combined with --csv or --report"
+        )
+    n_keyed = len(keyed) * math.prod(
+        len(v) if isinstance(v, (list, tuple)) else 1 for v in (params or {}).values()
+    )
+    n_results = (
+        (sum(len(param_sets(c, params)) for c in cands) + n_keyed) * len(storages) * len(computes or [1])
+    )
     if n_results > MAX_RESULTS:
-        raise BadOptionError(f"{n_results} results (candidates x parameter values x formats) "
-                             f"is more than {MAX_RESULTS}: sweep fewer at a time")
+        raise BadOptionError(
+            f"{n_results} results (candidates x parameter values x formats) "
+            f"is more than {MAX_RESULTS}: sweep fewer at a time"
+        )
     if executor not in EXECUTORS:
         raise BadOptionError(f"unknown executor '{executor}' (known: {', '.join(EXECUTORS)})")
     if executor == "dask" and not scheduler:
@@ -618,20 +747,28 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
             if not st.enumerable:
                 a, b = _ordinal_bounds(st, lo_hi)
                 if b - a + 1 > KEEP_LIMIT:
-                    raise BadOptionError(f"per-input data (CSV, reports) of {b - a + 1} {st.name} inputs "
-                                         f"would not fit in memory (limit {KEEP_LIMIT}): narrow --range")
+                    raise BadOptionError(
+                        f"per-input data (CSV, reports) of {b - a + 1} {st.name} inputs "
+                        f"would not fit in memory (limit {KEEP_LIMIT}): narrow --range"
+                    )
     for st in storages:
         doms: dict[int, Domain] = {}
-        ext = [_lut(t, st, out_fmt or st, reference) if t.startswith("lut:")
-               else param_effect.external_candidate(t, list(params), reference, st, timeout)
-               if t in keyed else adapters.external_candidate(t, reference, st, device, timeout, cflags)
-               for t in external]
+        ext = [
+            _lut(t, st, out_fmt or st, reference)
+            if t.startswith("lut:")
+            else param_effect.external_candidate(t, list(params), reference, st, timeout)
+            if t in keyed
+            else adapters.external_candidate(t, reference, st, device, timeout, cflags)
+            for t in external
+        ]
         for t in external if ext else []:
             bad = sorted({f for sem in sems for f in sem.op_flags})
             if bad:  # the kernel's own machine computes it: these flags would change nothing
-                raise BadOptionError(f"{t}: --semantics {', '.join(bad)} acts on a formula's "
-                                     "operations, which an external kernel does not expose; "
-                                     "give conversion flags only (or compile with --cflags)")
+                raise BadOptionError(
+                    f"{t}: --semantics {', '.join(bad)} acts on a formula's "
+                    "operations, which an external kernel does not expose; "
+                    "give conversion flags only (or compile with --cflags)"
+                )
         ext += [adapters.wrap_callable(f, reference, st, timeout=timeout) for f in funcs]
         paths = computes or ([st, get_format("fp32")] if auto and st.bits < 32 else [st])
         done: set = set()
@@ -643,27 +780,59 @@ def sweep(targets: str | Iterable[str], dtype="fp16", compute=None, *, range=Non
                         continue
                     done.add(key)
                 if c.arity not in doms:
-                    doms[c.arity] = (domain(st, range, samples=None if st.enumerable else samples,
-                                            seed=seed, exhaustive=exhaustive)
-                                     if c.arity == 1 else pair_domain(st, range, side=grid, seed=seed,
-                                                                      exhaustive=exhaustive))
+                    doms[c.arity] = (
+                        domain(
+                            st,
+                            range,
+                            samples=None if st.enumerable else samples,
+                            seed=seed,
+                            exhaustive=exhaustive,
+                        )
+                        if c.arity == 1
+                        else pair_domain(st, range, side=grid, seed=seed, exhaustive=exhaustive)
+                    )
                 if keep_points and doms[c.arity].values is None and doms[c.arity].count > KEEP_LIMIT:
-                    raise BadOptionError(f"per-input data (CSV, reports) of {doms[c.arity].count} "
-                                         f"{st.name} inputs would not fit in memory (limit {KEEP_LIMIT}): "
-                                         "narrow --range")
+                    raise BadOptionError(
+                        f"per-input data (CSV, reports) of {doms[c.arity].count} "
+                        f"{st.name} inputs would not fit in memory (limit {KEEP_LIMIT}): "
+                        "narrow --range"
+                    )
                 for p in param_sets(c, params):
                     for sem in sems:
-                        results.append(semantics_mod.run_with(
-                            sem, c, lambda cs: run_candidate(
-                                cs, out_fmt or st, cf, doms[c.arity], p, keep_points, progress,
-                                analyze, max_ulp, atol, nworkers, executor, scheduler, checkpoint,
-                                inputs=st, outputs=bool(swept)),
-                            out_fmt or st, cf, p, doms[c.arity]))
+                        results.append(
+                            semantics_mod.run_with(
+                                sem,
+                                c,
+                                lambda cs: run_candidate(
+                                    cs,
+                                    out_fmt or st,
+                                    cf,
+                                    doms[c.arity],
+                                    p,
+                                    keep_points,
+                                    progress,
+                                    analyze,
+                                    max_ulp,
+                                    atol,
+                                    nworkers,
+                                    executor,
+                                    scheduler,
+                                    checkpoint,
+                                    inputs=st,
+                                    outputs=bool(swept),
+                                ),
+                                out_fmt or st,
+                                cf,
+                                p,
+                                doms[c.arity],
+                            )
+                        )
         if dump is not None:
             d = golden.read_dump(dump, st, dump_dtype)
             dc, ddom = golden.dump_candidate(d, reference)
-            results.append(run_candidate(dc, st, st, ddom, None, keep_points, progress, analyze,
-                                         max_ulp, atol))
+            results.append(
+                run_candidate(dc, st, st, ddom, None, keep_points, progress, analyze, max_ulp, atol)
+            )
     if swept:
         param_effect.attach(results, swept, analyze)
     return results
@@ -696,6 +865,10 @@ def document(results: list[SweepResult], **meta) -> dict:
     """The versioned JSON document of a run."""
     from . import __version__
 
-    return {"schema": SCHEMA, "actaudit": __version__, "oracle_version": oracle.ORACLE_VERSION,
-            **meta, "results": [r.to_dict() for r in results]}
-
+    return {
+        "schema": SCHEMA,
+        "actaudit": __version__,
+        "oracle_version": oracle.ORACLE_VERSION,
+        **meta,
+        "results": [r.to_dict() for r in results],
+    }

@@ -23,12 +23,26 @@ def callable_candidate(func, reference: str, dtype) -> Candidate:
     return wrap_callable(func, reference, dtype)
 
 
-def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="fp16",
-                    compute=None, *, max_ulp: float | None = None, p99_ulp: float | None = None,
-                    max_abs: float | None = None, max_rel: float | None = None,
-                    nan: bool = False, inf: bool = False, overflow: bool = False,
-                    specials: bool = False, range=None, samples=None, seed: int = 0,
-                    params: dict | None = None, semantics=None) -> SweepResult:
+def assert_accuracy(
+    candidate_or_callable,
+    reference: str | None = None,
+    dtype="fp16",
+    compute=None,
+    *,
+    max_ulp: float | None = None,
+    p99_ulp: float | None = None,
+    max_abs: float | None = None,
+    max_rel: float | None = None,
+    nan: bool = False,
+    inf: bool = False,
+    overflow: bool = False,
+    specials: bool = False,
+    range=None,
+    samples=None,
+    seed: int = 0,
+    params: dict | None = None,
+    semantics=None,
+) -> SweepResult:
     """Sweep and raise AssertionError naming the worst input when a tolerance is exceeded.
 
     nan / inf / overflow: whether NaN results, infinite results (where the exact value is
@@ -57,12 +71,17 @@ def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="
     sem = semantics_mod.parse(semantics) if semantics is not None else None
     if sem is not None and sem.stochastic:
         raise BadOptionError("assert_accuracy takes a deterministic semantics (no round=stochastic)")
-    r = run_candidate(cand.with_semantics(sem), fmt, cf,
-                      domain(fmt, range, samples=samples, seed=seed), params)
+    r = run_candidate(
+        cand.with_semantics(sem), fmt, cf, domain(fmt, range, samples=samples, seed=seed), params
+    )
     r.semantics = None if sem is None or sem.is_default else sem
     problems = []
-    for name, lim, val in (("max ULP", max_ulp, r.max_ulp), ("p99 ULP", p99_ulp, r.p99_ulp),
-                           ("max abs", max_abs, r.max_abs), ("max rel", max_rel, r.max_rel)):
+    for name, lim, val in (
+        ("max ULP", max_ulp, r.max_ulp),
+        ("p99 ULP", p99_ulp, r.p99_ulp),
+        ("max abs", max_abs, r.max_abs),
+        ("max rel", max_rel, r.max_rel),
+    ):
         if lim is not None and not val <= lim:
             problems.append(f"{name} {val:.6g} > {lim:g}")
     if not nan and r.nan_count:
@@ -70,21 +89,32 @@ def assert_accuracy(candidate_or_callable, reference: str | None = None, dtype="
     if not inf and r.inf_count:
         problems.append(f"{r.inf_count} infinite results")
     if not overflow and r.overflow_miss_count:
-        problems.append(f"{r.overflow_miss_count} finite results where the exact value overflows "
-                        f"{fmt.name}")
+        problems.append(f"{r.overflow_miss_count} finite results where the exact value overflows {fmt.name}")
     if not specials and r.special_failures:
         bad = [s for s in r.specials if not s["ok"]]
-        problems.append("wrong at special inputs: " + ", ".join(
-            f"f({s['x']!r}) gave {s['got']!r}, expected {s['expected']!r}" for s in bad))
+        problems.append(
+            "wrong at special inputs: "
+            + ", ".join(f"f({s['x']!r}) gave {s['got']!r}, expected {s['expected']!r}" for s in bad)
+        )
     if problems:
         w = r.worst or {}
-        where = (f"worst input x = {w.get('x')!r} ({w.get('x_hex')}): got {w.get('got')!r}, "
-                 f"exact {w.get('exact')!r}") if w else "no finite result"
-        fs = "; ".join(f"{f.kind}: {f.count} inputs in {f.intervals[:3]}"
-                       + (f" ({f.cause['text']})" if f.cause else "") for f in r.findings)
+        where = (
+            (
+                f"worst input x = {w.get('x')!r} ({w.get('x_hex')}): got {w.get('got')!r}, "
+                f"exact {w.get('exact')!r}"
+            )
+            if w
+            else "no finite result"
+        )
+        fs = "; ".join(
+            f"{f.kind}: {f.count} inputs in {f.intervals[:3]}" + (f" ({f.cause['text']})" if f.cause else "")
+            for f in r.findings
+        )
         on = "" if r.semantics is None else f" under {r.semantics.name}"
-        raise AssertionError(f"{cand.id} in {fmt.name} (compute {cf.name}){on}: {', '.join(problems)}; "
-                             f"{where}" + (f"; findings: {fs}" if fs else ""))
+        raise AssertionError(
+            f"{cand.id} in {fmt.name} (compute {cf.name}){on}: {', '.join(problems)}; "
+            f"{where}" + (f"; findings: {fs}" if fs else "")
+        )
     return r
 
 

@@ -26,10 +26,15 @@ from audit.formats import get_format
 from audit.inputs import pair_domain
 from audit.sweep import _Job, _range_chunk
 
-CASES = [("swiglu.silu_mul", "bf16"), ("swiglu.silu_mul", "fp32"),
-         ("gelu_bwd.tanh", "bf16"), ("gelu_bwd.tanh", "fp32"),
-         ("tanh_bwd.from_output", "fp32"), ("sigmoid_bwd.from_output", "fp32"),
-         ("gelu_bwd.erf", "fp32")]
+CASES = [
+    ("swiglu.silu_mul", "bf16"),
+    ("swiglu.silu_mul", "fp32"),
+    ("gelu_bwd.tanh", "bf16"),
+    ("gelu_bwd.tanh", "fp32"),
+    ("tanh_bwd.from_output", "fp32"),
+    ("sigmoid_bwd.from_output", "fp32"),
+    ("gelu_bwd.erf", "fp32"),
+]
 
 
 def main() -> None:
@@ -43,10 +48,14 @@ def main() -> None:
     pick = [ranges[i] for i in np.linspace(0, len(ranges) - 1, args.chunks).astype(int)]
     pairs = sum(b - a for a, b, _ in pick)
     cores = os.cpu_count() or 1
-    print(f"bf16 pairs: {dom.count:,} in {len(ranges):,} chunks; timing {len(pick)} chunks "
-          f"({pairs:,} pairs) spread over them, 1 core, median of {args.repeat}")
-    print(f"{'candidate':<26}{'compute':<9}{'M pairs/s':>10}{'all pairs, 1 core':>20}"
-          f"{f'on {cores} cores':>14}{'vs swiglu':>11}")
+    print(
+        f"bf16 pairs: {dom.count:,} in {len(ranges):,} chunks; timing {len(pick)} chunks "
+        f"({pairs:,} pairs) spread over them, 1 core, median of {args.repeat}"
+    )
+    print(
+        f"{'candidate':<26}{'compute':<9}{'M pairs/s':>10}{'all pairs, 1 core':>20}"
+        f"{f'on {cores} cores':>14}{'vs swiglu':>11}"
+    )
     base = {}
     for cid, comp in CASES:
         cand = catalog()[cid]
@@ -65,8 +74,10 @@ def main() -> None:
         base.setdefault(comp, rate) if cid.startswith("swiglu") else None
         total = dom.count / rate
         rel = f"{rate / base[comp]:.2f}x" if comp in base else "-"
-        print(f"{cid:<26}{comp:<9}{rate / 1e6:>10.2f}{total / 60:>17.1f} min"
-              f"{total / 60 / cores:>10.1f} min{rel:>11}")
+        print(
+            f"{cid:<26}{comp:<9}{rate / 1e6:>10.2f}{total / 60:>17.1f} min"
+            f"{total / 60 / cores:>10.1f} min{rel:>11}"
+        )
 
 
 if __name__ == "__main__":

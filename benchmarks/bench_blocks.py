@@ -19,8 +19,12 @@ def main() -> None:
     args = ap.parse_args()
     blocks.sweep("gelu.tanh", "bf16", "mxfp8_e4m3", elements=64)  # imports done before timing
     print(f"{'candidate':<12}{'out':<12}{'rule':<6}{'elements':>10}{'median s':>10}")
-    for cand, out, rule in [("gelu.tanh", "mxfp8_e4m3", "ocp"), ("gelu.tanh", "mxfp4_e2m1", "ocp"),
-                            ("silu.exp", "mxfp6_e3m2", "ceil"), ("gelu.tanh", "nvfp4", "ocp")]:
+    for cand, out, rule in [
+        ("gelu.tanh", "mxfp8_e4m3", "ocp"),
+        ("gelu.tanh", "mxfp4_e2m1", "ocp"),
+        ("silu.exp", "mxfp6_e3m2", "ceil"),
+        ("gelu.tanh", "nvfp4", "ocp"),
+    ]:
         ts = []
         for _ in range(args.repeat):
             t = time.perf_counter()

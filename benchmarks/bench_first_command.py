@@ -50,8 +50,12 @@ def main() -> None:
     if "--against" in sys.argv:
         return against(root, sys.argv[sys.argv.index("--against") + 1])
     with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "ACTAUDIT_CACHE_DIR": cache, "COLUMNS": "80",
-               "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        env = {
+            **os.environ,
+            "ACTAUDIT_CACHE_DIR": cache,
+            "COLUMNS": "80",
+            "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        }
         cold = []
         for _ in range(RUNS):
             for f in os.listdir(cache):
@@ -64,26 +68,34 @@ def main() -> None:
     print(f"load average (1 min) after the runs: {os.getloadavg()[0]:.1f}")
     print(f"| `{' '.join(['actaudit', *CMD[3:]])}` | wall, median of {RUNS} | CPU time, median |")
     print("|---|---|---|")
-    for label, v in (("whole process, warm oracle cache", warm), ("whole process, cold oracle cache", cold),
-                     ("of which: `import audit.cli` (a process that only imports)", imports),
-                     ("of which: the Python interpreter itself", bare)):
-        print(f"| {label} | {statistics.median(w for w, _ in v):.2f} s | "
-              f"{statistics.median(c for _, c in v):.2f} s |")
+    for label, v in (
+        ("whole process, warm oracle cache", warm),
+        ("whole process, cold oracle cache", cold),
+        ("of which: `import audit.cli` (a process that only imports)", imports),
+        ("of which: the Python interpreter itself", bare),
+    ):
+        print(
+            f"| {label} | {statistics.median(w for w, _ in v):.2f} s | "
+            f"{statistics.median(c for _, c in v):.2f} s |"
+        )
 
 
 def against(root: str, other: str) -> None:
     times: dict = {root: [], other: []}
     with tempfile.TemporaryDirectory() as cache:
-        envs = {t: {**os.environ, "ACTAUDIT_CACHE_DIR": cache, "COLUMNS": "80", "PYTHONPATH": t}
-                for t in times}
+        envs = {
+            t: {**os.environ, "ACTAUDIT_CACHE_DIR": cache, "COLUMNS": "80", "PYTHONPATH": t} for t in times
+        }
         for t in times:
             wall(CMD, envs[t])  # warm the cache
         for _ in range(RUNS):
             for t in times:
                 times[t].append(timed(CMD, envs[t]))
     for t, v in times.items():
-        print(f"{t}: median wall {statistics.median(w for w, _ in v):.2f} s, CPU "
-              f"{statistics.median(c for _, c in v):.2f} s, of {RUNS} runs (warm cache)")
+        print(
+            f"{t}: median wall {statistics.median(w for w, _ in v):.2f} s, CPU "
+            f"{statistics.median(c for _, c in v):.2f} s, of {RUNS} runs (warm cache)"
+        )
 
 
 if __name__ == "__main__":

@@ -90,19 +90,26 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     n = 1 << 22
-    sets = {"normal(0, 1)": rng.standard_normal(n),
-            "uniform [-13.5, 2.8]": rng.uniform(-13.5, 2.8, n)}
+    sets = {"normal(0, 1)": rng.standard_normal(n), "uniform [-13.5, 2.8]": rng.uniform(-13.5, 2.8, n)}
     ops_fit = cost.counts(fit.candidate(k), get_format("fp32"))
     ops_tanh = cost.counts(catalog()["gelu.tanh"], get_format("fp32"))
-    print(f"fitted kernel {k.name}: degree {k.degree}, {k.pieces} pieces, "
-          f"table {k.pieces * (k.degree + 2) * 4} bytes; fit took {rep.seconds:.1f} s")
-    print(f"ops per element: fitted {cost.describe(ops_fit)} (cost {cost.cost(ops_fit):g}); "
-          f"gelu.tanh {cost.describe(ops_tanh)} (cost {cost.cost(ops_tanh):g})")
+    print(
+        f"fitted kernel {k.name}: degree {k.degree}, {k.pieces} pieces, "
+        f"table {k.pieces * (k.degree + 2) * 4} bytes; fit took {rep.seconds:.1f} s"
+    )
+    print(
+        f"ops per element: fitted {cost.describe(ops_fit)} (cost {cost.cost(ops_fit):g}); "
+        f"gelu.tanh {cost.describe(ops_tanh)} (cost {cost.cost(ops_tanh):g})"
+    )
     for name, (ok, tot) in acc.items():
-        print(f"{name:>10} C function, outputs rounded to {fmt.name}: correctly rounded at "
-              f"{ok} of {tot} finite inputs")
-    print(f"{'inputs (2^22, rounded to ' + fmt.name + ')':<34}{'fitted ns/elem':>15}"
-          f"{'tanhf GELU ns/elem':>20}{'speedup':>9}")
+        print(
+            f"{name:>10} C function, outputs rounded to {fmt.name}: correctly rounded at "
+            f"{ok} of {tot} finite inputs"
+        )
+    print(
+        f"{'inputs (2^22, rounded to ' + fmt.name + ')':<34}{'fitted ns/elem':>15}"
+        f"{'tanhf GELU ns/elem':>20}{'speedup':>9}"
+    )
     for label, v in sets.items():
         x = v.astype(ml_dtypes.bfloat16 if fmt.name == "bf16" else np.float16).astype(np.float32)
         x = np.ascontiguousarray(x)

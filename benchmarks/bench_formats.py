@@ -32,15 +32,23 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     audit.catalog()
-    print(f"{'candidate':<12}{'dtype':<14}{'compute':<14}{'inputs':>7}{'cold median s':>15}{'warm median s':>15}")
-    for target, dtype, compute in [("gelu.tanh", "fp8_e4m3fnuz", None), ("gelu.tanh", "fp8_e5m2fnuz", None),
-                                   ("gelu.tanh", "fp4_e2m1", None), ("gelu.tanh", "fp4_e2m1", "fp32"),
-                                   ("silu.exp", "fp6_e3m2", None)]:
+    print(
+        f"{'candidate':<12}{'dtype':<14}{'compute':<14}{'inputs':>7}{'cold median s':>15}{'warm median s':>15}"
+    )
+    for target, dtype, compute in [
+        ("gelu.tanh", "fp8_e4m3fnuz", None),
+        ("gelu.tanh", "fp8_e5m2fnuz", None),
+        ("gelu.tanh", "fp4_e2m1", None),
+        ("gelu.tanh", "fp4_e2m1", "fp32"),
+        ("silu.exp", "fp6_e3m2", None),
+    ]:
         cold = [one(target, dtype, compute, True) for _ in range(args.repeat)]
         warm = [one(target, dtype, compute, False) for _ in range(args.repeat)]
         n = audit.sweep(target, dtype=dtype)[0].domain.count
-        print(f"{target:<12}{dtype:<14}{compute or dtype:<14}{n:>7}{statistics.median(cold):>15.4f}"
-              f"{statistics.median(warm):>15.4f}")
+        print(
+            f"{target:<12}{dtype:<14}{compute or dtype:<14}{n:>7}{statistics.median(cold):>15.4f}"
+            f"{statistics.median(warm):>15.4f}"
+        )
 
 
 if __name__ == "__main__":

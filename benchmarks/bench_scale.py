@@ -103,14 +103,18 @@ def main() -> None:
     one = timed(lambda: run(1), args.repeat)
     rate1 = n / one
     mpm = run(1)
-    print(f"(b) fp32 gelu.tanh, {n:,} inputs in {len(ranges)} ranges over the number line, "
-          f"{mpm} decided by mpmath:")
+    print(
+        f"(b) fp32 gelu.tanh, {n:,} inputs in {len(ranges)} ranges over the number line, "
+        f"{mpm} decided by mpmath:"
+    )
     print(f"    1 worker: {rate1 / 1e6:.2f} M inputs/s/core")
     if cores > 1:
         alln = timed(lambda: run(cores), args.repeat)
         rate = n / alln
-        print(f"    {cores} workers: {rate / 1e6:.2f} M inputs/s ({rate / cores / 1e6:.2f} per core); "
-              f"all 2^32 fp32 inputs: {2**32 / rate / 60:.1f} min")
+        print(
+            f"    {cores} workers: {rate / 1e6:.2f} M inputs/s ({rate / cores / 1e6:.2f} per core); "
+            f"all 2^32 fp32 inputs: {2**32 / rate / 60:.1f} min"
+        )
     pair_rng = (0.5, 0.5 + 2**-1)  # 1,025 fp16 values: 1,050,625 pairs
     pairs = [0]
 
@@ -120,8 +124,10 @@ def main() -> None:
 
     pt = timed(run_pairs, args.repeat)
     prate = pairs[0] / pt
-    print(f"    swiglu.silu_mul fp16 pairs, 1 worker: {prate / 1e6:.2f} M pairs/s/core; "
-          f"all 63,488^2 pairs on {cores} cores: {63488**2 / prate / cores / 60:.1f} min")
+    print(
+        f"    swiglu.silu_mul fp16 pairs, 1 worker: {prate / 1e6:.2f} M pairs/s/core; "
+        f"all 63,488^2 pairs on {cores} cores: {63488**2 / prate / cores / 60:.1f} min"
+    )
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"(c) peak resident memory: {me:.0f} MiB (this process), {kids:.0f} MiB (largest worker)")

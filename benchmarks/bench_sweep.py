@@ -34,20 +34,28 @@ def main() -> None:
     args = ap.parse_args()
     audit.catalog()  # imports done before timing
     print(f"{'candidate':<14}{'dtype':<7}{'inputs':>8}{'cold median s':>15}{'warm median s':>15}")
-    for target, dtype in [("gelu.tanh", "fp16"), ("gelu.tanh", "bf16"), ("gelu.erf", "fp16"),
-                          ("gelu", "fp16")]:
+    for target, dtype in [
+        ("gelu.tanh", "fp16"),
+        ("gelu.tanh", "bf16"),
+        ("gelu.erf", "fp16"),
+        ("gelu", "fp16"),
+    ]:
         cold = [one(target, dtype, True) for _ in range(args.repeat)]
         warm = [one(target, dtype, False) for _ in range(args.repeat)]
         n = audit.sweep(target, dtype=dtype)[0].domain.count
         print(f"{target:<14}{dtype:<7}{n:>8}{statistics.median(cold):>15.4f}{statistics.median(warm):>15.4f}")
     # flagged semantics (audit/semantics.py): warm oracle, in-process
     print(f"\n{'candidate':<14}{'dtype':<7}{'semantics':<34}{'warm median s':>15}")
-    for target, dtype, sem in [("gelu.tanh", "fp16", "ftz,daz"), ("gelu.tanh", "fp16", "saturate"),
-                               ("gelu.tanh", "fp16", "contract"),
-                               ("gelu.tanh", "fp16", "ftz,daz,contract,saturate,round=rtz"),
-                               ("sigmoid.naive", "fp16", "saturate"),
-                               ("gelu.tanh", "fp16", "cuda_fast"),
-                               ("exp.u20", "fp16", "ftz,daz"), ("sigmoid.exp", "fp16", "exp=exp.u20")]:
+    for target, dtype, sem in [
+        ("gelu.tanh", "fp16", "ftz,daz"),
+        ("gelu.tanh", "fp16", "saturate"),
+        ("gelu.tanh", "fp16", "contract"),
+        ("gelu.tanh", "fp16", "ftz,daz,contract,saturate,round=rtz"),
+        ("sigmoid.naive", "fp16", "saturate"),
+        ("gelu.tanh", "fp16", "cuda_fast"),
+        ("exp.u20", "fp16", "ftz,daz"),
+        ("sigmoid.exp", "fp16", "exp=exp.u20"),
+    ]:
         one(target, dtype, False, sem)
         warm = [one(target, dtype, False, sem) for _ in range(args.repeat)]
         print(f"{target:<14}{dtype:<7}{sem:<34}{statistics.median(warm):>15.4f}")

@@ -59,19 +59,31 @@ def _section(r, img: str | None) -> str:
     rows = "".join(
         f"<tr><td>{n(iv['lo'], 6)}</td><td>{n(iv['hi'], 6)}</td><td>{iv['count']}</td>"
         f"<td>{iv['a_closer']}</td><td>{iv['b_closer']}</td><td>{iv['max_distance']}</td></tr>"
-        for iv in r.intervals)
-    more = f"<p class='note'>{r.intervals_total - len(r.intervals)} more intervals not listed.</p>" \
-        if r.intervals_total > len(r.intervals) else ""
-    spec = "".join(f"<div class='finding'>special x = {e(s['x'])}: A {e(s['a'])}, B {e(s['b'])}, "
-                   f"exact {e(s['expected'])}</div>" for s in r.specials if not s["same"])
-    return (f"<h2>{e(r.a)} vs {e(r.b)}: {e(r.dtype)} storage, {e(r.compute)} compute</h2>"
-            f"<p><b>{e(r.verdict)}</b>: {r.same} of {r.count} inputs identical "
-            f"({100 * r.identical_fraction:.2f}%{'' if r.exhaustive else ', sampled'}); max distance "
-            f"{r.max_distance} ULP; NaN in one only at {r.nan_mismatch}; A closer at {r.a_closer}, "
-            f"B closer at {r.b_closer}, ties {r.ties}; max error A {n(r.a_max_ulp)} ULP, "
-            f"B {n(r.b_max_ulp)} ULP.</p>" + (img or "") + spec +
-            "<table><tr><th>from x</th><th>to x</th><th>differ</th><th>A closer</th><th>B closer</th>"
-            f"<th>max distance</th></tr>{rows}</table>{more}")
+        for iv in r.intervals
+    )
+    more = (
+        f"<p class='note'>{r.intervals_total - len(r.intervals)} more intervals not listed.</p>"
+        if r.intervals_total > len(r.intervals)
+        else ""
+    )
+    spec = "".join(
+        f"<div class='finding'>special x = {e(s['x'])}: A {e(s['a'])}, B {e(s['b'])}, "
+        f"exact {e(s['expected'])}</div>"
+        for s in r.specials
+        if not s["same"]
+    )
+    return (
+        f"<h2>{e(r.a)} vs {e(r.b)}: {e(r.dtype)} storage, {e(r.compute)} compute</h2>"
+        f"<p><b>{e(r.verdict)}</b>: {r.same} of {r.count} inputs identical "
+        f"({100 * r.identical_fraction:.2f}%{'' if r.exhaustive else ', sampled'}); max distance "
+        f"{r.max_distance} ULP; NaN in one only at {r.nan_mismatch}; A closer at {r.a_closer}, "
+        f"B closer at {r.b_closer}, ties {r.ties}; max error A {n(r.a_max_ulp)} ULP, "
+        f"B {n(r.b_max_ulp)} ULP.</p>"
+        + (img or "")
+        + spec
+        + "<table><tr><th>from x</th><th>to x</th><th>differ</th><th>A closer</th><th>B closer</th>"
+        f"<th>max distance</th></tr>{rows}</table>{more}"
+    )
 
 
 def build(results, out_dir, command: str = "") -> Path:
@@ -85,16 +97,18 @@ def build(results, out_dir, command: str = "") -> Path:
             name = f"{i:03d}-diff.png"
             png = distance_map(r)
             pngs.append((name, png))
-            img = (f"<img alt='distance map' title='{name}' src='data:image/png;base64,"
-                   f"{base64.b64encode(png).decode('ascii')}'>")
+            img = (
+                f"<img alt='distance map' title='{name}' src='data:image/png;base64,"
+                f"{base64.b64encode(png).decode('ascii')}'>"
+            )
         parts.append(_section(r, img))
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>actaudit diff"
-            f"</title><style>{CSS}</style></head><body><h1>actaudit diff</h1>"
-            f"<p class='note'>{e(command or '(Python API)')}; {e(when)}</p>" + "".join(parts)
-            + "</body></html>")
-    write_files(out, [*pngs, ("run.json", dumps(document(results, command=command))),
-                      ("index.html", page)])
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    page = (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>actaudit diff"
+        f"</title><style>{CSS}</style></head><body><h1>actaudit diff</h1>"
+        f"<p class='note'>{e(command or '(Python API)')}; {e(when)}</p>" + "".join(parts) + "</body></html>"
+    )
+    write_files(out, [*pngs, ("run.json", dumps(document(results, command=command))), ("index.html", page)])
     return out / "index.html"
 
 
@@ -106,20 +120,31 @@ def text(r, width: int = 80) -> str:
     from audit.io import format_number as num
 
     def wrap(t, ind="  "):
-        return textwrap.wrap(t, width=max(40, width), initial_indent=ind, subsequent_indent=ind + "  ",
-                             break_on_hyphens=False, break_long_words=False)
+        return textwrap.wrap(
+            t,
+            width=max(40, width),
+            initial_indent=ind,
+            subsequent_indent=ind + "  ",
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
 
     n = "" if r.exhaustive else " (sampled)"
     nan = f"; NaN in one only at {r.nan_mismatch}" if r.nan_mismatch else ""
     out = wrap(f"{r.a} vs {r.b}: {r.dtype} storage, {r.compute} compute; {r.count} inputs{n}", "")
-    out += wrap(f"identical at {r.same} ({100 * r.identical_fraction:.2f}%); max distance "
-                f"{r.max_distance} ULP{nan}")
-    out += wrap(f"closer to the exact value: A at {r.a_closer}, B at {r.b_closer}, ties {r.ties}; "
-                f"max error A {num(r.a_max_ulp)} ULP, B {num(r.b_max_ulp)} ULP")
+    out += wrap(
+        f"identical at {r.same} ({100 * r.identical_fraction:.2f}%); max distance {r.max_distance} ULP{nan}"
+    )
+    out += wrap(
+        f"closer to the exact value: A at {r.a_closer}, B at {r.b_closer}, ties {r.ties}; "
+        f"max error A {num(r.a_max_ulp)} ULP, B {num(r.b_max_ulp)} ULP"
+    )
     out += wrap(f"verdict: {r.verdict}")
     for iv in r.intervals[:8]:
-        out += wrap(f"[{num(iv['lo'], 6)}, {num(iv['hi'], 6)}]: {iv['count']} differ, A closer "
-                    f"{iv['a_closer']}, B closer {iv['b_closer']}, max distance {iv['max_distance']}")
+        out += wrap(
+            f"[{num(iv['lo'], 6)}, {num(iv['hi'], 6)}]: {iv['count']} differ, A closer "
+            f"{iv['a_closer']}, B closer {iv['b_closer']}, max distance {iv['max_distance']}"
+        )
     if r.intervals_total > 8:
         out += wrap(f"(+{r.intervals_total - 8} more intervals)")
     for sp in r.specials:

@@ -9,14 +9,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
 from audit.formats import get_format  # noqa: E402
 
 FLOOR = 1e-3  # ULP errors below this are drawn at this level on the log axis
-SHADES = {"nan": ("#d62728", "NaN"), "overflow": ("#ff7f0e", "overflow"),
-          "underflow": ("#1f77b4", "flush to zero")}
+SHADES = {
+    "nan": ("#d62728", "NaN"),
+    "overflow": ("#ff7f0e", "overflow"),
+    "underflow": ("#1f77b4", "flush to zero"),
+}
 DPI = 100
 
 
@@ -52,15 +55,23 @@ def _xaxis(ax, fmt_name: str, small: bool = False):
     ax.xaxis.set_major_locator(FixedLocator([-d for d in dec] + [0.0] + dec[::-1]))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(PLAIN)
-    ax.set_xlabel("x (symlog)" if small else f"input x ({fmt_name}, symmetric-log scale)",
-                  fontsize=8 if small else None)
+    ax.set_xlabel(
+        "x (symlog)" if small else f"input x ({fmt_name}, symmetric-log scale)", fontsize=8 if small else None
+    )
     if small:
         ax.tick_params(labelsize=7)
 
 
 # plain tick labels: matplotlib's default log labels go through mathtext, slow to lay out
-PLAIN = FuncFormatter(lambda v, _: "0" if v == 0 else f"{v:.0e}".replace("e+0", "e").replace("e-0", "e-")
-                      .replace("e+", "e") if abs(v) >= 1e4 or abs(v) < 1e-3 else f"{v:g}")
+PLAIN = FuncFormatter(
+    lambda v, _: (
+        "0"
+        if v == 0
+        else f"{v:.0e}".replace("e+0", "e").replace("e-0", "e-").replace("e+", "e")
+        if abs(v) >= 1e4 or abs(v) < 1e-3
+        else f"{v:g}"
+    )
+)
 
 
 def _logy(ax):
@@ -80,8 +91,16 @@ def _bound_y(ax, u, label_floor: bool = True):
     ax.set_ylim(FLOOR / 2, top * 1.5)
     if label_floor:
         ax.axhline(FLOOR, color="#888", lw=0.8, ls="-")
-        ax.annotate(f"floor: error < {FLOOR:g} ULP", (0.005, FLOOR), xycoords=("axes fraction", "data"),
-                    xytext=(0, 2), textcoords="offset points", fontsize=7, color="#555", va="bottom")
+        ax.annotate(
+            f"floor: error < {FLOOR:g} ULP",
+            (0.005, FLOOR),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 2),
+            textcoords="offset points",
+            fontsize=7,
+            color="#555",
+            va="bottom",
+        )
     return top
 
 
@@ -90,8 +109,15 @@ def _plot_capped(ax, x, u, top, color, ms, label=None):
     hi = u > top
     ax.plot(x[~hi], u[~hi], ".", ms=ms, color=color, rasterized=True, label=label)
     if hi.any():
-        ax.plot(x[hi], np.full(hi.sum(), top), "^", ms=ms + 2, color=color, rasterized=True,
-                label=f"above {top:.0e} ULP (drawn at the edge)" if label else None)
+        ax.plot(
+            x[hi],
+            np.full(hi.sum(), top),
+            "^",
+            ms=ms + 2,
+            color=color,
+            rasterized=True,
+            label=f"above {top:.0e} ULP (drawn at the edge)" if label else None,
+        )
 
 
 ENVELOPE = 2500  # points drawn per curve: the worst input of each run of consecutive inputs
@@ -123,24 +149,30 @@ def error_map(r, color="#1f77b4") -> bytes:
             c, label = SHADES[f.kind]
             for i, (a, b) in enumerate(f.intervals[:200]):
                 if np.isfinite(a) and np.isfinite(b):
-                    ax.axvspan(a, b if b > a else a * 1.0001 + 1e-30, color=c, alpha=0.25,
-                               label=f"{label} ({f.count})" if i == 0 else None)
+                    ax.axvspan(
+                        a,
+                        b if b > a else a * 1.0001 + 1e-30,
+                        color=c,
+                        alpha=0.25,
+                        label=f"{label} ({f.count})" if i == 0 else None,
+                    )
     sat = r.saturation or {}
     for side, style in (("low", ":"), ("high", ":")):
         s = sat.get(side)
         if s:
-            ax.axvline(s["x"], color="black", ls=style, lw=1,
-                       label=f"saturation {side}: x = {s['x']:g}")
+            ax.axvline(s["x"], color="black", ls=style, lw=1, label=f"saturation {side}: x = {s['x']:g}")
     c = r.clip or {}
     for k in ("lo", "hi"):
         if c.get(k) is not None:
-            ax.axvline(c[k], color="#2ca02c", ls="--", lw=1.2,
-                       label=f"clip {k} = {c[k]:g} ({c[k + '_action']})")
+            ax.axvline(
+                c[k], color="#2ca02c", ls="--", lw=1.2, label=f"clip {k} = {c[k]:g} ({c[k + '_action']})"
+            )
     ax.set_ylabel("ULP error")
     _xaxis(ax, r.dtype)
     kind = "exhaustive" if r.domain.exhaustive else "sampled"
-    ax.set_title(f"{r.candidate}: {r.formats_label} storage, {r.compute} compute ({kind}, "
-                 f"{r.domain.count} inputs)")
+    ax.set_title(
+        f"{r.candidate}: {r.formats_label} storage, {r.compute} compute ({kind}, {r.domain.count} inputs)"
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=7)
     return _png(fig)
@@ -152,8 +184,14 @@ def histogram(r, color="#1f77b4") -> bytes:
     bins = np.logspace(np.log10(FLOOR), np.log10(max(u.max(), 1.0)) + 0.01, 40)
     ax.hist(u, bins=bins, color=color)
     ax.axvline(FLOOR * 1.5, color="#888", lw=0.8)
-    ax.annotate(f"first bar: error < {FLOOR:g} ULP", (FLOOR * 1.6, 0.97), xycoords=("data", "axes fraction"),
-                fontsize=7, color="#555", va="top")
+    ax.annotate(
+        f"first bar: error < {FLOOR:g} ULP",
+        (FLOOR * 1.6, 0.97),
+        xycoords=("data", "axes fraction"),
+        fontsize=7,
+        color="#555",
+        va="top",
+    )
     ax.set_xscale("log")
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(PLAIN)
@@ -170,10 +208,13 @@ def family_map(results, colors) -> bytes:
     n = len(results)
     cols = min(4, n)
     rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols, 2.3 * rows), squeeze=False,
-                             sharex=True, sharey=True)
-    top = max(float(np.max(_errors(r)[1])) if r.points is not None and (r.points.cls == 0).any() else 1.0
-              for r in results)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(3.1 * cols, 2.3 * rows), squeeze=False, sharex=True, sharey=True
+    )
+    top = max(
+        float(np.max(_errors(r)[1])) if r.points is not None and (r.points.cls == 0).any() else 1.0
+        for r in results
+    )
     for i, ax in enumerate(axes.flat):
         if i >= n:
             ax.set_visible(False)
@@ -192,8 +233,9 @@ def family_map(results, colors) -> bytes:
         if i % cols == 0:
             ax.set_ylabel("ULP error", fontsize=8)
     r0 = results[0]
-    fig.suptitle(f"family {r0.candidate.split('.')[0]}: {r0.formats_label} storage, {r0.compute} compute",
-                 fontsize=10)
+    fig.suptitle(
+        f"family {r0.candidate.split('.')[0]}: {r0.formats_label} storage, {r0.compute} compute", fontsize=10
+    )
     return _png(fig)
 
 
@@ -232,7 +274,9 @@ def heatmap(r) -> bytes:
     from audit.references import get_reference
 
     names = getattr(get_reference(r.reference), "axis_names", None)  # backward: (x, dy)
-    ax.set_xlabel(f"{names[0]} (grid index; value labels)" if names else "gate input a (grid index; value labels)")
+    ax.set_xlabel(
+        f"{names[0]} (grid index; value labels)" if names else "gate input a (grid index; value labels)"
+    )
     ax.set_ylabel(names[1] if names else "up input b")
     fig.colorbar(im, ax=ax, label="log10 ULP error (white: NaN/inf)")
     ax.set_title(f"{r.candidate} ({r.formats_label}/{r.compute}) over ({', '.join(names or ('a', 'b'))})")

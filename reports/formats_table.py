@@ -47,11 +47,19 @@ def _fit(heads, aligns, rows, extras, width) -> list[str]:
 
 
 # ------------------------------------------------------------------ quantized
-Q_COMPACT = [("candidate", "<"), ("max code", ">"), ("mean", ">"), ("max real", ">"),
-             ("correct %", ">"), ("NaN", ">")]
-Q_LEGEND = ("code: error in output codes, |q - clamp(f(x)/s + z)| (a correct code has at most "
-            "1/2); real: code error x s; correct %: codes equal to the correctly quantized code "
-            "(every input code swept: exact figures; --findings: where, why)")
+Q_COMPACT = [
+    ("candidate", "<"),
+    ("max code", ">"),
+    ("mean", ">"),
+    ("max real", ">"),
+    ("correct %", ">"),
+    ("NaN", ">"),
+]
+Q_LEGEND = (
+    "code: error in output codes, |q - clamp(f(x)/s + z)| (a correct code has at most "
+    "1/2); real: code error x s; correct %: codes equal to the correctly quantized code "
+    "(every input code swept: exact figures; --findings: where, why)"
+)
 
 
 def _q_findings(r) -> str:
@@ -60,7 +68,9 @@ def _q_findings(r) -> str:
 
 def _q_where(r) -> str:
     w = r.worst
-    return "-" if not w else f"{format_number(w['x'], 6)} (code {w['x_code']}: got {w['got']}, want {w['want']})"
+    return (
+        "-" if not w else f"{format_number(w['x'], 6)} (code {w['x_code']}: got {w['got']}, want {w['want']})"
+    )
 
 
 def _groups(results, key):
@@ -72,13 +82,24 @@ def _groups(results, key):
 
 def quant_compact(results, width: int = 80) -> str:
     out: list[str] = []
-    for (dt, odt, cp, n), rs in _groups(results, lambda r: (r.dtype, r.out_dtype, r.compute, r.count)).items():
+    for (dt, odt, cp, n), rs in _groups(
+        results, lambda r: (r.dtype, r.out_dtype, r.compute, r.count)
+    ).items():
         if out:
             out.append("")
         what = "input codes" if rs[0].in_hex is None else "finite inputs (one zero)"
         out += _wrap(f"{dt} -> {odt}, {cp} compute; all {n:,} {what}", width, "")
-        rows = [[r.candidate, num(r.max_code_err), num(r.mean_code_err), num(r.max_real_err),
-                 _pct(r.correct_fraction), str(r.nan_count)] for r in rs]
+        rows = [
+            [
+                r.candidate,
+                num(r.max_code_err),
+                num(r.mean_code_err),
+                num(r.max_real_err),
+                _pct(r.correct_fraction),
+                str(r.nan_count),
+            ]
+            for r in rs
+        ]
         extras = ["; ".join(p for p in (f"worst at x = {_q_where(r)}", _q_findings(r)) if p) for r in rs]
         out += _fit([h for h, _ in Q_COMPACT], [a for _, a in Q_COMPACT], rows, extras, width)
     out.append("")
@@ -93,56 +114,110 @@ def quant_findings(results, width: int = 80) -> str:
         for f in r.findings:
             iv = ", ".join(f"[{format_number(a, 6)}, {format_number(b, 6)}]" for a, b in f["intervals"][:4])
             more = f" (+{f['intervals_total'] - 4} more)" if f["intervals_total"] > 4 else ""
-            out += _wrap(f"{r.candidate} {r.out_dtype}: {f['kind']} {f['count']} inputs {iv}{more}; "
-                         f"{f['note']}", width, "")
+            out += _wrap(
+                f"{r.candidate} {r.out_dtype}: {f['kind']} {f['count']} inputs {iv}{more}; {f['note']}",
+                width,
+                "",
+            )
     return "\n".join(out) + ("\n" if out else "")
 
 
-Q_WIDE = [("candidate", "<"), ("in", "<"), ("out", "<"), ("compute", "<"), ("inputs", ">"),
-          ("max code err", ">"), ("at x (code)", "<"), ("mean", ">"), ("max real err", ">"),
-          ("max code dist", ">"), ("correct %", ">"), ("NaN", ">"), ("findings", "<")]
+Q_WIDE = [
+    ("candidate", "<"),
+    ("in", "<"),
+    ("out", "<"),
+    ("compute", "<"),
+    ("inputs", ">"),
+    ("max code err", ">"),
+    ("at x (code)", "<"),
+    ("mean", ">"),
+    ("max real err", ">"),
+    ("max code dist", ">"),
+    ("correct %", ">"),
+    ("NaN", ">"),
+    ("findings", "<"),
+]
 
 
 def _q_wide_row(r) -> list[str]:
     w = r.worst or {}
-    return [r.candidate, r.dtype, r.out_dtype, r.compute, str(r.count), format_number(r.max_code_err),
-            f"{format_number(w['x'], 6)} ({w['x_code']})" if w else "-", format_number(r.mean_code_err),
-            format_number(r.max_real_err), str(r.max_code_distance), _pct(r.correct_fraction),
-            str(r.nan_count), _q_findings(r) or "-"]
+    return [
+        r.candidate,
+        r.dtype,
+        r.out_dtype,
+        r.compute,
+        str(r.count),
+        format_number(r.max_code_err),
+        f"{format_number(w['x'], 6)} ({w['x_code']})" if w else "-",
+        format_number(r.mean_code_err),
+        format_number(r.max_real_err),
+        str(r.max_code_distance),
+        _pct(r.correct_fraction),
+        str(r.nan_count),
+        _q_findings(r) or "-",
+    ]
 
 
 # ------------------------------------------------------------------ block-scaled
-B_COMPACT = [("candidate", "<"), ("max ULP", ">"), ("mean", ">"), ("cost", ">"), ("added", ">"),
-             ("elem diff", ">"), ("scale diff", ">"), ("NaN", ">")]
-B_LEGEND = ("ULP: element error in element ULP at the reference's scale; cost: the same of the "
-            "exact function quantized by the same rule (the format's cost); added: candidate "
-            "elements' distance from those; elem diff: elements differing; scale diff: blocks "
-            "whose scale (NVFP4: or tensor scale) differs from the reference's")
+B_COMPACT = [
+    ("candidate", "<"),
+    ("max ULP", ">"),
+    ("mean", ">"),
+    ("cost", ">"),
+    ("added", ">"),
+    ("elem diff", ">"),
+    ("scale diff", ">"),
+    ("NaN", ">"),
+]
+B_LEGEND = (
+    "ULP: element error in element ULP at the reference's scale; cost: the same of the "
+    "exact function quantized by the same rule (the format's cost); added: candidate "
+    "elements' distance from those; elem diff: elements differing; scale diff: blocks "
+    "whose scale (NVFP4: or tensor scale) differs from the reference's"
+)
 
 
 def _b_worst(r) -> str:
     w = r.worst_block
     if not w:
         return "-"
-    where = f"block {w['index']}" if "index" in w else \
-        f"x = {format_number(w['x'], 6)} ({w['x_hex']}) with m = {format_number(w['pair_input'], 6)}"
-    return (f"{where}: {format_number(w['max_elem_ulp'], 4)} ULP, scale "
-            f"{format_number(w['scale_candidate'], 6)} (reference {format_number(w['scale_ref'], 6)})")
+    where = (
+        f"block {w['index']}"
+        if "index" in w
+        else f"x = {format_number(w['x'], 6)} ({w['x_hex']}) with m = {format_number(w['pair_input'], 6)}"
+    )
+    return (
+        f"{where}: {format_number(w['max_elem_ulp'], 4)} ULP, scale "
+        f"{format_number(w['scale_candidate'], 6)} (reference {format_number(w['scale_ref'], 6)})"
+    )
 
 
 def block_compact(results, width: int = 80) -> str:
     out: list[str] = []
-    key = (lambda r: (r.dtype, r.out_dtype, r.rule, r.compute, r.inputs, r.elements, r.blocks))
+    key = lambda r: (r.dtype, r.out_dtype, r.rule, r.compute, r.inputs, r.elements, r.blocks)
     for (dt, odt, rule, cp, inp, n, nb), rs in _groups(results, key).items():
         if out:
             out.append("")
         exh = inp.startswith("exhaustive")
-        what = (f"{inp} (bounds)" if exh else
-                f"{n:,} elements in {nb:,} blocks from {inp} (sampled: lower bounds)")
+        what = (
+            f"{inp} (bounds)"
+            if exh
+            else f"{n:,} elements in {nb:,} blocks from {inp} (sampled: lower bounds)"
+        )
         out += _wrap(f"{dt} -> {odt} ({rule} scale rule), {cp} compute; {what}", width, "")
-        rows = [[r.candidate, num(r.max_elem_ulp), num(r.mean_elem_ulp), num(r.ref_max_elem_ulp),
-                 num(r.max_added_ulp), str(r.mismatches), f"{r.scale_diff_blocks}/{r.blocks}",
-                 str(r.nan_elements)] for r in rs]
+        rows = [
+            [
+                r.candidate,
+                num(r.max_elem_ulp),
+                num(r.mean_elem_ulp),
+                num(r.ref_max_elem_ulp),
+                num(r.max_added_ulp),
+                str(r.mismatches),
+                f"{r.scale_diff_blocks}/{r.blocks}",
+                str(r.nan_elements),
+            ]
+            for r in rs
+        ]
         extras = [f"worst {_b_worst(r)}" for r in rs]
         out += _fit([h for h, _ in B_COMPACT], [a for _, a in B_COMPACT], rows, extras, width)
     out.append("")
@@ -150,17 +225,45 @@ def block_compact(results, width: int = 80) -> str:
     return "\n".join(out) + "\n"
 
 
-B_WIDE = [("candidate", "<"), ("in", "<"), ("out", "<"), ("rule", "<"), ("compute", "<"),
-          ("inputs", "<"), ("elements", ">"), ("max elem ULP", ">"), ("mean", ">"), ("quant. cost", ">"),
-          ("added ULP", ">"), ("max rel", ">"), ("elems differing", ">"), ("blocks scale differs", ">"),
-          ("NaN", ">"), ("worst block", "<")]
+B_WIDE = [
+    ("candidate", "<"),
+    ("in", "<"),
+    ("out", "<"),
+    ("rule", "<"),
+    ("compute", "<"),
+    ("inputs", "<"),
+    ("elements", ">"),
+    ("max elem ULP", ">"),
+    ("mean", ">"),
+    ("quant. cost", ">"),
+    ("added ULP", ">"),
+    ("max rel", ">"),
+    ("elems differing", ">"),
+    ("blocks scale differs", ">"),
+    ("NaN", ">"),
+    ("worst block", "<"),
+]
 
 
 def _b_wide_row(r) -> list[str]:
-    return [r.candidate, r.dtype, r.out_dtype, r.rule, r.compute, r.inputs, str(r.elements),
-            format_number(r.max_elem_ulp), format_number(r.mean_elem_ulp), format_number(r.ref_max_elem_ulp),
-            format_number(r.max_added_ulp), format_number(r.max_rel), str(r.mismatches),
-            f"{r.scale_diff_blocks} of {r.blocks}", str(r.nan_elements), _b_worst(r)]
+    return [
+        r.candidate,
+        r.dtype,
+        r.out_dtype,
+        r.rule,
+        r.compute,
+        r.inputs,
+        str(r.elements),
+        format_number(r.max_elem_ulp),
+        format_number(r.mean_elem_ulp),
+        format_number(r.ref_max_elem_ulp),
+        format_number(r.max_added_ulp),
+        format_number(r.max_rel),
+        str(r.mismatches),
+        f"{r.scale_diff_blocks} of {r.blocks}",
+        str(r.nan_elements),
+        _b_worst(r),
+    ]
 
 
 # ------------------------------------------------------------------ dispatch
@@ -183,15 +286,23 @@ def wide(results) -> str:
     rows = [row(r) for r in results]
     heads, aligns = [h for h, _ in cols], [a for _, a in cols]
     widths = [max(len(h), *(len(x[i]) for x in rows)) for i, h in enumerate(heads)]
-    return "\n".join([title, _line(heads, widths, aligns)] + [_line(x, widths, aligns) for x in rows]
-                     + ["", leg]) + "\n"
+    return (
+        "\n".join(
+            [title, _line(heads, widths, aligns)] + [_line(x, widths, aligns) for x in rows] + ["", leg]
+        )
+        + "\n"
+    )
 
 
 def markdown(results) -> str:
     cols, row, leg, title = _kind(results)
     align = {"<": ":---", ">": "---:"}
-    lines = [f"**{title}**", "", "| " + " | ".join(h for h, _ in cols) + " |",
-             "|" + "|".join(align[a] for _, a in cols) + "|"]
+    lines = [
+        f"**{title}**",
+        "",
+        "| " + " | ".join(h for h, _ in cols) + " |",
+        "|" + "|".join(align[a] for _, a in cols) + "|",
+    ]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row(r)) + " |" for r in results]
     return "\n".join(lines) + "\n\n" + leg + "\n"
 
@@ -200,14 +311,23 @@ def csv_text(results) -> str:
     """One row per result: every figure of the JSON document that is a scalar, repr numbers."""
     _kind(results)
     docs = [r.to_dict() for r in results]
-    fields = [k for k, v in docs[0].items()  # not the timing: the same command, the same bytes
-              if (not isinstance(v, (dict, list)) or k == "params") and k != "seconds"]
+    fields = [
+        k
+        for k, v in docs[0].items()  # not the timing: the same command, the same bytes
+        if (not isinstance(v, (dict, list)) or k == "params") and k != "seconds"
+    ]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(fields)
     for d in docs:
-        w.writerow([";".join(f"{k}={v!r}" for k, v in d[f].items()) if f == "params" else
-                    (repr(d[f]) if isinstance(d[f], float) else d[f]) for f in fields])
+        w.writerow(
+            [
+                ";".join(f"{k}={v!r}" for k, v in d[f].items())
+                if f == "params"
+                else (repr(d[f]) if isinstance(d[f], float) else d[f])
+                for f in fields
+            ]
+        )
     return buf.getvalue()
 
 

@@ -25,8 +25,13 @@ from audit.sweep import document
 
 from . import figures
 
-TIERS = [(0.5, "t0", "correctly rounded"), (4, "t1", "<= 4 ULP"), (64, "t2", "<= 64 ULP"),
-         (1024, "t3", "<= 1024 ULP"), (float("inf"), "t4", "> 1024 ULP or NaN/inf")]
+TIERS = [
+    (0.5, "t0", "correctly rounded"),
+    (4, "t1", "<= 4 ULP"),
+    (64, "t2", "<= 64 ULP"),
+    (1024, "t3", "<= 1024 ULP"),
+    (float("inf"), "t4", "> 1024 ULP or NaN/inf"),
+]
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222}
@@ -231,10 +236,17 @@ def build(results, out_dir, command: str = "", suggestions=None) -> Path:
     rep = Report(out)
     colors = figures.color_of([r.candidate for r in results])
     uni = [r for r in results if r.points is not None and r.points.x2 is None]
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-             f"<title>actaudit report</title><style>{CSS}</style></head><body>",
-             _nav(results, bool(sugg)), "<main>", "<h1>actaudit report</h1>",
-             _recommend(results, sugg), _suggest(sugg), _summary(results), _meta(results, command)]
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>actaudit report</title><style>{CSS}</style></head><body>",
+        _nav(results, bool(sugg)),
+        "<main>",
+        "<h1>actaudit report</h1>",
+        _recommend(results, sugg),
+        _suggest(sugg),
+        _summary(results),
+        _meta(results, command),
+    ]
 
     # family views: all candidates of a family on one map, per path
     groups = defaultdict(list)
@@ -242,12 +254,19 @@ def build(results, out_dir, command: str = "", suggestions=None) -> Path:
         groups[(r.candidate.split(".")[0], r.dtype, r.compute)].append(r)
     fam = [g for g in groups.values() if len(g) > 1]
     if fam:
-        parts.append("<h2 id='families'>Families</h2><p class='note'>One panel per candidate "
-                     "(the same axes in each panel of a figure): the worst input of each run of "
-                     "consecutive inputs. Triangles on the top edge: errors beyond the axis.</p>")
+        parts.append(
+            "<h2 id='families'>Families</h2><p class='note'>One panel per candidate "
+            "(the same axes in each panel of a figure): the worst input of each run of "
+            "consecutive inputs. Triangles on the top edge: errors beyond the axis.</p>"
+        )
         for g in fam:
-            parts.append(rep.img(f"family-{g[0].candidate.split('.')[0]}-{g[0].dtype}-{g[0].compute}",
-                                 (figures.family_map, g, colors), "family error map"))
+            parts.append(
+                rep.img(
+                    f"family-{g[0].candidate.split('.')[0]}-{g[0].dtype}-{g[0].compute}",
+                    (figures.family_map, g, colors),
+                    "family error map",
+                )
+            )
     # the same candidate across formats
     by_cand = defaultdict(list)
     for r in uni:
@@ -256,11 +275,14 @@ def build(results, out_dir, command: str = "", suggestions=None) -> Path:
     if multi:
         parts.append("<h2 id='formats'>Across formats</h2>")
         for k, v in multi.items():
-            parts.append(rep.img(f"formats-{k}", (figures.formats_side_by_side, v, colors[k]),
-                                 f"{k} across formats"))
-    parts.append("<h2 id='candidates'>Candidates</h2><p class='note'>Click a candidate to open "
-                 "it (a link to it alone: index.html#only:ID). Its error map is interactive: hover to read x, got and exact; drag across "
-                 "to zoom; double-click to zoom out.</p>")
+            parts.append(
+                rep.img(f"formats-{k}", (figures.formats_side_by_side, v, colors[k]), f"{k} across formats")
+            )
+    parts.append(
+        "<h2 id='candidates'>Candidates</h2><p class='note'>Click a candidate to open "
+        "it (a link to it alone: index.html#only:ID). Its error map is interactive: hover to read x, got and exact; drag across "
+        "to zoom; double-click to zoom out.</p>"
+    )
     for i, r in enumerate(results):
         parts.append(_candidate(rep, r, colors[r.candidate], i))
     parts.append(f"</main><script>{JS}{EXPLORER_JS}</script></body></html>")
@@ -271,8 +293,7 @@ def build(results, out_dir, command: str = "", suggestions=None) -> Path:
 
     # written as a set (audit.io.write_files): an interrupted report leaves nothing
     # half-written (index.html is moved last)
-    write_files(out, [*images, ("run.json", dumps(document(results, command=command))),
-                      ("index.html", page)])
+    write_files(out, [*images, ("run.json", dumps(document(results, command=command))), ("index.html", page)])
     return out / "index.html"
 
 
@@ -281,17 +302,35 @@ def _meta(results, command) -> str:
     import ml_dtypes
     import mpmath
 
-    rows = [("command", command or "(Python API)"),
-            ("date", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-            ("versions", f"actaudit {__version__}, numpy {np.__version__}, mpmath {mpmath.__version__}, "
-                         f"ml_dtypes {ml_dtypes.__version__}, matplotlib {matplotlib.__version__}, "
-                         f"Python {platform.python_version()}"),
-            ("oracle", f"version {oracle.ORACLE_VERSION}: exact values from mpmath, correctly rounded "
-                       f"(precision p + 40 bits, doubled up to {oracle.MAX_PREC} until the rounding and "
-                       "the binade are certain); float64 fast paths only where proven and unambiguous"),
-            ("inputs", "; ".join(sorted({f"{r.dtype}: {'exhaustive (every finite value; maxima are bounds)' if r.domain.exhaustive else 'sampled (maxima are lower bounds)'}" for r in results})))]
+    rows = [
+        ("command", command or "(Python API)"),
+        ("date", datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")),
+        (
+            "versions",
+            f"actaudit {__version__}, numpy {np.__version__}, mpmath {mpmath.__version__}, "
+            f"ml_dtypes {ml_dtypes.__version__}, matplotlib {matplotlib.__version__}, "
+            f"Python {platform.python_version()}",
+        ),
+        (
+            "oracle",
+            f"version {oracle.ORACLE_VERSION}: exact values from mpmath, correctly rounded "
+            f"(precision p + 40 bits, doubled up to {oracle.MAX_PREC} until the rounding and "
+            "the binade are certain); float64 fast paths only where proven and unambiguous",
+        ),
+        (
+            "inputs",
+            "; ".join(
+                sorted(
+                    {
+                        f"{r.dtype}: {'exhaustive (every finite value; maxima are bounds)' if r.domain.exhaustive else 'sampled (maxima are lower bounds)'}"
+                        for r in results
+                    }
+                )
+            ),
+        ),
+    ]
     body = "".join(f"<tr><th class='l'>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in rows)
-    return (f"<h2 id='run'>How the run was made</h2><table class='meta'>{body}</table>")
+    return f"<h2 id='run'>How the run was made</h2><table class='meta'>{body}</table>"
 
 
 def _findings_text(r) -> str:
@@ -302,9 +341,11 @@ def _findings_text(r) -> str:
 
 
 def _summary(results) -> str:
-    head = ("<tr><th class='l'>candidate</th><th class='l'>storage</th><th class='l'>compute</th>"
-            "<th>inputs</th><th class='l'>kind</th><th>max ULP</th><th>p99 ULP</th><th>mean ULP</th>"
-            "<th>max abs</th><th>NaN</th><th>inf</th><th class='l'>findings</th></tr>")
+    head = (
+        "<tr><th class='l'>candidate</th><th class='l'>storage</th><th class='l'>compute</th>"
+        "<th>inputs</th><th class='l'>kind</th><th>max ULP</th><th>p99 ULP</th><th>mean ULP</th>"
+        "<th>max abs</th><th>NaN</th><th>inf</th><th class='l'>findings</th></tr>"
+    )
     rows = []
     for r in results:
         mx = r.max_ulp if not (r.nan_count or r.inf_count) else float("inf")
@@ -316,11 +357,14 @@ def _summary(results) -> str:
             f"<td class='{tier(mx)}' data-v='{r.max_ulp}'>{num(r.max_ulp)}</td>"
             f"<td class='{tier(r.p99_ulp)}' data-v='{r.p99_ulp}'>{num(r.p99_ulp)}</td>"
             f"<td data-v='{r.mean_ulp}'>{num(r.mean_ulp)}</td><td data-v='{r.max_abs}'>{num(r.max_abs)}</td>"
-            f"<td>{r.nan_count}</td><td>{r.inf_count}</td><td class='l'>{e(_findings_text(r))}</td></tr>")
+            f"<td>{r.nan_count}</td><td>{r.inf_count}</td><td class='l'>{e(_findings_text(r))}</td></tr>"
+        )
     legend = "".join(f"<span class='{c}'>{e(t)}</span>" for _, c, t in TIERS)
-    return (f"<h2 id='summary'>Summary</h2><p class='note'>Click a column to sort. Colors: tier of "
-            f"the error (NaN or inf results count as the worst tier).</p><div class='legend'>{legend}</div>"
-            f"<table class='sortable'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>")
+    return (
+        f"<h2 id='summary'>Summary</h2><p class='note'>Click a column to sort. Colors: tier of "
+        f"the error (NaN or inf results count as the worst tier).</p><div class='legend'>{legend}</div>"
+        f"<table class='sortable'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _ptext(r, lead="") -> str:
@@ -332,59 +376,92 @@ def _ptext(r, lead="") -> str:
 def _candidate(rep: Report, r, color, index: int = 0) -> str:
     cand = catalog().get(r.candidate)
     anchor = slug(f"{r.candidate}-{r.dtype}-{r.compute}-{_ptext(r)}")
-    out = [f"<details class='cand' id='{anchor}'><summary>{e(r.candidate)}{e(_ptext(r, ' '))}: "
-           f"{e(r.formats_label)} storage, {e(r.compute)} compute &middot; max {e(num(r.max_ulp))} ULP"
-           f"{f' &middot; {r.nan_count} NaN' if r.nan_count else ''}</summary>"]
+    out = [
+        f"<details class='cand' id='{anchor}'><summary>{e(r.candidate)}{e(_ptext(r, ' '))}: "
+        f"{e(r.formats_label)} storage, {e(r.compute)} compute &middot; max {e(num(r.max_ulp))} ULP"
+        f"{f' &middot; {r.nan_count} NaN' if r.nan_count else ''}</summary>"
+    ]
     out.append(_semantics_section(r))
     if cand is not None:
-        out.append(f"<p class='note'>reference <code>{e(cand.reference)}</code>; formula "
-                   f"<code>{e(cand.formula)}</code><br>source: {e(cand.source)}</p>")
+        out.append(
+            f"<p class='note'>reference <code>{e(cand.reference)}</code>; formula "
+            f"<code>{e(cand.formula)}</code><br>source: {e(cand.source)}</p>"
+        )
     w = r.worst
     if w:
-        out.append(f"<p>max {num(r.max_ulp)} ULP at x = {e(repr(w['x']))} ({e(w['x_hex'])}): got "
-                   f"{e(repr(w['got']))}, exact {e(repr(w['exact']))}. "
-                   f"{'Exhaustive: this is the true maximum.' if r.domain.exhaustive else 'Sampled: a lower bound.'}</p>")
+        out.append(
+            f"<p>max {num(r.max_ulp)} ULP at x = {e(repr(w['x']))} ({e(w['x_hex'])}): got "
+            f"{e(repr(w['got']))}, exact {e(repr(w['exact']))}. "
+            f"{'Exhaustive: this is the true maximum.' if r.domain.exhaustive else 'Sampled: a lower bound.'}</p>"
+        )
     if r.points is None:
         return "\n".join(out + ["</details>"])
     if r.points.x2 is not None:
-        out.append(rep.img(f"heatmap-{r.candidate}-{r.dtype}-{r.compute}", (figures.heatmap, r),
-                           f"{r.candidate} heatmap"))
+        out.append(
+            rep.img(
+                f"heatmap-{r.candidate}-{r.dtype}-{r.compute}", (figures.heatmap, r), f"{r.candidate} heatmap"
+            )
+        )
     else:
         out.append(_explorer(r, color, f"pts{index}"))
-        out.append("<details><summary>Error map as a picture (with failure regions, saturation and "
-                   "clip marked)</summary>" +
-                   rep.img(f"errmap-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
-                           (figures.error_map, r, color), f"{r.candidate} error map") + "</details>")
-        out.append(rep.img(f"hist-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
-                           (figures.histogram, r, color), f"{r.candidate} histogram"))
+        out.append(
+            "<details><summary>Error map as a picture (with failure regions, saturation and "
+            "clip marked)</summary>"
+            + rep.img(
+                f"errmap-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
+                (figures.error_map, r, color),
+                f"{r.candidate} error map",
+            )
+            + "</details>"
+        )
+        out.append(
+            rep.img(
+                f"hist-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
+                (figures.histogram, r, color),
+                f"{r.candidate} histogram",
+            )
+        )
         rows = "".join(
             f"<tr><td>[2^{b}, 2^{b + 1})</td><td>{n}</td><td>{num(a)}</td><td>{num(m)}</td>"
-            f"<td>{num(c)}</td><td>{num(d)}</td></tr>" for b, n, a, m, c, d in binade_table(r))
-        out.append("<details><summary>Per-binade errors</summary><table><tr><th>|x| in</th>"
-                   "<th>inputs</th><th>max ULP x&lt;0</th><th>mean ULP x&lt;0</th><th>max ULP x&gt;0</th>"
-                   f"<th>mean ULP x&gt;0</th></tr>{rows}</table></details>")
+            f"<td>{num(c)}</td><td>{num(d)}</td></tr>"
+            for b, n, a, m, c, d in binade_table(r)
+        )
+        out.append(
+            "<details><summary>Per-binade errors</summary><table><tr><th>|x| in</th>"
+            "<th>inputs</th><th>max ULP x&lt;0</th><th>mean ULP x&lt;0</th><th>max ULP x&gt;0</th>"
+            f"<th>mean ULP x&gt;0</th></tr>{rows}</table></details>"
+        )
     if r.findings or r.hidden:
         out.append("<div><b>Findings</b>")
         for f in r.findings:
             iv = ", ".join(f"[{num(a, 6)}, {num(b, 6)}]" for a, b in f.intervals[:6])
             more = f" (+{f.intervals_total - 6} more)" if f.intervals_total > 6 else ""
             cause = f" &mdash; {e(f.cause['text'])}" if f.cause else ""
-            out.append(f"<div class='finding'><b>{e(f.kind)}</b>: {f.count} inputs in {e(iv)}{e(more)}{cause}</div>")
+            out.append(
+                f"<div class='finding'><b>{e(f.kind)}</b>: {f.count} inputs in {e(iv)}{e(more)}{cause}</div>"
+            )
         for h in r.hidden:
             out.append(f"<div class='finding'><b>{e(h['kind'])}</b>: {e(h['text'])}</div>")
         out.append("</div>")
     if r.clip:
         c = r.clip
         tol = c["tolerance"]
-        out.append(f"<p><b>Clip recommendation</b> (tolerance {num(tol['max_ulp'])} ULP"
-                   f"{'' if tol['atol'] is None else ' or ' + num(tol['atol']) + ' abs'}): "
-                   f"below {num(c['lo'], 6)}: {e(c['lo_action'])}; above {num(c['hi'], 6)}: "
-                   f"{e(c['hi_action'])}; max {num(c['max_ulp_inside'])} ULP after. {e(c['note'])}</p>")
+        out.append(
+            f"<p><b>Clip recommendation</b> (tolerance {num(tol['max_ulp'])} ULP"
+            f"{'' if tol['atol'] is None else ' or ' + num(tol['atol']) + ' abs'}): "
+            f"below {num(c['lo'], 6)}: {e(c['lo_action'])}; above {num(c['hi'], 6)}: "
+            f"{e(c['hi_action'])}; max {num(c['max_ulp_inside'])} ULP after. {e(c['note'])}</p>"
+        )
     if r.saturation:
         s = r.saturation
-        txt = "; ".join(f"{k}: x = {num(v['x'], 6)} -> {v['value'] if isinstance(v['value'], str) else num(v['value'])}"
-                        for k, v in s.items() if v)
-        out.append(f"<p class='note'>saturation of the exact function in {e(r.dtype)}: {e(txt or 'none')}</p>")
+        txt = "; ".join(
+            f"{k}: x = {num(v['x'], 6)} -> {v['value'] if isinstance(v['value'], str) else num(v['value'])}"
+            for k, v in s.items()
+            if v
+        )
+        out.append(
+            f"<p class='note'>saturation of the exact function in {e(r.dtype)}: {e(txt or 'none')}</p>"
+        )
     out.append("</details>")
     return "\n".join(out)
 
@@ -393,8 +470,9 @@ def _semantics_section(r) -> str:
     """The "semantics" section of a result: the machine it was evaluated on."""
     from audit import semantics as semantics_mod
 
-    lines = semantics_mod.explain(getattr(r, "semantics", None), getattr(r, "stochastic", None),
-                                  getattr(r, "changed", None))
+    lines = semantics_mod.explain(
+        getattr(r, "semantics", None), getattr(r, "stochastic", None), getattr(r, "changed", None)
+    )
     items = "".join(f"<li>{e(t)}</li>" for t in lines)
     return f"<div class='semantics'><b>Semantics</b><ul>{items}</ul></div>"
 
@@ -403,8 +481,9 @@ def _explorer(r, color, key: str) -> str:
     """An interactive error map: the worst input of each of figures.ENVELOPE runs."""
     import json
 
-    from audit.formats import get_format
     from matplotlib.colors import to_hex
+
+    from audit.formats import get_format
 
     p = r.points
     ok = np.flatnonzero(p.cls == 0)
@@ -414,22 +493,34 @@ def _explorer(r, color, key: str) -> str:
         ok = np.array([ok[a + int(np.argmax(u[a:b]))] for a, b in zip(edges[:-1], edges[1:]) if b > a])
     fmt = get_format(r.dtype)
     u = p.ulp_err[ok]
-    data = {"x": [float(v) for v in p.x[ok]], "got": [float(v) for v in p.got[ok]],
-            "exact": [float(f"{v:.9g}") for v in p.exact[ok]],
-            "u": [float(f"{v:.4g}") for v in u], "lin": max(fmt.smallest_normal, 1e-30),
-            "xmax": fmt.max_finite, "floor": figures.FLOOR, "color": to_hex(color),
-            "top": float(10 ** np.ceil(np.log10(min(max(float(u.max()) if len(u) else 1.0, 1.0),
-                                                    figures.CAP)) - 1e-9))}
+    data = {
+        "x": [float(v) for v in p.x[ok]],
+        "got": [float(v) for v in p.got[ok]],
+        "exact": [float(f"{v:.9g}") for v in p.exact[ok]],
+        "u": [float(f"{v:.4g}") for v in u],
+        "lin": max(fmt.smallest_normal, 1e-30),
+        "xmax": fmt.max_finite,
+        "floor": figures.FLOOR,
+        "color": to_hex(color),
+        "top": float(
+            10 ** np.ceil(np.log10(min(max(float(u.max()) if len(u) else 1.0, 1.0), figures.CAP)) - 1e-9)
+        ),
+    }
     blob = json.dumps(data, allow_nan=False).replace("<", "\\u003c")
-    return (f"<div class='explorer' data-points='{key}'><canvas width='900' height='300'></canvas>"
-            f"<div class='tip'></div><div class='hint'>hover: x, got, exact; drag: zoom; "
-            f"double-click: zoom out. Errors below {figures.FLOOR:g} ULP are drawn on the floor, "
-            f"above {figures.CAP:g} ULP on the top edge.</div></div><script type='application/json' id='{key}'>{blob}</script>")
+    return (
+        f"<div class='explorer' data-points='{key}'><canvas width='900' height='300'></canvas>"
+        f"<div class='tip'></div><div class='hint'>hover: x, got, exact; drag: zoom; "
+        f"double-click: zoom out. Errors below {figures.FLOOR:g} ULP are drawn on the floor, "
+        f"above {figures.CAP:g} ULP on the top edge.</div></div><script type='application/json' id='{key}'>{blob}</script>"
+    )
 
 
 def _spec(r) -> str:
-    return f"; {r.special_failures} special input{'s' if r.special_failures > 1 else ''} wrong" \
-        if r.special_failures else ""
+    return (
+        f"; {r.special_failures} special input{'s' if r.special_failures > 1 else ''} wrong"
+        if r.special_failures
+        else ""
+    )
 
 
 def _suggest_id(reference, dtype, compute, sem="ieee") -> str:
@@ -443,30 +534,40 @@ def _suggest(docs) -> str:
         return ""
     from reports import suggest as suggest_report
 
-    parts = ["<h2 id='suggest'>Suggest: what to ship instead</h2><p class='note'>Every candidate "
-             "of each reference swept in each path of this report (actaudit suggest): ranked by "
-             "correctness (NaN, inf, specials, max ULP, p99), then by cost (weighted operation "
-             "counts, audit/cost.py); each repair was verified by a sweep over the same inputs.</p>"]
+    parts = [
+        "<h2 id='suggest'>Suggest: what to ship instead</h2><p class='note'>Every candidate "
+        "of each reference swept in each path of this report (actaudit suggest): ranked by "
+        "correctness (NaN, inf, specials, max ULP, p99), then by cost (weighted operation "
+        "counts, audit/cost.py); each repair was verified by a sweep over the same inputs.</p>"
+    ]
     for d in docs:
         sec = suggest_report.section(d, level=3).replace("<details open>", "<details>")  # repairs folded
-        parts.append(f"<div id='{_suggest_id(d['reference'], d['dtype'], d['compute'], d.get('semantics', 'ieee'))}'>"
-                     f"{sec}</div>")
+        parts.append(
+            f"<div id='{_suggest_id(d['reference'], d['dtype'], d['compute'], d.get('semantics', 'ieee'))}'>"
+            f"{sec}</div>"
+        )
     return "\n".join(parts)
 
 
 def _nav(results, suggest: bool = False) -> str:
     links = ["<a href='#recommend'>Which candidate</a>"]
     links += ["<a href='#suggest'>Suggest</a>"] if suggest else []
-    links += ["<a href='#summary'>Summary</a>",
-             "<a href='#run'>How the run was made</a>", "<a href='#families'>Families</a>",
-             "<a href='#candidates'>Candidates</a>"]
+    links += [
+        "<a href='#summary'>Summary</a>",
+        "<a href='#run'>How the run was made</a>",
+        "<a href='#families'>Families</a>",
+        "<a href='#candidates'>Candidates</a>",
+    ]
     by_path: dict = defaultdict(list)
     for r in results:
         by_path[(r.dtype, r.compute)].append(r)
     for (d, c), rs in by_path.items():
         links.append(f"<div class='grp'>{e(d)} / {e(c)}</div>")
-        links += [f"<a class='sub' href='#{slug(f'{r.candidate}-{r.dtype}-{r.compute}-{_ptext(r)}')}'>"
-                  f"{e(r.candidate)}{e(_ptext(r, ' '))}</a>" for r in rs]
+        links += [
+            f"<a class='sub' href='#{slug(f'{r.candidate}-{r.dtype}-{r.compute}-{_ptext(r)}')}'>"
+            f"{e(r.candidate)}{e(_ptext(r, ' '))}</a>"
+            for r in rs
+        ]
     return "<nav>" + "".join(links) + "</nav>"
 
 
@@ -479,18 +580,35 @@ def _recommend(results, docs=()) -> str:
         by_path[(r.dtype, r.compute)].append(r)
     rows = []
     for (d, c), rs in by_path.items():
-        clean = sorted((r for r in rs if not (r.nan_count or r.inf_count) and np.isfinite(r.max_ulp)),
-                       key=lambda r: (r.special_failures > 0, r.max_ulp, r.p99_ulp))
-        best = ", ".join(f"<b>{e(r.candidate)}</b> ({e(num(r.max_ulp))} ULP max, {e(num(r.p99_ulp))} p99"
-                         f"{_spec(r)})" if i == 0 else f"{e(r.candidate)} ({e(num(r.max_ulp))}{_spec(r)})"
-                         for i, r in enumerate(clean[:3])) or "none without NaN or inf results"
-        links = [f"<a href='#{_suggest_id(s['reference'], s['dtype'], s['compute'], s.get('semantics', 'ieee'))}'>"
-                 f"{e(s['reference'])}</a>" for s in docs if (s["dtype"], s["compute"]) == (d, c)]
-        more = f"<br><span class='note'>ranked with costs and repairs: {', '.join(links)}</span>" \
-            if links else ""
+        clean = sorted(
+            (r for r in rs if not (r.nan_count or r.inf_count) and np.isfinite(r.max_ulp)),
+            key=lambda r: (r.special_failures > 0, r.max_ulp, r.p99_ulp),
+        )
+        best = (
+            ", ".join(
+                f"<b>{e(r.candidate)}</b> ({e(num(r.max_ulp))} ULP max, {e(num(r.p99_ulp))} p99{_spec(r)})"
+                if i == 0
+                else f"{e(r.candidate)} ({e(num(r.max_ulp))}{_spec(r)})"
+                for i, r in enumerate(clean[:3])
+            )
+            or "none without NaN or inf results"
+        )
+        links = [
+            f"<a href='#{_suggest_id(s['reference'], s['dtype'], s['compute'], s.get('semantics', 'ieee'))}'>"
+            f"{e(s['reference'])}</a>"
+            for s in docs
+            if (s["dtype"], s["compute"]) == (d, c)
+        ]
+        more = (
+            f"<br><span class='note'>ranked with costs and repairs: {', '.join(links)}</span>"
+            if links
+            else ""
+        )
         rows.append(f"<tr><td>{e(d)} storage, {e(c)} compute</td><td>{best}{more}</td></tr>")
-    return ("<h2 id='recommend'>Which candidate to use</h2><p class='note'>Per evaluation path, "
-            "the candidates with no NaN or infinite result over the finite inputs: those with every "
-            "special input (+-inf, NaN) right first, then lowest maximum ULP error.</p>"
-            f"<table class='rec'><tr><th class='l'>path</th><th class='l'>best (max ULP)</th></tr>"
-            f"{''.join(rows)}</table>")
+    return (
+        "<h2 id='recommend'>Which candidate to use</h2><p class='note'>Per evaluation path, "
+        "the candidates with no NaN or infinite result over the finite inputs: those with every "
+        "special input (+-inf, NaN) right first, then lowest maximum ULP error.</p>"
+        f"<table class='rec'><tr><th class='l'>path</th><th class='l'>best (max ULP)</th></tr>"
+        f"{''.join(rows)}</table>"
+    )

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from audit.io import write_text
 
-
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -20,8 +19,9 @@ def _x(s: str) -> str:
 
 def render(changes, suite: str = "actaudit") -> str:
     fails = sum(c.status == "fail" for c in changes)
-    ts = ET.Element("testsuite", name=suite, tests=str(len(changes)), failures=str(fails),
-                    errors="0", skipped="0")
+    ts = ET.Element(
+        "testsuite", name=suite, tests=str(len(changes)), failures=str(fails), errors="0", skipped="0"
+    )
     for c in changes:
         tc = ET.SubElement(ts, "testcase", classname=_x(f"actaudit.{c.candidate}"), name=_x(c.key))
         if c.status == "fail":

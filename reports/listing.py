@@ -10,9 +10,14 @@ from audit.io import format_number
 
 
 def _wrap(text: str, width: int, indent: str) -> list[str]:
-    return textwrap.wrap(text, width=max(30, width), initial_indent=indent,
-                         subsequent_indent=indent, break_on_hyphens=False,
-                         break_long_words=False) or [indent.rstrip()]
+    return textwrap.wrap(
+        text,
+        width=max(30, width),
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    ) or [indent.rstrip()]
 
 
 def candidates_text(cands, width: int = 80) -> str:
@@ -26,8 +31,16 @@ def candidates_text(cands, width: int = 80) -> str:
     return "\n".join(out) + "\n"
 
 
-FORMAT_COLS = [("name", "<"), ("bits", ">"), ("p", ">"), ("emin", ">"), ("emax", ">"),
-               ("max finite", ">"), ("min subnormal", ">"), ("beyond max", "<")]
+FORMAT_COLS = [
+    ("name", "<"),
+    ("bits", ">"),
+    ("p", ">"),
+    ("emin", ">"),
+    ("emax", ">"),
+    ("max finite", ">"),
+    ("min subnormal", ">"),
+    ("beyond max", "<"),
+]
 
 
 def formats_text(formats, width: int = 80) -> str:
@@ -35,16 +48,25 @@ def formats_text(formats, width: int = 80) -> str:
     rows = []
     for f in formats:
         d = f.to_dict()
-        rows.append([f.name, str(f.bits), str(f.p), str(f.emin), str(f.emax),
-                     format_number(f.max_finite, 6),
-                     format_number(f.smallest_subnormal, 4) if f.p > 1 else "-",
-                     {"inf": "inf", "NaN": "NaN"}.get(d["overflow"], "max (sat.)")])
+        rows.append(
+            [
+                f.name,
+                str(f.bits),
+                str(f.p),
+                str(f.emin),
+                str(f.emax),
+                format_number(f.max_finite, 6),
+                format_number(f.smallest_subnormal, 4) if f.p > 1 else "-",
+                {"inf": "inf", "NaN": "NaN"}.get(d["overflow"], "max (sat.)"),
+            ]
+        )
     heads = [h for h, _ in FORMAT_COLS]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads)]
 
     def line(cells):
-        return "  ".join(c.ljust(w) if a == "<" else c.rjust(w)
-                         for c, w, (_, a) in zip(cells, widths, FORMAT_COLS)).rstrip()
+        return "  ".join(
+            c.ljust(w) if a == "<" else c.rjust(w) for c, w, (_, a) in zip(cells, widths, FORMAT_COLS)
+        ).rstrip()
 
     out = [line(heads)] + [line(r) for r in rows] + [""]
     for f in formats:
@@ -59,8 +81,14 @@ def clip_text(results, width: int = 80, label=lambda r: "") -> str:
     for r in results:
         c, s = r.clip, r.saturation
         tol = c["tolerance"]
-        tol_s = " or ".join(x for x in ((f"{format_number(tol['max_ulp'])} ULP" if tol["max_ulp"] is not None else ""),
-                                        (f"{format_number(tol['atol'])} absolute" if tol["atol"] is not None else "")) if x)
+        tol_s = " or ".join(
+            x
+            for x in (
+                (f"{format_number(tol['max_ulp'])} ULP" if tol["max_ulp"] is not None else ""),
+                (f"{format_number(tol['atol'])} absolute" if tol["atol"] is not None else ""),
+            )
+            if x
+        )
         if out:
             out.append("")
         out.append(f"{r.candidate}{label(r)}: {r.dtype} storage, {r.compute} compute")
@@ -69,16 +97,25 @@ def clip_text(results, width: int = 80, label=lambda r: "") -> str:
             at = "" if b is None else format_number(b, 6)
             cmp_ = ">=" if side == "lo" else "<="
             past = "below" if side == "lo" else "above"
-            text = {"clamp": f"clamp x to {cmp_} {at}",
-                    "identity": f"return x {past} {at} (f(x) = x there)",
-                    "constant": f"return f's limit {past} {at}"}.get(act, "no clip")
+            text = {
+                "clamp": f"clamp x to {cmp_} {at}",
+                "identity": f"return x {past} {at} (f(x) = x there)",
+                "constant": f"return f's limit {past} {at}",
+            }.get(act, "no clip")
             out += _wrap(f"{word}: {text}", width, "  ")
-        out += _wrap(f"tolerance {tol_s}; max ULP inside the range {format_number(c['max_ulp_inside'])}",
-                     width, "  ")
-        sat = "; ".join(f"{k} " + ("none" if v is None else
-                                   f"from x = {format_number(v['x'], 6)} f = "
-                                   f"{v['value'] if isinstance(v['value'], str) else format_number(v['value'])}")
-                        for k, v in (("low", s["low"]), ("high", s["high"])))
+        out += _wrap(
+            f"tolerance {tol_s}; max ULP inside the range {format_number(c['max_ulp_inside'])}", width, "  "
+        )
+        sat = "; ".join(
+            f"{k} "
+            + (
+                "none"
+                if v is None
+                else f"from x = {format_number(v['x'], 6)} f = "
+                f"{v['value'] if isinstance(v['value'], str) else format_number(v['value'])}"
+            )
+            for k, v in (("low", s["low"]), ("high", s["high"]))
+        )
         out += _wrap(f"saturation: {sat}", width, "  ")
         if c["note"]:
             out += _wrap(f"note: {c['note']}", width, "  ")

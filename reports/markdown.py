@@ -28,9 +28,13 @@ def render(changes) -> str:
     better = [c for c in changes if c.status == "improved"]
     removed = [c for c in changes if c.status == "removed"]
     head = "FAILED" if fails else "passed"
-    lines = [f"## actaudit check: {head}", "",
-             f"{len(changes)} results: {len(fails)} failed, {len(better)} improved, "
-             f"{len(changes) - len(fails) - len(better) - len(removed)} unchanged.", ""]
+    lines = [
+        f"## actaudit check: {head}",
+        "",
+        f"{len(changes)} results: {len(fails)} failed, {len(better)} improved, "
+        f"{len(changes) - len(fails) - len(better) - len(removed)} unchanged.",
+        "",
+    ]
     if removed:
         lines += [f"{len(removed)} baseline results are no longer in the spec.", ""]
     if fails or better or removed:

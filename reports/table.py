@@ -22,8 +22,15 @@ import textwrap
 
 import numpy as np
 
-SHORT = {"nan": "nan", "overflow": "ovf", "underflow": "unf", "sign": "sign", "range": "range",
-         "monotonicity": "mono", "special": "spec"}
+SHORT = {
+    "nan": "nan",
+    "overflow": "ovf",
+    "underflow": "unf",
+    "sign": "sign",
+    "range": "range",
+    "monotonicity": "mono",
+    "special": "spec",
+}
 
 # legend entries, in the order they are listed; each shown only when its abbreviation appears
 LEGEND = [
@@ -107,8 +114,10 @@ def path_title(dtype: str, compute: str, sem: str = "") -> str:
         src, dst = dtype.split("->", 1)
         if compute == "native":
             return f"{src} inputs, {dst} outputs, native compute"
-        return (f"{src} inputs, {dst} outputs, {compute} compute (operations in {compute}, the result "
-                f"rounded to {dst})")
+        return (
+            f"{src} inputs, {dst} outputs, {compute} compute (operations in {compute}, the result "
+            f"rounded to {dst})"
+        )
     if compute == "native":
         return f"{dtype} storage, native compute (the function's own arithmetic)"
     if compute == dtype:
@@ -142,15 +151,30 @@ def inputs(r) -> str:
 
 # --------------------------------------------------------------------------- compact
 
-COMPACT = [("candidate", "<"), ("max ULP", ">"), ("at x", ">"), ("p99", ">"), ("mean", ">"),
-           ("CR %", ">"), ("NaN", ">"), ("inf", ">")]
+COMPACT = [
+    ("candidate", "<"),
+    ("max ULP", ">"),
+    ("at x", ">"),
+    ("p99", ">"),
+    ("mean", ">"),
+    ("CR %", ">"),
+    ("NaN", ">"),
+    ("inf", ">"),
+]
 OVF = ("miss", ">")  # a column only where some result has overflow misses
 
 
 def _compact_row(r, ovf: bool = False) -> list[str]:
-    return [name(r), num(r.max_ulp), where(r, 6, bits=False), num(r.p99_ulp), num(r.mean_ulp),
-            percent(r.correctly_rounded_fraction), str(r.nan_count), str(r.inf_count)] + \
-        ([str(r.overflow_miss_count)] if ovf else [])
+    return [
+        name(r),
+        num(r.max_ulp),
+        where(r, 6, bits=False),
+        num(r.p99_ulp),
+        num(r.mean_ulp),
+        percent(r.correctly_rounded_fraction),
+        str(r.nan_count),
+        str(r.inf_count),
+    ] + ([str(r.overflow_miss_count)] if ovf else [])
 
 
 def extent(r) -> str:
@@ -176,8 +200,14 @@ def extent(r) -> str:
 def _groups(results):
     groups: dict = {}
     for r in results:
-        key = (getattr(r, "formats_label", r.dtype), r.compute, r.domain.count, r.domain.exhaustive,
-               sem_label(r), extent(r))
+        key = (
+            getattr(r, "formats_label", r.dtype),
+            r.compute,
+            r.domain.count,
+            r.domain.exhaustive,
+            sem_label(r),
+            extent(r),
+        )
         groups.setdefault(key, []).append(r)
     return groups
 
@@ -188,9 +218,14 @@ def _line(cells, widths, aligns) -> str:
 
 
 def _wrap(text: str, width: int, indent: str) -> list[str]:
-    return textwrap.wrap(text, width=max(20, width), initial_indent=indent,
-                         subsequent_indent=indent + "  ", break_on_hyphens=False,
-                         break_long_words=False) or [indent.rstrip()]
+    return textwrap.wrap(
+        text,
+        width=max(20, width),
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_on_hyphens=False,
+        break_long_words=False,
+    ) or [indent.rstrip()]
 
 
 def compact(results, width: int = 80) -> str:
@@ -222,7 +257,9 @@ def compact(results, width: int = 80) -> str:
         name_alone = sum(widths) + len(GAP) * (len(widths) - 1) > width
         if name_alone:
             names = [row[0] for row in rows]
-            widths[0] = len(heads[0]) if sum(widths[1:]) + len(GAP) * len(widths[1:]) + len(heads[0]) <= width else 0
+            widths[0] = (
+                len(heads[0]) if sum(widths[1:]) + len(GAP) * len(widths[1:]) + len(heads[0]) <= width else 0
+            )
             rows = [[""] + row[1:] for row in rows]
         out.append(_line(heads, widths, aligns))
         for i, (r, row) in enumerate(zip(rs, rows)):
@@ -262,16 +299,45 @@ def legend(used: set[str]) -> str:
 
 # --------------------------------------------------------------------------- wide, markdown, csv
 
-WIDE = [("candidate", "<"), ("dtype", "<"), ("compute", "<"), ("inputs", ">"), ("max ULP", ">"),
-        ("at x (bits)", "<"), ("mean", ">"), ("p99", ">"), ("max abs", ">"), ("max rel", ">"),
-        ("ULP dist", ">"), ("CR %", ">"), ("NaN", ">"), ("inf", ">"), ("miss", ">"), ("findings", "<")]
+WIDE = [
+    ("candidate", "<"),
+    ("dtype", "<"),
+    ("compute", "<"),
+    ("inputs", ">"),
+    ("max ULP", ">"),
+    ("at x (bits)", "<"),
+    ("mean", ">"),
+    ("p99", ">"),
+    ("max abs", ">"),
+    ("max rel", ">"),
+    ("ULP dist", ">"),
+    ("CR %", ">"),
+    ("NaN", ">"),
+    ("inf", ">"),
+    ("miss", ">"),
+    ("findings", "<"),
+]
 
 
 def _wide_row(r) -> list[str]:
-    return [name(r) + sem_label(r), getattr(r, "formats_label", r.dtype), r.compute, inputs(r), num(r.max_ulp), where(r),
-            num(r.mean_ulp), num(r.p99_ulp), num(r.max_abs), num(r.max_rel), str(r.max_ulp_distance),
-            percent(r.correctly_rounded_fraction), str(r.nan_count), str(r.inf_count),
-            str(r.overflow_miss_count), findings_summary(r) or "-"]
+    return [
+        name(r) + sem_label(r),
+        getattr(r, "formats_label", r.dtype),
+        r.compute,
+        inputs(r),
+        num(r.max_ulp),
+        where(r),
+        num(r.mean_ulp),
+        num(r.p99_ulp),
+        num(r.max_abs),
+        num(r.max_rel),
+        str(r.max_ulp_distance),
+        percent(r.correctly_rounded_fraction),
+        str(r.nan_count),
+        str(r.inf_count),
+        str(r.overflow_miss_count),
+        findings_summary(r) or "-",
+    ]
 
 
 def wide(results, title: str = "actaudit sweep") -> str:
@@ -292,20 +358,43 @@ def wide(results, title: str = "actaudit sweep") -> str:
 def markdown(results, title: str = "actaudit sweep") -> str:
     heads = [h for h, _ in WIDE]
     align = {"<": ":---", ">": "---:"}
-    lines = [f"**{title}** (compute: every operation rounded to that format; native: the "
-             "function's own arithmetic)", "",
-             "| " + " | ".join(heads) + " |", "|" + "|".join(align[a] for _, a in WIDE) + "|"]
+    lines = [
+        f"**{title}** (compute: every operation rounded to that format; native: the "
+        "function's own arithmetic)",
+        "",
+        "| " + " | ".join(heads) + " |",
+        "|" + "|".join(align[a] for _, a in WIDE) + "|",
+    ]
     for r in results:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _wide_row(r)) + " |")
-    used = {"CR %"} | {p.split(" ")[0] for r in results
-                                     for p in findings_summary(r).split(", ") if p}
+    used = {"CR %"} | {p.split(" ")[0] for r in results for p in findings_summary(r).split(", ") if p}
     return "\n".join(lines) + "\n\n" + legend(used) + "\n"
 
 
-CSV_FIELDS = ["candidate", "reference", "dtype", "compute", "semantics", "params", "inputs",
-              "exhaustive", "max_ulp", "worst_x", "worst_x_hex", "mean_ulp", "p99_ulp", "max_abs",
-              "max_rel", "max_ulp_distance", "correctly_rounded_fraction", "nan_count", "inf_count",
-              "overflow_miss_count", "special_failures", "findings"]
+CSV_FIELDS = [
+    "candidate",
+    "reference",
+    "dtype",
+    "compute",
+    "semantics",
+    "params",
+    "inputs",
+    "exhaustive",
+    "max_ulp",
+    "worst_x",
+    "worst_x_hex",
+    "mean_ulp",
+    "p99_ulp",
+    "max_abs",
+    "max_rel",
+    "max_ulp_distance",
+    "correctly_rounded_fraction",
+    "nan_count",
+    "inf_count",
+    "overflow_miss_count",
+    "special_failures",
+    "findings",
+]
 
 
 def csv_text(results) -> str:
@@ -316,13 +405,32 @@ def csv_text(results) -> str:
     for r in results:
         wst = r.worst or {}
         params = ";".join(f"{k}={v!r}" for k, v in r.params.items())
-        w.writerow([r.candidate, r.reference, r.dtype, r.compute, sem_label(r).strip(" []") or "ieee",
-                    params, r.domain.count,
-                    r.domain.exhaustive, repr(float(r.max_ulp)), repr(wst.get("x")) if wst else "",
-                    wst.get("x_hex", ""), repr(float(r.mean_ulp)), repr(float(r.p99_ulp)),
-                    repr(float(r.max_abs)), repr(float(r.max_rel)), r.max_ulp_distance,
-                    repr(float(r.correctly_rounded_fraction)), r.nan_count, r.inf_count,
-                    r.overflow_miss_count, r.special_failures, findings_summary(r)])
+        w.writerow(
+            [
+                r.candidate,
+                r.reference,
+                r.dtype,
+                r.compute,
+                sem_label(r).strip(" []") or "ieee",
+                params,
+                r.domain.count,
+                r.domain.exhaustive,
+                repr(float(r.max_ulp)),
+                repr(wst.get("x")) if wst else "",
+                wst.get("x_hex", ""),
+                repr(float(r.mean_ulp)),
+                repr(float(r.p99_ulp)),
+                repr(float(r.max_abs)),
+                repr(float(r.max_rel)),
+                r.max_ulp_distance,
+                repr(float(r.correctly_rounded_fraction)),
+                r.nan_count,
+                r.inf_count,
+                r.overflow_miss_count,
+                r.special_failures,
+                findings_summary(r),
+            ]
+        )
     return buf.getvalue()
 
 
@@ -330,6 +438,7 @@ FORMATS = ("table", "markdown", "csv", "json")
 
 
 # --------------------------------------------------------------------------- findings
+
 
 def findings_text(results, width: int = 80) -> str:
     """``--findings``: per result, each finding (kind, count, first intervals) and its cause,
@@ -340,13 +449,17 @@ def findings_text(results, width: int = 80) -> str:
     for r in results:
         if not (r.findings or r.hidden):
             continue
-        out += _wrap(f"{name(r)}: {path_title(getattr(r, 'formats_label', r.dtype), r.compute, sem_label(r))}",
-                     width, "")
+        out += _wrap(
+            f"{name(r)}: {path_title(getattr(r, 'formats_label', r.dtype), r.compute, sem_label(r))}",
+            width,
+            "",
+        )
         for f in r.findings:
             iv = ", ".join(f"[{format_number(a, 6)}, {format_number(b, 6)}]" for a, b in f.intervals[:4])
             more = f" (+{f.intervals_total - 4} more)" if f.intervals_total > 4 else ""
-            out += _wrap(f"{f.kind} {f.count} input{'' if f.count == 1 else 's'}: {iv or f.note}{more}",
-                         width, "  ")
+            out += _wrap(
+                f"{f.kind} {f.count} input{'' if f.count == 1 else 's'}: {iv or f.note}{more}", width, "  "
+            )
             if f.cause:
                 out += _wrap(f"cause: {f.cause['text']}", width, "      ")
         for h in r.hidden:

@@ -7,11 +7,11 @@ import sys
 import mpmath as mp
 import numpy as np
 import pytest
+from helpers import optional
 
 import audit
 from audit.cli import main
 from audit.formats import get_format
-from helpers import optional
 
 
 def ulp_err(r, f, fmt):
@@ -67,7 +67,8 @@ def usermod(tmp_path, monkeypatch):
         "def boom(x):\n    raise ValueError('bad kernel')\n"
         "def short(x):\n    return x[:3]\n"
         "def wide(x):\n    return x.astype(np.float64)\n"
-        "def mutate(x):\n    x[0] = 1\n    return x.copy()\n")
+        "def mutate(x):\n    x[0] = 1\n    return x.copy()\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     yield tmp_path
@@ -80,14 +81,17 @@ def test_python_callable(usermod, capsys):
     assert main(["sweep", "mykernels:gelu", "--reference", "gelu", "--dtype", "bf16", "-q"]) == 0
 
 
-@pytest.mark.parametrize("target,needle", [
-    ("nomodule_xyz:f", "cannot import module 'nomodule_xyz'"),
-    ("mykernels:nothere", "has no attribute 'nothere'"),
-    ("mykernels:boom", "mykernels:boom raised ValueError: bad kernel"),
-    ("mykernels:short", "returned shape (3,)"),
-    ("mykernels:wide", "returned dtype float64"),
-    ("mykernels:mutate", "modified its input array"),
-])
+@pytest.mark.parametrize(
+    "target,needle",
+    [
+        ("nomodule_xyz:f", "cannot import module 'nomodule_xyz'"),
+        ("mykernels:nothere", "has no attribute 'nothere'"),
+        ("mykernels:boom", "mykernels:boom raised ValueError: bad kernel"),
+        ("mykernels:short", "returned shape (3,)"),
+        ("mykernels:wide", "returned dtype float64"),
+        ("mykernels:mutate", "modified its input array"),
+    ],
+)
 def test_callable_errors_are_one_line(usermod, capsys, target, needle):
     assert main(["sweep", target, "--reference", "gelu", "--dtype", "fp16"]) == 2
     err = capsys.readouterr().err
@@ -100,12 +104,22 @@ def test_callable_needs_reference(usermod, capsys):
 
 
 def same_numbers(a, b):
-    for k in ("max_ulp", "mean_ulp", "p99_ulp", "max_abs", "max_rel", "max_ulp_distance",
-              "correctly_rounded_fraction", "nan_count", "inf_count"):
+    for k in (
+        "max_ulp",
+        "mean_ulp",
+        "p99_ulp",
+        "max_abs",
+        "max_rel",
+        "max_ulp_distance",
+        "correctly_rounded_fraction",
+        "nan_count",
+        "inf_count",
+    ):
         assert getattr(a, k) == getattr(b, k) or (math.isnan(getattr(a, k)) and math.isnan(getattr(b, k))), k
     assert a.worst == b.worst
-    assert [(f.kind, f.count, f.intervals) for f in a.findings if f.kind != "special"] == \
-           [(f.kind, f.count, f.intervals) for f in b.findings if f.kind != "special"]
+    assert [(f.kind, f.count, f.intervals) for f in a.findings if f.kind != "special"] == [
+        (f.kind, f.count, f.intervals) for f in b.findings if f.kind != "special"
+    ]
 
 
 @pytest.mark.parametrize("form", ["npz", "npy", "csv", "bin"])
@@ -176,7 +190,9 @@ def test_dump_problems_are_reported(tmp_path, capsys):
     assert main(["sweep", "--dump", str(junk), "--reference", "gelu", "--dtype", "fp16"]) == 2
     assert "e.npz" in capsys.readouterr().err
     nan_in = tmp_path / "f.npz"
-    np.savez(nan_in, x=np.array([np.nan, 1.0, -np.inf], np.float16), y=np.array([np.nan, 0.8413, 0.0], np.float16))
+    np.savez(
+        nan_in, x=np.array([np.nan, 1.0, -np.inf], np.float16), y=np.array([np.nan, 0.8413, 0.0], np.float16)
+    )
     (r,) = audit.sweep([], dtype="fp16", dump=str(nan_in), reference="gelu")
     assert r.domain.count == 1 and len(r.specials) == 2
     assert [s["ok"] for s in r.specials] == [True, True]

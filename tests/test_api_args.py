@@ -13,7 +13,9 @@ def gelu_fp32(x):
     """erf-GELU computed in float32 (math.erf per element), stored in x's dtype."""
     v = x.astype(np.float32)
     erf = np.vectorize(math.erf, otypes=[np.float64])
-    return (np.float32(0.5) * v * (np.float32(1) + erf(v / np.float32(math.sqrt(2))).astype(np.float32))).astype(x.dtype)
+    return (
+        np.float32(0.5) * v * (np.float32(1) + erf(v / np.float32(math.sqrt(2))).astype(np.float32))
+    ).astype(x.dtype)
 
 
 def test_callable_target_and_in_a_list():
@@ -40,46 +42,49 @@ def bad(x):
     return 1 / 0
 
 
-@pytest.mark.parametrize("kw", [
-    dict(targets=gelu_fp32),                      # no reference
-    dict(targets=3),
-    dict(targets=[None]),
-    dict(targets=["gelu.tanh", 4.5]),
-    dict(targets={"gelu.tanh"}),
-    dict(targets="gelu.tanh", range=(1,)),
-    dict(targets="gelu.tanh", range=("a", 1)),
-    dict(targets="gelu.tanh", range=5),
-    dict(targets="gelu.tanh", range="1-2"),
-    dict(targets="gelu.tanh", range=(2, 1)),
-    dict(targets="gelu.tanh", range=(math.nan, 1)),
-    dict(targets="gelu.tanh", dtype="fp32", samples="x"),
-    dict(targets="gelu.tanh", dtype="fp32", samples=2.5),
-    dict(targets="gelu.tanh", dtype="fp32", samples=0),
-    dict(targets="gelu.tanh", dtype="fp32", seed="x"),
-    dict(targets="gelu.tanh", dtype="fp32", seed=-1),
-    dict(targets="sigmoid.clamped", params={"limit": "a"}),
-    dict(targets="sigmoid.clamped", params={"limit": math.nan}),
-    dict(targets="sigmoid.clamped", params={"limit": []}),
-    dict(targets="sigmoid.clamped", params=[1]),
-    dict(targets="swiglu.silu_mul", grid="x"),
-    dict(targets="swiglu.silu_mul", grid=-3),
-    dict(targets="gelu.tanh", max_ulp="x"),
-    dict(targets="gelu.tanh", max_ulp=-1),
-    dict(targets="gelu.tanh", atol=math.nan),
-    dict(targets="gelu.tanh", workers="x"),
-    dict(targets="gelu.tanh", workers=0),
-    dict(targets="gelu.tanh", reference=3),
-    dict(targets="gelu.tanh", device=3),
-    dict(targets="gelu.tanh", dtype=16),
-    dict(targets="gelu.tanh", dtype=None),
-    dict(targets="gelu.tanh", compute=5),
-    dict(targets=gelu_fp32, reference="nope"),
-    dict(targets=gelu_fp32, reference=3),
-    dict(targets=lambda x: x[:3], reference="gelu"),
-    dict(targets=lambda x: "s", reference="gelu"),
-    dict(targets=bad, reference="gelu"),
-    dict(targets=gelu_fp32, reference="gelu", grad=True),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(targets=gelu_fp32),  # no reference
+        dict(targets=3),
+        dict(targets=[None]),
+        dict(targets=["gelu.tanh", 4.5]),
+        dict(targets={"gelu.tanh"}),
+        dict(targets="gelu.tanh", range=(1,)),
+        dict(targets="gelu.tanh", range=("a", 1)),
+        dict(targets="gelu.tanh", range=5),
+        dict(targets="gelu.tanh", range="1-2"),
+        dict(targets="gelu.tanh", range=(2, 1)),
+        dict(targets="gelu.tanh", range=(math.nan, 1)),
+        dict(targets="gelu.tanh", dtype="fp32", samples="x"),
+        dict(targets="gelu.tanh", dtype="fp32", samples=2.5),
+        dict(targets="gelu.tanh", dtype="fp32", samples=0),
+        dict(targets="gelu.tanh", dtype="fp32", seed="x"),
+        dict(targets="gelu.tanh", dtype="fp32", seed=-1),
+        dict(targets="sigmoid.clamped", params={"limit": "a"}),
+        dict(targets="sigmoid.clamped", params={"limit": math.nan}),
+        dict(targets="sigmoid.clamped", params={"limit": []}),
+        dict(targets="sigmoid.clamped", params=[1]),
+        dict(targets="swiglu.silu_mul", grid="x"),
+        dict(targets="swiglu.silu_mul", grid=-3),
+        dict(targets="gelu.tanh", max_ulp="x"),
+        dict(targets="gelu.tanh", max_ulp=-1),
+        dict(targets="gelu.tanh", atol=math.nan),
+        dict(targets="gelu.tanh", workers="x"),
+        dict(targets="gelu.tanh", workers=0),
+        dict(targets="gelu.tanh", reference=3),
+        dict(targets="gelu.tanh", device=3),
+        dict(targets="gelu.tanh", dtype=16),
+        dict(targets="gelu.tanh", dtype=None),
+        dict(targets="gelu.tanh", compute=5),
+        dict(targets=gelu_fp32, reference="nope"),
+        dict(targets=gelu_fp32, reference=3),
+        dict(targets=lambda x: x[:3], reference="gelu"),
+        dict(targets=lambda x: "s", reference="gelu"),
+        dict(targets=bad, reference="gelu"),
+        dict(targets=gelu_fp32, reference="gelu", grad=True),
+    ],
+)
 def test_bad_arguments_raise_actaudit_errors(kw):
     with pytest.raises(ActauditError):
         audit.sweep(**kw)

@@ -6,6 +6,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from helpers import is_nearest_even
 
 import audit
 from audit import oracle
@@ -13,8 +14,6 @@ from audit.candidates import catalog
 from audit.cli import main
 from audit.formats import get_format
 from audit.references import get_reference
-
-from helpers import is_nearest_even
 
 
 # independent derivatives, written here from the textbook formulas (not the tool's)
@@ -40,14 +39,44 @@ def adversarial_pairs(fmt, name, n=40, seed=1):
     edge), deep tails (f' underflows), zeros; dy: odd subnormals, powers of two, +-max, 0."""
     rng = np.random.default_rng(seed)
     sub = fmt.smallest_subnormal
-    xs = [0.0, -0.0, sub, -sub, fmt.smallest_normal, 2.0**-20, -(2.0**-20), 2.0**-40, 1.0, -1.0,
-          6.0, 12.0, 30.0, -30.0, 100.0, -100.0, fmt.max_finite, -fmt.max_finite]
+    xs = [
+        0.0,
+        -0.0,
+        sub,
+        -sub,
+        fmt.smallest_normal,
+        2.0**-20,
+        -(2.0**-20),
+        2.0**-40,
+        1.0,
+        -1.0,
+        6.0,
+        12.0,
+        30.0,
+        -30.0,
+        100.0,
+        -100.0,
+        fmt.max_finite,
+        -fmt.max_finite,
+    ]
     if name in ROOTS:
         r = float(fmt.round([ROOTS[name]])[0])
         o = int(fmt.ordinal([r])[0])
         xs += fmt.from_ordinal(np.arange(o - 3, o + 4)).tolist()
-    dys = [sub, -sub, 3 * sub, 5 * sub, 1.0, -2.0, 0.5, fmt.max_finite, -fmt.max_finite, 0.0,
-           fmt.smallest_normal, 3.0]
+    dys = [
+        sub,
+        -sub,
+        3 * sub,
+        5 * sub,
+        1.0,
+        -2.0,
+        0.5,
+        fmt.max_finite,
+        -fmt.max_finite,
+        0.0,
+        fmt.smallest_normal,
+        3.0,
+    ]
     top = fmt.max_ordinal
     xs = np.array([float(v) for v in fmt.round(xs) if math.isfinite(v)])
     dys = np.array([float(v) for v in fmt.round(dys) if math.isfinite(v)])
@@ -91,8 +120,9 @@ def test_tie_at_odd_subnormal_dy_decided_by_the_taylor_value():
     fmt = get_format("bf16")
     catalog()
     s = fmt.smallest_subnormal
-    ov = oracle.evaluate(get_reference("gelu_bwd"), fmt, np.array([2.0**-60, -(2.0**-60)]), None,
-                         np.array([3 * s, 3 * s]))
+    ov = oracle.evaluate(
+        get_reference("gelu_bwd"), fmt, np.array([2.0**-60, -(2.0**-60)]), None, np.array([3 * s, 3 * s])
+    )
     assert ov.rounded.tolist() == [2 * s, s]
     assert ov.n_mpmath == 0
 
@@ -100,7 +130,7 @@ def test_tie_at_odd_subnormal_dy_decided_by_the_taylor_value():
 def test_backward_maps_catalog_names():
     r = audit.sweep("gelu.tanh", dtype="fp8_e4m3", backward=True)
     assert [x.candidate for x in r] == ["gelu_bwd.tanh"]
-    assert r[0].domain.exhaustive and r[0].domain.count == 254 ** 2  # every E4M3 pair, +-0 both
+    assert r[0].domain.exhaustive and r[0].domain.count == 254**2  # every E4M3 pair, +-0 both
     names = [x.candidate for x in audit.sweep("tanh", dtype="fp8_e4m3", backward=True)]
     assert names == ["tanh_bwd.from_output"]
 
@@ -113,9 +143,8 @@ def test_tanh_backward_dead_gradient_interval():
     x0 = float(mp.atanh(1 - mp.mpf(2) ** -9))
     first = math.ceil(x0 * 64) / 64
     n_dead = round((4 - first) * 64) + 1
-    r = audit.sweep("tanh_bwd.from_output", dtype="bf16", compute="fp32", range=(3, 4),
-                    grid=65)[0]
-    assert r.domain.exhaustive and r.domain.count == 65 ** 2
+    r = audit.sweep("tanh_bwd.from_output", dtype="bf16", compute="fp32", range=(3, 4), grid=65)[0]
+    assert r.domain.exhaustive and r.domain.count == 65**2
     f = {x.kind: x for x in r.findings}
     assert f["underflow"].intervals == [[first, 4.0]]
     assert f["underflow"].count == n_dead * 65
@@ -137,21 +166,29 @@ def test_gelu_tanh_backward_nan_in_fp16():
 def test_chunked_exhaustive_pairs_equal_in_memory():
     # every bf16 pair in [0.5, 8] (513^2 = 263,169 pairs: two chunks of 2^18) through the
     # chunked machinery, against the same pairs held in memory (a grid covering every value)
-    a = audit.sweep("tanh_bwd.from_output", dtype="bf16", compute="fp32", range=(0.5, 8),
-                    exhaustive=True, workers=1)[0]
-    b = audit.sweep("tanh_bwd.from_output", dtype="bf16", compute="fp32", range=(0.5, 8),
-                    grid=513)[0]
-    assert a.domain.count == b.domain.count == 513 ** 2
+    a = audit.sweep(
+        "tanh_bwd.from_output", dtype="bf16", compute="fp32", range=(0.5, 8), exhaustive=True, workers=1
+    )[0]
+    b = audit.sweep("tanh_bwd.from_output", dtype="bf16", compute="fp32", range=(0.5, 8), grid=513)[0]
+    assert a.domain.count == b.domain.count == 513**2
     da, db = a.to_dict(), b.to_dict()
-    for k in ("max_ulp", "worst", "nan_count", "finite_count", "correctly_rounded_fraction",
-              "findings", "max_ulp_distance"):
+    for k in (
+        "max_ulp",
+        "worst",
+        "nan_count",
+        "finite_count",
+        "correctly_rounded_fraction",
+        "findings",
+        "max_ulp_distance",
+    ):
         assert da[k] == db[k], k
     assert da["findings"][0]["intervals"] == [[3.46875, 8.0]]
 
 
 def test_cli_backward(capsys):
-    code = main(["sweep", "sigmoid", "--backward", "--dtype", "fp8_e5m2", "--compute", "fp8_e5m2",
-                 "--json", "-"])
+    code = main(
+        ["sweep", "sigmoid", "--backward", "--dtype", "fp8_e5m2", "--compute", "fp8_e5m2", "--json", "-"]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
     doc = json.loads(out)
@@ -170,7 +207,8 @@ def test_gate_spec_backward_entry(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "actaudit.toml").write_text(
         'baseline = "base.json"\n\n[[audit]]\nname = "bwd"\ntargets = ["gelu.tanh", "sigmoid"]\n'
-        'dtype = "fp16"\ngrid = 64\nbackward = true\ntolerance = { nan = false }\n')
+        'dtype = "fp16"\ngrid = 64\nbackward = true\ntolerance = { nan = false }\n'
+    )
     assert main(["baseline"]) == 1  # refused: gelu_bwd.tanh already breaks its tolerance
     assert main(["baseline", "--force"]) == 0  # recorded anyway, with a warning
     base = json.loads((tmp_path / "base.json").read_text())
@@ -180,14 +218,22 @@ def test_gate_spec_backward_entry(tmp_path, monkeypatch, capsys):
     out, _ = capsys.readouterr()
     fails = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert fails and all("gelu_bwd.tanh" in line for line in fails)
-    (tmp_path / "actaudit.toml").write_text('[[audit]]\nname = "x"\ntargets = ["gelu"]\n'
-                                            'dtype = "fp16"\nbackward = "yes"\n')
+    (tmp_path / "actaudit.toml").write_text(
+        '[[audit]]\nname = "x"\ntargets = ["gelu"]\ndtype = "fp16"\nbackward = "yes"\n'
+    )
     assert main(["check"]) == 2
     assert "backward" in capsys.readouterr()[1]
 
 
-@pytest.mark.parametrize("op, cand", [("gelu_tanh", "gelu_bwd.tanh"), ("tanh", "tanh_bwd.from_output"),
-                                      ("sigmoid", "sigmoid_bwd.from_output"), ("silu", "silu_bwd.torch")])
+@pytest.mark.parametrize(
+    "op, cand",
+    [
+        ("gelu_tanh", "gelu_bwd.tanh"),
+        ("tanh", "tanh_bwd.from_output"),
+        ("sigmoid", "sigmoid_bwd.from_output"),
+        ("silu", "silu_bwd.torch"),
+    ],
+)
 def test_catalog_backward_is_pytorchs_kernel(op, cand):
     # the catalog's transcription of PyTorch's backward kernels, run in fp32 compute on bf16
     # tensors, gives the bits of PyTorch 2.13's own kernel (autograd on CPU) at every pair
@@ -196,7 +242,7 @@ def test_catalog_backward_is_pytorchs_kernel(op, cand):
     from audit.diff import diff
 
     r = diff(f"torch-bwd:{op}", cand, "bf16", "fp32", grid=128)
-    assert r.count > 128 ** 2 - 1 and r.verdict == "identical", r.intervals[:3]
+    assert r.count > 128**2 - 1 and r.verdict == "identical", r.intervals[:3]
 
 
 def test_underflowing_backward_products_keep_their_sign_without_mpmath():
@@ -215,7 +261,7 @@ def test_underflowing_backward_products_keep_their_sign_without_mpmath():
     assert g < 0 and abs(g) < mp.mpf(2) ** -1100
     bf16 = get_format("bf16")
     x = np.full(4, -40.0)
-    dy = np.array([1.5, -1.5, 3.0e38, -2.0**-126])
+    dy = np.array([1.5, -1.5, 3.0e38, -(2.0**-126)])
     ov = oracle.evaluate(REFERENCES["gelu_bwd"], bf16, x, {}, dy)
     assert ov.rounded.tolist() == [0.0] * 4
     assert np.signbit(ov.rounded).tolist() == [True, False, True, False]
@@ -226,10 +272,12 @@ def test_relative_error_of_a_zero_result_below_float64s_range():
     """README: relative error |r - f| / |f|. A zero result where f is nonzero but below
     float64's range (dy * sech^2(x) at x = -57344: e^-114688) is off by exactly 1 (100%);
     where dy = 0 the product is exactly 0 and the error is 0."""
-    from audit import backward  # noqa: F401  (registers NAME_bwd)
+    from audit import (
+        backward,  # noqa: F401  (registers NAME_bwd)
+        oracle,
+    )
     from audit.formats import get_format
     from audit.metrics import point_errors
-    from audit import oracle
     from audit.references import REFERENCES
 
     f = get_format("fp8_e5m2")

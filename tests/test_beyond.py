@@ -38,8 +38,10 @@ def test_exp_cephes_bf16_beyond_float64():
     e = r.points
     with mp.workprec(300):
         want = [mp_ulp_error(g, mp.exp(mp.mpf(x)), f) for x, g in zip(e.x.tolist(), e.got.tolist())]
-        rel = [float(abs(mp.mpf(g) - mp.exp(mp.mpf(x))) / mp.exp(mp.mpf(x)))
-               for x, g in zip(e.x.tolist(), e.got.tolist())]
+        rel = [
+            float(abs(mp.mpf(g) - mp.exp(mp.mpf(x))) / mp.exp(mp.mpf(x)))
+            for x, g in zip(e.x.tolist(), e.got.tolist())
+        ]
     assert e.ulp_err.tolist() == pytest.approx(want, rel=1e-12)
     i712 = e.x.tolist().index(712.0)
     assert round(want[i712], 2) == 146.92 and round(max(want), 2) == 250.67
@@ -57,8 +59,9 @@ def test_overflow_miss_is_classed_counted_and_shown(capsys):
     """min(exp(x), 448) in fp8_e4m3: 448 against e^192 is 15.97 ULP of e^192, but e^192
     overflows E4M3 (RN is NaN): an overflow miss, a finding, a column in the table."""
     f = get_format("fp8_e4m3")
-    c = wrap_callable(lambda x: np.minimum(np.exp(x.astype(np.float64)), 448.0).astype(x.dtype),
-                      "exp", "fp8_e4m3")
+    c = wrap_callable(
+        lambda x: np.minimum(np.exp(x.astype(np.float64)), 448.0).astype(x.dtype), "exp", "fp8_e4m3"
+    )
     r = run_candidate(c, f, f, domain(f, None), {}, keep_points=True)
     e = r.points
     # the inputs whose exp overflows E4M3: e^x >= 464 (448 + half its ulp of 32)
@@ -73,8 +76,9 @@ def test_overflow_miss_is_classed_counted_and_shown(capsys):
     assert ovf.count == 50 and ovf.intervals == [[6.5, 448.0]]
     d = r.to_dict()
     assert d["overflow_miss_count"] == 50
-    code = main(["sweep", "exp.cephes", "--dtype", "bf16", "--compute", "bf16", "--range", "700:720",
-                 "--wide"])
+    code = main(
+        ["sweep", "exp.cephes", "--dtype", "bf16", "--compute", "bf16", "--range", "700:720", "--wide"]
+    )
     out = capsys.readouterr().out
     assert code == 0
     head = [ln for ln in out.splitlines() if ln.startswith("candidate")][0]
@@ -117,11 +121,19 @@ def _points(u, a=None, r=None, cls=None):
     u = np.asarray(u, dtype=float)
     n = len(u)
     z = np.zeros(n)
-    return PointErrors(np.arange(n, dtype=float), z, z, z, z, u, np.zeros(n, np.int64),
-                       u.copy() if a is None else np.asarray(a, float),
-                       u.copy() if r is None else np.asarray(r, float),
-                       np.full(n, FINITE, np.int8) if cls is None else np.asarray(cls, np.int8),
-                       np.zeros(n, bool))
+    return PointErrors(
+        np.arange(n, dtype=float),
+        z,
+        z,
+        z,
+        z,
+        u,
+        np.zeros(n, np.int64),
+        u.copy() if a is None else np.asarray(a, float),
+        u.copy() if r is None else np.asarray(r, float),
+        np.full(n, FINITE, np.int8) if cls is None else np.asarray(cls, np.int8),
+        np.zeros(n, bool),
+    )
 
 
 @pytest.mark.parametrize("exact_p99", [True, False])
@@ -173,8 +185,9 @@ def test_selftest_checks_values_beyond_float64(monkeypatch):
     assert [c.fmt for c in beyond] == ["fp16 beyond float64", "bf16 beyond float64"]
     assert all(c.points > 0 and c.disagreements == 0 for c in checks)
     # metrics that give up beyond float64 (the old inf) fail it
-    monkeypatch.setattr(oracle, "beyond_errors",
-                        lambda ref, fmt, x, g, params, x2=None: (np.full(len(x), np.inf),) * 3)
+    monkeypatch.setattr(
+        oracle, "beyond_errors", lambda ref, fmt, x, g, params, x2=None: (np.full(len(x), np.inf),) * 3
+    )
     checks = selftest.run(["exp"], ("bf16",))
     assert [c.fmt for c in checks if c.disagreements] == ["bf16 beyond float64"]
 
@@ -182,8 +195,13 @@ def test_selftest_checks_values_beyond_float64(monkeypatch):
 def test_round_mpf_of_minus_infinity():
     """mpmath's -inf is (1, 0, -789, -3), not the sign-flipped +inf (0, 0, -456, -2): it
     rounded to NaN before (log(0) = -inf in fp64 came out NaN)."""
-    for name, want in (("fp16", -math.inf), ("bf16", -math.inf), ("fp32", -math.inf),
-                       ("fp64", -math.inf), ("fp8_e5m2", -math.inf)):
+    for name, want in (
+        ("fp16", -math.inf),
+        ("bf16", -math.inf),
+        ("fp32", -math.inf),
+        ("fp64", -math.inf),
+        ("fp8_e5m2", -math.inf),
+    ):
         assert get_format(name).round_mpf(mp.ninf) == want
         assert get_format(name).round_mpf(mp.inf) == math.inf
     assert math.isnan(get_format("fp8_e4m3").round_mpf(mp.ninf))  # E4M3FN: no infinities
@@ -200,8 +218,9 @@ def test_beyond_float64_without_mpmath_matches_mpmath(name):
         if fmt.enumerable:
             x = fmt.finite_values()
         else:
-            x = np.unique(np.concatenate([np.geomspace(710, 3.4e38, 300),
-                                          [np.float32(3.4028234663852886e38)]]))
+            x = np.unique(
+                np.concatenate([np.geomspace(710, 3.4e38, 300), [np.float32(3.4028234663852886e38)]])
+            )
             x = fmt.round(x)
         x = x[x >= (710 if name != "exp2" else 1024)]
         got = np.full(len(x), fmt.max_finite)
@@ -226,8 +245,9 @@ def test_assert_accuracy_fails_on_overflow_misses():
 
     with pytest.raises(AssertionError, match="finite results where the exact value overflows bf16"):
         assert_accuracy("exp.cephes", dtype="bf16", range=(80, 100), max_ulp=1e9, specials=True)
-    r = assert_accuracy("exp.cephes", dtype="bf16", range=(80, 100), max_ulp=1e9, overflow=True,
-                        specials=True)
+    r = assert_accuracy(
+        "exp.cephes", dtype="bf16", range=(80, 100), max_ulp=1e9, overflow=True, specials=True
+    )
     # e^x rounds past bf16's largest value (2^128 (1 - 2^-9) is the rounding edge) from
     # x = 88.7228... on: count the bf16 inputs in [88.75, 100] independently
     xs = get_format("bf16").finite_values()

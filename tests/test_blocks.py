@@ -48,8 +48,13 @@ def rn(a: Fraction, p: int, emin: int, vmax: float) -> Fraction:
     return s * min(n * Fraction(2) ** q, Fraction(vmax))
 
 
-ELEM = {"mxfp8_e4m3": (4, -6, 448, 8), "mxfp8_e5m2": (3, -14, 57344, 15), "mxfp6_e3m2": (3, -2, 28, 4),
-        "mxfp6_e2m3": (4, 0, 7.5, 2), "mxfp4_e2m1": (2, 0, 6, 2)}
+ELEM = {
+    "mxfp8_e4m3": (4, -6, 448, 8),
+    "mxfp8_e5m2": (3, -14, 57344, 15),
+    "mxfp6_e3m2": (3, -2, 28, 4),
+    "mxfp6_e2m3": (4, 0, 7.5, 2),
+    "mxfp4_e2m1": (2, 0, 6, 2),
+}
 
 
 def mx_ref(fs: list[Fraction], name: str, rule: str) -> tuple[int, list[Fraction]]:
@@ -75,9 +80,9 @@ def test_mx_reference_against_rationals(name, rule):
     x = blocks.inputs("normal:std=3", 4 * 32, 7, FORMATS["bf16"], 32)
     q, _, _ = blocks.reference(bf, catalog()["gelu.erf"].ref, x, {})
     for b in range(4):
-        fs = [exact(float(v)) for v in x[32 * b:32 * b + 32]]
+        fs = [exact(float(v)) for v in x[32 * b : 32 * b + 32]]
         k, vals = mx_ref(fs, name, rule)
-        assert q.scale[b] == 2.0 ** k
+        assert q.scale[b] == 2.0**k
         assert q.values[b].tolist() == [float(v) for v in vals], (name, rule, b)
 
 
@@ -91,7 +96,7 @@ def test_nvfp4_reference_against_rationals(rule):
     T = rn(amax_t / 2688, 24, -126, 3.4e38)
     assert q.tensor_scale == float(T)
     for b in range(6):
-        blk = fs[16 * b:16 * b + 16]
+        blk = fs[16 * b : 16 * b + 16]
         amax = max(abs(f) for f in blk)
         S = rn(amax / (6 * T), 4, -6, 448)
         if rule == "ceil" and S * 6 * T < amax:  # the next E4M3 value up (448 at most)
@@ -118,7 +123,7 @@ def test_hand_worked_blocks():
     assert np.isnan(ocp.scale[1]) and np.isnan(ocp.values[1]).all()
     # an all-zero block: scale 2^-127, zeros
     z = blocks.quantize(blocks.get_block_format("mxfp8_e4m3"), np.zeros((1, 32)))
-    assert z.scale[0] == 2.0 ** -127 and not z.values.any()
+    assert z.scale[0] == 2.0**-127 and not z.values.any()
 
 
 def test_candidate_scale_from_its_own_outputs():
@@ -126,8 +131,9 @@ def test_candidate_scale_from_its_own_outputs():
     [2^j / 1.03, 2^j) gets the next scale from the candidate's outputs: those blocks are
     counted."""
     ref = catalog()["relu.max"]
-    c = Candidate("relu.scaled", "relu", "1.03 max(x, 0)", "test", lambda x, m: m.maximum(x, 0.0) * 1.03,
-                  {}, "", None)
+    c = Candidate(
+        "relu.scaled", "relu", "1.03 max(x, 0)", "test", lambda x, m: m.maximum(x, 0.0) * 1.03, {}, "", None
+    )
     x = blocks.inputs("normal:std=4", 512 * 32, 3, FORMATS["bf16"], 32)
     r = blocks.audit(c, blocks.get_block_format("mxfp8_e4m3"), x, FORMATS["bf16"], FORMATS["fp32"])
     xb = x.reshape(-1, 32)
@@ -140,8 +146,9 @@ def test_candidate_scale_from_its_own_outputs():
     assert same.mismatches == 0 and same.scale_diff_blocks == 0 and same.max_added_ulp == 0
 
 
-@pytest.mark.parametrize("bad", ["normal:std=0", "uniform:lo=1,hi=0", "poisson:lam=1", "normal:std=x",
-                                 "uniform:lo=1", "npy:"])
+@pytest.mark.parametrize(
+    "bad", ["normal:std=0", "uniform:lo=1,hi=0", "poisson:lam=1", "normal:std=x", "uniform:lo=1", "npy:"]
+)
 def test_bad_distributions(bad):
     with pytest.raises(BadOptionError):
         blocks.inputs(bad, 64, 0, FORMATS["bf16"], 32)
@@ -164,13 +171,29 @@ def test_npy_inputs_validated(tmp_path):
 def test_cli_block_sweep(capsys):
     from audit.cli import main
 
-    code = main(["sweep", "gelu.tanh", "--dtype", "bf16", "--out-dtype", "nvfp4", "--blocks", "normal:std=2",
-                 "--elements", "4096", "--json", "-"])
+    code = main(
+        [
+            "sweep",
+            "gelu.tanh",
+            "--dtype",
+            "bf16",
+            "--out-dtype",
+            "nvfp4",
+            "--blocks",
+            "normal:std=2",
+            "--elements",
+            "4096",
+            "--json",
+            "-",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     d = json.loads(out)["results"][0]
     assert d["blocks"] == 256 and d["out_dtype"] == "nvfp4" and d["rule"] == "ocp"
-    code = main(["sweep", "gelu.tanh", "--dtype", "bf16", "--out-dtype", "mxfp8_e4m3", "--scale-rule", "nope"])
+    code = main(
+        ["sweep", "gelu.tanh", "--dtype", "bf16", "--out-dtype", "mxfp8_e4m3", "--scale-rule", "nope"]
+    )
     _, err = capsys.readouterr()
     assert code == 2 and err.startswith("actaudit: error:")
 
@@ -227,13 +250,14 @@ def test_nvfp4_exhaustive_pairs_equal_brute_force(rule):
     f = exact.reshape(-1, 16)[:, 0]
     d = rq.scale * rq.tensor_scale
     assert (d == 0).any() and (d > 0).any()
-    d = np.where(d > 0, d, 2.0 ** -9 * rq.tensor_scale)
+    d = np.where(d > 0, d, 2.0**-9 * rq.tensor_scale)
     err = np.abs(cq.values[:, 0] - f) / (d * e2.ulp(f / d))
     assert r.elements == n * n
     assert r.tensor_scale == {"reference": rq.tensor_scale, "candidate": cq.tensor_scale}
     assert r.mismatches == int(np.count_nonzero(cq.elems[:, 0] != rq.elems[:, 0]))
-    assert r.scale_diff_blocks == int(np.count_nonzero(
-        ~((cq.scale == rq.scale) & (cq.tensor_scale == rq.tensor_scale))))
+    assert r.scale_diff_blocks == int(
+        np.count_nonzero(~((cq.scale == rq.scale) & (cq.tensor_scale == rq.tensor_scale)))
+    )
     assert r.max_elem_ulp == float(err.max())
     assert r.mean_elem_ulp == pytest.approx(float(err.mean()), rel=1e-12)
 
@@ -246,8 +270,20 @@ def test_nvfp4_zero_scale_block_with_undecided_elements(tmp_path, capsys):
 
     p = tmp_path / "x.npy"
     np.save(p, np.array([448.0] * 16 + [-448.0] * 16))
-    code = main(["sweep", "gelu.tanh", "--dtype", "fp8_e4m3", "--out-dtype", "nvfp4",
-                 "--blocks", f"npy:{p}", "--json", "-"])
+    code = main(
+        [
+            "sweep",
+            "gelu.tanh",
+            "--dtype",
+            "fp8_e4m3",
+            "--out-dtype",
+            "nvfp4",
+            "--blocks",
+            f"npy:{p}",
+            "--json",
+            "-",
+        ]
+    )
     d = json.loads(capsys.readouterr().out)["results"][0]
     assert code in (0, None) and d["mismatches"] == 0 and d["nan_elements"] == 0
     assert d["scale_diff_blocks"] == 0 and d["max_elem_ulp"] < 1e-6

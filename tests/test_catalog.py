@@ -65,8 +65,11 @@ EXACT = {
     "logsigmoid": lambda x: mp.log(sig(x)),
     "softsign": lambda x: x / (1 + abs(x)),
     "exp": mp.exp,
-    "erf": lambda x: 2 / mp.sqrt(mp.pi) * mp.quad(lambda t: mp.exp(-t * t), [0, x]) if abs(x) < 6
-    else mp.sign(x) * (1 - mp.erfc(abs(x))),
+    "erf": lambda x: (
+        2 / mp.sqrt(mp.pi) * mp.quad(lambda t: mp.exp(-t * t), [0, x])
+        if abs(x) < 6
+        else mp.sign(x) * (1 - mp.erfc(abs(x)))
+    ),
     "swiglu": lambda a, b: a * sig(a) * b,
     "geglu": lambda a, b: a * mp.ncdf(a) * b,
     "reglu": lambda a, b: max(a, mp.mpf(0)) * b,
@@ -89,8 +92,17 @@ for _f in ("gelu", "sigmoid", "tanh", "silu", "softplus", "mish", "elu"):
     EXACT[f"{_f}_bwd"] = (lambda g: lambda x, dy: dy * g(x))(EXACT[f"{_f}_grad"])
 
 
-PIECEWISE_EXACT = {"relu", "leaky_relu", "relu6", "hardtanh", "hardsigmoid", "hardswish",
-                   "elu_grad", "elu_bwd", "reglu"}
+PIECEWISE_EXACT = {
+    "relu",
+    "leaky_relu",
+    "relu6",
+    "hardtanh",
+    "hardsigmoid",
+    "hardswish",
+    "elu_grad",
+    "elu_bwd",
+    "reglu",
+}
 
 
 def ulp_error(r, f, fmt):
@@ -124,8 +136,11 @@ def test_family_errors_match_mpmath(cid):
     for i in list(pick) + [worst]:
         args = (mp.mpf(e.x[i]),) if e.x2 is None else (mp.mpf(e.x[i]), mp.mpf(e.x2[i]))
         f = exact(*args)
-        if f != 0 and cand.reference not in PIECEWISE_EXACT and \
-                abs(abs(f) - mp.ldexp(1, mp.frexp(f)[1] - 1)) < abs(f) * 2.0**-140:
+        if (
+            f != 0
+            and cand.reference not in PIECEWISE_EXACT
+            and abs(abs(f) - mp.ldexp(1, mp.frexp(f)[1] - 1)) < abs(f) * 2.0**-140
+        ):
             continue  # within 160 bits of a power of two: this test cannot tell the side
         want = float(ulp_error(e.got[i], f, fmt))
         assert e.ulp_err[i] == pytest.approx(want, rel=1e-6, abs=1e-9), (cid, args, e.got[i])
@@ -181,8 +196,7 @@ def test_parameter_sweep_and_grad_mapping():
     res = audit.sweep("swish.beta", dtype="fp8_e4m3", params={"beta": [0.5, 2.0]})
     assert [r.params["beta"] for r in res] == [0.5, 2.0]
     # beta changes the reference too: x sigmoid(2x) at x = 1 in mpmath
-    (r,) = audit.sweep("swish.beta", dtype="fp8_e4m3", params={"beta": 2.0}, range=(1, 1),
-                       keep_points=True)
+    (r,) = audit.sweep("swish.beta", dtype="fp8_e4m3", params={"beta": 2.0}, range=(1, 1), keep_points=True)
     assert r.points.exact[0] == pytest.approx(float(1 / (1 + mp.exp(-2))), rel=1e-15)
     ids = [r.candidate for r in audit.sweep("gelu.tanh", dtype="fp8_e4m3", grad=True)]
     assert ids == ["gelu_grad.tanh"]

@@ -16,13 +16,21 @@ import numpy as np
 import pytest
 
 import audit
+from approximations.primitives import (
+    CEPHES_C1,
+    CEPHES_C2,
+    CEPHES_CLAMP,
+    CEPHES_P,
+    LOG2E,
+    TANH_ALPHA,
+    TANH_BETA,
+    TANH_CLAMP,
+)
 from audit import semantics as S
 from audit.ckernels import KernelError, c_candidate, compile_kernel
 from audit.cli import main
 from audit.errors import ActauditError
 from audit.formats import FORMATS
-from approximations.primitives import (CEPHES_C1, CEPHES_C2, CEPHES_CLAMP, CEPHES_P, LOG2E,
-                                       TANH_ALPHA, TANH_BETA, TANH_CLAMP)
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 X86 = platform.machine() in ("x86_64", "AMD64")
@@ -47,8 +55,8 @@ def tanh_c(fused: bool) -> str:
     return f"""
         float x = fminf(fmaxf(z, -{K(TANH_CLAMP)}), {K(TANH_CLAMP)});
         float x2 = x * x;
-        float p = {horner_c('x2', TANH_ALPHA, fused)};
-        float q = {horner_c('x2', TANH_BETA, fused)};
+        float p = {horner_c("x2", TANH_ALPHA, fused)};
+        float q = {horner_c("x2", TANH_BETA, fused)};
         out = x * p / q;"""
 
 
@@ -93,7 +101,7 @@ def kernel_source(body: str, mxcsr: bool) -> str:
         post = "_mm_setcsr(old);"
     return f"""#include <math.h>
 #include <stddef.h>
-{'#include <xmmintrin.h>' if mxcsr else ''}
+{"#include <xmmintrin.h>" if mxcsr else ""}
 void kernel(const float *xs, float *ys, size_t n) {{
     {pre}
     for (size_t i = 0; i < n; i++) {{
@@ -129,11 +137,15 @@ def compare(tmp_path, cid, storage, x, sem, fused, mxcsr, flags):
     assert bad.size == 0, (cid, sem, bad.size, [(x[i], got[i], want[i]) for i in bad[:5]])
 
 
-CASES = [(cid, sem, fused, mx, flags)
-         for cid in FORMULAS
-         for sem, fused, mx, flags in [("ieee", False, False, "-O2 -ffp-contract=off"),
-                                       ("contract", True, False, "-O2 -ffp-contract=off -mfma"),
-                                       ("ftz,daz", False, True, "-O2 -ffp-contract=off")]]
+CASES = [
+    (cid, sem, fused, mx, flags)
+    for cid in FORMULAS
+    for sem, fused, mx, flags in [
+        ("ieee", False, False, "-O2 -ffp-contract=off"),
+        ("contract", True, False, "-O2 -ffp-contract=off -mfma"),
+        ("ftz,daz", False, True, "-O2 -ffp-contract=off"),
+    ]
+]
 
 
 @pytest.mark.parametrize("cid,sem,fused,mxcsr,flags", CASES)
@@ -162,20 +174,35 @@ def _has_fma() -> bool:
 def test_gcc_fp_contract_fast_fuses_where_contract_does(tmp_path, cid):
     # the plain C (no fmaf), compiled with -ffp-contract=fast: GCC's own contraction of these
     # formulas agrees with `contract` bit for bit (and not with ieee for tanh and exp)
-    compare(tmp_path, cid, F32, fp32_inputs(), "contract", False, False,
-            "-O2 -mfma -ffp-contract=fast")
+    compare(tmp_path, cid, F32, fp32_inputs(), "contract", False, False, "-O2 -mfma -ffp-contract=fast")
 
 
 def test_the_checks_can_fail(tmp_path):
     # the same kernels disagree with the emulation under the other semantics: contraction
     # and flushing change results that these inputs reach
     with pytest.raises(AssertionError):
-        compare(tmp_path, "tanh.rational", F32, fp32_inputs(1 << 16), "ieee", True, False,
-                "-O2 -ffp-contract=off -mfma")
+        compare(
+            tmp_path,
+            "tanh.rational",
+            F32,
+            fp32_inputs(1 << 16),
+            "ieee",
+            True,
+            False,
+            "-O2 -ffp-contract=off -mfma",
+        )
     if X86:
         with pytest.raises(AssertionError):
-            compare(tmp_path, "hardswish.div6", F32, fp32_inputs(1 << 16), "ieee", False, True,
-                    "-O2 -ffp-contract=off")
+            compare(
+                tmp_path,
+                "hardswish.div6",
+                F32,
+                fp32_inputs(1 << 16),
+                "ieee",
+                False,
+                True,
+                "-O2 -ffp-contract=off",
+            )
 
 
 # ------------------------------------------------------------ the candidate
@@ -229,11 +256,17 @@ def test_compile_cache_by_source_and_flags(tmp_path, monkeypatch):
     assert r.domain.count == 254
 
 
-@pytest.mark.parametrize("target,msg", [
-    ("c:{d}/hs.c:crash", "crashed (SIGSEGV)"), ("c:{d}/hs.c:hidden", "has no symbol 'hidden'"),
-    ("c:{d}/bad.c:f", "does not compile"), ("c:{d}/none.c:f", "cannot read C kernel"),
-    ("c:{d}/hs.c:nothere", "no definition"), ("c:{d}/hs.c", "is not c:FILE.c:FUNCTION"),
-])
+@pytest.mark.parametrize(
+    "target,msg",
+    [
+        ("c:{d}/hs.c:crash", "crashed (SIGSEGV)"),
+        ("c:{d}/hs.c:hidden", "has no symbol 'hidden'"),
+        ("c:{d}/bad.c:f", "does not compile"),
+        ("c:{d}/none.c:f", "cannot read C kernel"),
+        ("c:{d}/hs.c:nothere", "no definition"),
+        ("c:{d}/hs.c", "is not c:FILE.c:FUNCTION"),
+    ],
+)
 def test_kernel_errors_are_one_line(tmp_path, capsys, target, msg):
     (tmp_path / "hs.c").write_text(HS)
     (tmp_path / "bad.c").write_text("void f(const float *x, float *y, size_t n) { oops }\n")
@@ -264,11 +297,10 @@ def test_operation_flags_do_not_apply_to_kernels(tmp_path):
         audit.sweep(f"c:{src}:hs", dtype="fp16", reference="hardswish", semantics="ftz")
     # conversion flags do: ftz_out flushes the kernel's subnormal results (hardswish(x) =
     # x (x + 3) / 6 is about x/2 for subnormal x: subnormal or zero)
-    ieee, ftz = audit.sweep(f"c:{src}:hs", dtype="fp16", reference="hardswish",
-                            semantics=["ieee", "ftz_out"])
+    ieee, ftz = audit.sweep(f"c:{src}:hs", dtype="fp16", reference="hardswish", semantics=["ieee", "ftz_out"])
     assert ftz.semantics.name == "ftz_out" and ftz.changed["count"] > 0
     first = ftz.changed["first"]
-    assert first["got"] == 0 and 0 < abs(first["ieee"]) < 2.0 ** -14
+    assert first["got"] == 0 and 0 < abs(first["ieee"]) < 2.0**-14
 
 
 NEG = """#include <stddef.h>

@@ -74,6 +74,7 @@ def kinds(r):
 #    its NaN starts at 11.09375; after the clip its worst error is 1.76 ULP)
 # ----------------------------------------------------------------------------------------
 
+
 def naive_sigmoid_fp16(x):
     """exp(x) / (1 + exp(x)) with every operation rounded to fp16: exp in float64 rounded,
     + and / by numpy's float16 (computed in float32 and rounded: 24 >= 2*11 + 2 bits, so
@@ -119,15 +120,19 @@ def test_sigmoid_naive_fp16_default_tolerance_and_error_after_the_clip():
 # 2-3. sign and range findings on small hand-built candidates
 # ----------------------------------------------------------------------------------------
 
+
 def test_sign_finding_on_a_hand_built_tanh(usermod):
-    usermod("signmod", """
+    usermod(
+        "signmod",
+        """
         import numpy as np
         def f(x):  # tanh with the sign flipped on [0.5, 1], and -0 for tiny positive x
             y = np.tanh(x.astype(np.float64))
             y = np.where((x >= 0.5) & (x <= 1), -y, y)
             y = np.where((x > 0) & (x <= 2.0**-20), -0.0, y)
             return y.astype(x.dtype)
-    """)
+    """,
+    )
     (r,) = audit.sweep("signmod:f", reference="tanh", dtype="fp16")
     s = finding(r, "sign")
     # [0.5, 1]: the binade [0.5, 1) holds 2^10 fp16 values, plus 1.0 itself
@@ -140,7 +145,9 @@ def test_sign_finding_on_a_hand_built_tanh(usermod):
 
 
 def test_range_findings_on_hand_built_sigmoid_and_gelu(usermod):
-    usermod("rangemod", """
+    usermod(
+        "rangemod",
+        """
         import numpy as np
         from scipy.special import expit, erfc
         def sig(x):  # right except 1 + 2^-10 (> 1, outside [0, 1]) for x >= 4
@@ -150,7 +157,8 @@ def test_range_findings_on_hand_built_sigmoid_and_gelu(usermod):
             x64 = x.astype(np.float64)
             y = 0.5 * x64 * erfc(-x64 / np.sqrt(2))
             return np.where((x >= 1) & (x <= 2), x64 * (1 + 2.0**-10), y).astype(x.dtype)
-    """)
+    """,
+    )
     (r,) = audit.sweep("rangemod:sig", reference="sigmoid", dtype="fp16")
     f = finding(r, "range")
     assert f.intervals == [[4.0, 65504.0]] and f.count == len(fp16_between(4, 65504))
@@ -239,9 +247,11 @@ def test_gate_slack_is_relative_and_compared_the_right_way(gate):
     for m in ("max_ulp", "max_abs", "mean_ulp"):
         now = doc["entries"][key][m]
         assert 0 < now < 10
-        for base, fails in ((now / (1 + 2e-3), True),    # now 0.2% worse: beyond a slack of 0.1%
-                            (now / (1 + 0.5e-3), False),  # now 0.05% worse: within the slack
-                            (now * 2, False)):            # better than the baseline: passes
+        for base, fails in (
+            (now / (1 + 2e-3), True),  # now 0.2% worse: beyond a slack of 0.1%
+            (now / (1 + 0.5e-3), False),  # now 0.05% worse: within the slack
+            (now * 2, False),
+        ):  # better than the baseline: passes
             d = json.loads(json.dumps(doc))
             d["entries"][key][m] = base
             code, out = check(d)
@@ -253,12 +263,17 @@ def test_gate_slack_is_relative_and_compared_the_right_way(gate):
 # 7. the 0.5 ULP cap for correctly rounded results
 # ----------------------------------------------------------------------------------------
 
+
 def _oracle(rounded, hi, lo=None):
     from audit.oracle import OracleValues
 
     hi = np.asarray(hi, dtype=np.float64)
-    return OracleValues(np.asarray(rounded, dtype=np.float64), hi,
-                        np.zeros_like(hi) if lo is None else np.asarray(lo, dtype=np.float64), 0)
+    return OracleValues(
+        np.asarray(rounded, dtype=np.float64),
+        hi,
+        np.zeros_like(hi) if lo is None else np.asarray(lo, dtype=np.float64),
+        0,
+    )
 
 
 def test_ulp_error_of_a_correctly_rounded_result_is_capped_at_half():
@@ -281,8 +296,11 @@ def test_ulp_error_of_a_correctly_rounded_result_is_capped_at_half():
 # 8. overflow findings: saturated to the largest finite value; finite where f overflows
 # ----------------------------------------------------------------------------------------
 
+
 def test_overflow_finding_sub_cases_on_a_hand_built_exp(usermod):
-    usermod("ovmod", """
+    usermod(
+        "ovmod",
+        """
         import numpy as np
         def f(x):
             y = np.exp(x.astype(np.float64))
@@ -290,7 +308,8 @@ def test_overflow_finding_sub_cases_on_a_hand_built_exp(usermod):
             y = np.where(x >= 12, 65504.0, y)                  # finite where e^x overflows fp16
             with np.errstate(over="ignore"):
                 return y.astype(x.dtype)
-    """)
+    """,
+    )
     (r,) = audit.sweep("ovmod:f", reference="exp", dtype="fp16")
     f = finding(r, "overflow")
     # e^11 = 59874.1 rounds to 59872 in fp16 (steps of 32): < 65504, so [10, 11] is saturated.
@@ -306,13 +325,17 @@ def test_overflow_finding_sub_cases_on_a_hand_built_exp(usermod):
 # 9. relative error where f(x) = 0
 # ----------------------------------------------------------------------------------------
 
+
 def test_relative_error_is_inf_where_the_exact_value_is_zero(usermod):
-    usermod("zmod", """
+    usermod(
+        "zmod",
+        """
         import numpy as np
         def f(x):  # relu, but 2^-24 (the smallest fp16 subnormal) at x = 0 (both zeros)
             y = np.maximum(x.astype(np.float64), 0.0)
             return np.where(x == 0, 2.0**-24, y).astype(x.dtype)
-    """)
+    """,
+    )
     (r,) = audit.sweep("zmod:f", reference="relu", dtype="fp16")
     # |2^-24 - 0| / |0| is infinite; in ULPs it is 2^-24 / ulp(0) = 2^-24 / 2^-24 = 1
     assert r.max_rel == math.inf
@@ -327,14 +350,16 @@ def test_relative_error_is_inf_where_the_exact_value_is_zero(usermod):
 # 10. p99: its definition, and the exact / histogram switch at 2^24 finite results
 # ----------------------------------------------------------------------------------------
 
+
 def _errors(u):
     from audit.metrics import PointErrors
 
     u = np.asarray(u, dtype=np.float64)
     n = len(u)
     z = np.zeros(n)
-    return PointErrors(z, z, z, z, z, u, np.zeros(n, np.int64), u.copy(), u.copy(),
-                       np.zeros(n, np.int8), np.zeros(n, bool))
+    return PointErrors(
+        z, z, z, z, z, u, np.zeros(n, np.int64), u.copy(), u.copy(), np.zeros(n, np.int8), np.zeros(n, bool)
+    )
 
 
 def test_p99_is_the_smallest_error_bounding_99_percent():
@@ -379,26 +404,37 @@ def test_p99_stays_exact_up_to_2_pow_24_errors_then_switches_to_a_histogram():
 # Definitions: ulp, ULP error, ULP distance, absolute and relative error, classes
 # ----------------------------------------------------------------------------------------
 
+
 def test_ulp_definition_hand_worked():
     from audit.formats import get_format
 
     h, b, e4 = get_format("fp16"), get_format("bf16"), get_format("fp8_e4m3")
     # fp16 p = 11, emin = -14: ulp(1) = 2^-10, ulp(65504) = 2^(15 - 10) = 32,
     # ulp(2^-14) = 2^-24, ulp(2^-20) = 2^(max(-20, -14) - 10) = 2^-24, ulp(0) = 2^-24
-    assert h.ulp([1.0, 1.5, 65504.0, 2.0**-14, 2.0**-20, 0.0, -3.0]).tolist() == \
-        [2.0**-10, 2.0**-10, 32.0, 2.0**-24, 2.0**-24, 2.0**-24, 2.0**-9]
+    assert h.ulp([1.0, 1.5, 65504.0, 2.0**-14, 2.0**-20, 0.0, -3.0]).tolist() == [
+        2.0**-10,
+        2.0**-10,
+        32.0,
+        2.0**-24,
+        2.0**-24,
+        2.0**-24,
+        2.0**-9,
+    ]
     # bf16 p = 8: ulp(1) = 2^-7; E4M3 p = 4, emin = -6: ulp(448) = 2^(8 - 3) = 32, ulp(0) = 2^-9
     assert b.ulp([1.0])[0] == 2.0**-7
     assert e4.ulp([448.0, 0.0])[0:2].tolist() == [32.0, 2.0**-9]
 
 
 def test_ulp_error_distance_abs_rel_on_a_hand_worked_fp16_case(usermod):
-    usermod("offmod", """
+    usermod(
+        "offmod",
+        """
         import numpy as np
         def f(x):  # x + 3 ulps of fp16 at x = 1 (1 + 3 * 2^-10); identity elsewhere
             y = x.astype(np.float64)
             return np.where(x == 1, 1 + 3 * 2.0**-10, y).astype(x.dtype)
-    """)
+    """,
+    )
     (r,) = audit.sweep("offmod:f", reference="hardtanh", dtype="fp16", range=(0.5, 1.0))
     # hardtanh(1) = 1 exactly: ULP error 3 * 2^-10 / 2^-10 = 3, distance 3 steps,
     # absolute 3 * 2^-10, relative 3 * 2^-10 / 1; the 1025 inputs of [0.5, 1]: one wrong
@@ -406,8 +442,9 @@ def test_ulp_error_distance_abs_rel_on_a_hand_worked_fp16_case(usermod):
     assert r.max_abs == 3 * 2.0**-10 and r.max_rel == 3 * 2.0**-10
     assert r.worst["x"] == 1.0 and r.worst["x_hex"] == "0x3c00" and r.worst["got"] == 1 + 3 * 2.0**-10
     assert r.domain.count == 1025
-    assert r.correctly_rounded_fraction == Fraction(1024, 1025) or \
-        r.correctly_rounded_fraction == pytest.approx(1024 / 1025, rel=1e-15)
+    assert r.correctly_rounded_fraction == Fraction(
+        1024, 1025
+    ) or r.correctly_rounded_fraction == pytest.approx(1024 / 1025, rel=1e-15)
     assert r.mean_ulp == pytest.approx(3 / 1025, rel=1e-12)
 
 
@@ -418,8 +455,12 @@ def test_ulp_distance_treats_both_zeros_as_one_point_and_inf_one_past_max():
     h = get_format("fp16")
     # -0 against +0: 0 steps; 2^-24 against -2^-24: 2 steps (through the single zero);
     # 65504 against 65472: 1 step (fp16 steps of 32 there)
-    e = point_errors([0, 0, 0], [-0.0, 2.0**-24, 65504.0],
-                     _oracle([0.0, -(2.0**-24), 65472.0], [0.0, -(2.0**-24), 65472.0]), h)
+    e = point_errors(
+        [0, 0, 0],
+        [-0.0, 2.0**-24, 65504.0],
+        _oracle([0.0, -(2.0**-24), 65472.0], [0.0, -(2.0**-24), 65472.0]),
+        h,
+    )
     assert e.ulp_dist.tolist() == [0, 2, 1]
 
 
@@ -444,6 +485,7 @@ def test_input_classes_hand_worked():
 # Specials with signed zeros
 # ----------------------------------------------------------------------------------------
 
+
 def test_specials_are_the_functions_limits_with_signed_zeros(usermod):
     (r,) = audit.sweep("gelu.erfc", dtype="fp16")  # 0.5 x erfc(-x / sqrt 2)
     by = {str(s["x"]): s for s in r.specials}
@@ -454,7 +496,9 @@ def test_specials_are_the_functions_limits_with_signed_zeros(usermod):
     assert math.isnan(by["-inf"]["got"]) and not by["-inf"]["ok"]
     # a kernel returning the limit -0 at -inf passes (the tool does not yet tell +0 from -0
     # in specials: exp.schraudolph(-inf) = -0 and logsigmoid(inf) = +0 pass; see issue #20)
-    usermod("zeromod", """
+    usermod(
+        "zeromod",
+        """
         import numpy as np
         from scipy.special import erfc
         def minus(x):
@@ -462,7 +506,8 @@ def test_specials_are_the_functions_limits_with_signed_zeros(usermod):
             with np.errstate(invalid="ignore"):
                 y = 0.5 * x64 * erfc(-x64 / np.sqrt(2))
             return np.where(x64 == -np.inf, -0.0, y).astype(x.dtype)
-    """)
+    """,
+    )
     (r,) = audit.sweep("zeromod:minus", reference="gelu", dtype="fp16")
     s = {str(s["x"]): s for s in r.specials}["-inf"]
     assert s["got"] == 0 and math.copysign(1, s["got"]) == -1
@@ -472,6 +517,7 @@ def test_specials_are_the_functions_limits_with_signed_zeros(usermod):
 # ----------------------------------------------------------------------------------------
 # Metrics: NaN never enters a maximum; the worst input is the first of equal maxima
 # ----------------------------------------------------------------------------------------
+
 
 def test_max_ulp_is_over_finite_results_only():
     # sigmoid.naive in fp16 is NaN from 11.09375 on: the maximum is over the other inputs,
@@ -506,14 +552,18 @@ def test_worst_input_is_the_first_of_equal_maxima_when_chunks_merge():
 # Clip: the default tolerance leaves failing inputs out of the core
 # ----------------------------------------------------------------------------------------
 
+
 def test_default_clip_tolerance_leaves_findings_out_of_the_core(usermod):
-    usermod("coremod", """
+    usermod(
+        "coremod",
+        """
         import numpy as np
         from scipy.special import expit
         def f(x):  # sigmoid rounded from float64 (errors <= 0.5 ULP + 1e-12), but 1 + 2^-10 at x = 1
             y = expit(x.astype(np.float64))
             return np.where(x == 1, 1 + 2.0**-10, y).astype(x.dtype)
-    """)
+    """,
+    )
     (r,) = audit.sweep("coremod:f", reference="sigmoid", dtype="fp16")
     assert finding(r, "range").intervals == [[1.0, 1.0]]
     # x = 1 (a range finding) is left out of the core, whose worst error is then at most
@@ -527,6 +577,7 @@ def test_default_clip_tolerance_leaves_findings_out_of_the_core(usermod):
 # Bit-trick candidates compute in fp32 whatever the storage format
 # ----------------------------------------------------------------------------------------
 
+
 def test_schraudolph_exp_always_computes_in_fp32():
     # bits_as_float32(int(12102203 x + 1064866805)), every operation in float32 (numpy);
     # 12102203 < 2^24 is exact in float32, 1064866805 rounds to 1064866816 (a multiple of 64)
@@ -536,8 +587,9 @@ def test_schraudolph_exp_always_computes_in_fp32():
         y = np.trunc(t).astype(np.int64).astype(np.uint32).view(np.float32)
         expect = y.astype(np.float16).astype(np.float64)
     for compute in (None, "fp16"):
-        (r,) = audit.sweep("exp.schraudolph", dtype="fp16", compute=compute, range=(-80, 80),
-                           keep_points=True)
+        (r,) = audit.sweep(
+            "exp.schraudolph", dtype="fp16", compute=compute, range=(-80, 80), keep_points=True
+        )
         assert r.compute == "fp32"
         assert np.array_equal(r.points.got, expect)
 
@@ -545,6 +597,7 @@ def test_schraudolph_exp_always_computes_in_fp32():
 # ----------------------------------------------------------------------------------------
 # Resource refusals: samples beyond 2^24 (fp32) or 2^20 (fp64), grids beyond 16384
 # ----------------------------------------------------------------------------------------
+
 
 def test_resource_limits_are_refused_up_front():
     from audit.errors import BadOptionError
@@ -561,6 +614,7 @@ def test_resource_limits_are_refused_up_front():
 # The gate: a NaN metric never passes a tolerance
 # ----------------------------------------------------------------------------------------
 
+
 def test_gate_tolerance_fails_a_nan_metric(tmp_path, monkeypatch, capsys):
     import dataclasses
 
@@ -569,7 +623,8 @@ def test_gate_tolerance_fails_a_nan_metric(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "actaudit.toml").write_text(
         'baseline = "b.json"\n[[audit]]\nname = "n"\ntargets = ["relu.max"]\ndtype = "fp8_e4m3"\n'
-        'tolerance = { p99_ulp = 1, mean_ulp = 1 }\n'.replace(", mean_ulp = 1", ""))
+        "tolerance = { p99_ulp = 1, mean_ulp = 1 }\n".replace(", mean_ulp = 1", "")
+    )
     assert main(["baseline"]) == 0 and main(["check"]) == 0
     capsys.readouterr()
 
@@ -587,9 +642,9 @@ def test_gate_tolerance_fails_a_nan_metric(tmp_path, monkeypatch, capsys):
 # Optional dependencies: in CI a missing one that the README's test command installs fails
 # ----------------------------------------------------------------------------------------
 
+
 def test_missing_optional_dependency_fails_in_ci_and_skips_elsewhere(monkeypatch):
     from _pytest.outcomes import Failed, Skipped
-
     from helpers import optional
 
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
@@ -608,6 +663,7 @@ def test_missing_optional_dependency_fails_in_ci_and_skips_elsewhere(monkeypatch
 # RN_F beyond the largest finite value (README: overflow beyond max + half an ulp of max,
 # the tie included as the even side allows; NaN in E4M3FN)
 # ----------------------------------------------------------------------------------------
+
 
 def test_rounding_at_the_top_of_the_range_hand_worked():
     from audit.formats import get_format
@@ -630,11 +686,18 @@ def test_rounding_at_the_top_of_the_range_hand_worked():
 # Formats (README's table), exhaustive counts, rounding without ml_dtypes' double rounding
 # ----------------------------------------------------------------------------------------
 
+
 def test_formats_table_matches_the_readme(capsys):
     assert main(["formats", "--json"]) == 0
     got = {f["name"]: f for f in json.loads(capsys.readouterr().out)}
-    readme = {"fp16": (11, -14), "bf16": (8, -126), "fp8_e4m3": (4, -6), "fp8_e5m2": (3, -14),
-              "fp32": (24, -126), "fp64": (53, -1022)}
+    readme = {
+        "fp16": (11, -14),
+        "bf16": (8, -126),
+        "fp8_e4m3": (4, -6),
+        "fp8_e5m2": (3, -14),
+        "fp32": (24, -126),
+        "fp64": (53, -1022),
+    }
     for name, (p, emin) in readme.items():
         assert (got[name]["precision"], got[name]["emin"]) == (p, emin), name
     from audit.formats import get_format
@@ -672,12 +735,15 @@ def test_bf16_rounding_is_single_not_through_float32():
 # GELU = x from 3.447265625)
 # ----------------------------------------------------------------------------------------
 
+
 def test_saturation_thresholds_quoted_in_the_readme():
     # sigmoid rounds to 1 once 1 - s(x) = 1 / (1 + e^x) <= 2^-12 (half the ulp 2^-11 below 1;
     # the tie goes to 1, the even side): the first fp16 x with that
     hi = min(float(v) for v in fp16_between(4, 16) if 1 / (1 + mp.exp(mp.mpf(float(v)))) <= mp.ldexp(1, -12))
     # and to 0 while s(x) <= 2^-25 (half the smallest subnormal, the tie to 0, even)
-    lo = max(float(v) for v in fp16_between(-30, 0) if 1 / (1 + mp.exp(-mp.mpf(float(v)))) <= mp.ldexp(1, -25))
+    lo = max(
+        float(v) for v in fp16_between(-30, 0) if 1 / (1 + mp.exp(-mp.mpf(float(v)))) <= mp.ldexp(1, -25)
+    )
     assert (hi, lo) == (8.3203125, -17.34375)
     (r,) = audit.sweep("sigmoid.stable", dtype="fp16")
     assert r.saturation == {"high": {"x": hi, "value": 1.0}, "low": {"x": lo, "value": 0.0}}
@@ -699,16 +765,31 @@ def test_saturation_thresholds_quoted_in_the_readme():
 # Golden data for chosen inputs (--inputs), checked against mpmath
 # ----------------------------------------------------------------------------------------
 
+
 def test_golden_with_inputs_in_fp32_is_correctly_rounded(tmp_path, capsys):
     from helpers import is_nearest_even
+
     from audit.formats import get_format
 
     xs = np.array([-3.0, -0.5, 2.0**-149, 0.1, 1.0, 5.5], dtype=np.float32)
     # read like a dump: today only a dump with both columns is accepted in fp32 (a single
     # column is taken as outputs in golden order, which fp32 has not: refused; reported)
     (tmp_path / "in.csv").write_text("x,y\n" + "".join(f"{float(v)!r},{float(v)!r}\n" for v in xs))
-    assert main(["golden", "gelu", "--dtype", "fp32", "--inputs", str(tmp_path / "in.csv"),
-                 "-o", str(tmp_path / "g.npz")]) == 0
+    assert (
+        main(
+            [
+                "golden",
+                "gelu",
+                "--dtype",
+                "fp32",
+                "--inputs",
+                str(tmp_path / "in.csv"),
+                "-o",
+                str(tmp_path / "g.npz"),
+            ]
+        )
+        == 0
+    )
     with np.load(tmp_path / "g.npz", allow_pickle=False) as z:
         x, y, hi, lo = z["x"], z["y"], z["exact"], z["exact_lo"]
         assert z["x_bits"].tolist() == xs.view(np.uint32).tolist()
@@ -730,6 +811,7 @@ def test_golden_with_inputs_in_fp32_is_correctly_rounded(tmp_path, capsys):
 # Report colour tiers (README: correctly rounded, <= 4, <= 64, <= 1024 ULP, worse or NaN/inf)
 # ----------------------------------------------------------------------------------------
 
+
 def test_report_colour_tiers_at_their_bounds():
     from reports.html import tier
 
@@ -744,14 +826,18 @@ def test_report_colour_tiers_at_their_bounds():
 # Monotonicity findings on a hand-built candidate
 # ----------------------------------------------------------------------------------------
 
+
 def test_monotonicity_finding_where_a_hand_built_sigmoid_steps_back(usermod):
-    usermod("monomod", """
+    usermod(
+        "monomod",
+        """
         import numpy as np
         from scipy.special import expit
         def f(x):  # sigmoid rounded from float64, but 2 fp16 steps (2 * 2^-11) low at x = 1
             y = expit(x.astype(np.float64))
             return np.where(x == 1, y - 2 * 2.0**-11, y).astype(x.dtype)
-    """)
+    """,
+    )
     (r,) = audit.sweep("monomod:f", reference="sigmoid", dtype="fp16")
     m = finding(r, "monotonicity")
     # sigmoid increases everywhere; the rounded values never decrease, except at x = 1, which
@@ -764,6 +850,7 @@ def test_monotonicity_finding_where_a_hand_built_sigmoid_steps_back(usermod):
 # The README's first table: gelu.tanh in fp16 (unf 655, spec 1, hidden 1: x^3 overflows for
 # |x| >= 40.3 though the result is right)
 # ----------------------------------------------------------------------------------------
+
 
 def gelu_tanh_fp16_by_hand(x):
     """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), every operation rounded to fp16
@@ -782,8 +869,11 @@ def test_readme_table_gelu_tanh_fp16_underflow_and_hidden_overflow():
     # a flush: the result is 0 where RN(GELU(x)) is not, i.e. |GELU(x)| > 2^-25 (half the
     # smallest subnormal; exactly 2^-25 would tie to 0, the even side), decided in mpmath
     zero = np.flatnonzero(got == 0)
-    flushed = [float(FP16[i]) for i in zero
-               if abs(mp.mpf(float(FP16[i])) * mp.ncdf(mp.mpf(float(FP16[i])))) > mp.ldexp(1, -25)]
+    flushed = [
+        float(FP16[i])
+        for i in zero
+        if abs(mp.mpf(float(FP16[i])) * mp.ncdf(mp.mpf(float(FP16[i])))) > mp.ldexp(1, -25)
+    ]
     assert len(flushed) == 655  # the README's "unf 655"
     neg = [v for v in flushed if v < 0]
     # the negative tail, one run of consecutive inputs; and x = 2^-24, where GELU = 2^-25 +
@@ -810,13 +900,16 @@ def test_readme_table_gelu_tanh_fp16_underflow_and_hidden_overflow():
 # Catalog, families, gated units, parameters
 # ----------------------------------------------------------------------------------------
 
+
 def test_catalog_size_quoted_in_the_readme(capsys):
     assert main(["list", "--json"]) == 0
     cands = json.loads(capsys.readouterr().out)
     ids = [c["id"] for c in cands]
     # the README's sentence "N candidates in F families, approximating R exact references"
-    m = re.search(r"(\d+) candidates in (\d+) families, approximating (\d+) exact references",
-                  (ROOT / "README.md").read_text())
+    m = re.search(
+        r"(\d+) candidates in (\d+) families, approximating (\d+) exact references",
+        (ROOT / "README.md").read_text(),
+    )
     n, fams, refs = (int(g) for g in m.groups())
     assert len(ids) == len(set(ids)) == n
     assert len({i.split(".")[0] for i in ids}) == fams
@@ -854,14 +947,16 @@ def test_swept_parameter_gives_one_result_per_value_and_moves_the_reference():
 # Checkpoint cadence: saved every 30 s (SAVE_EVERY), when interrupted and when it ends
 # ----------------------------------------------------------------------------------------
 
+
 def test_checkpoint_cadence(tmp_path, monkeypatch):
     from audit import checkpoint, inputs
 
     assert checkpoint.SAVE_EVERY == 30.0  # the README's "every 30 s"
     saves = []
     real = checkpoint.Checkpoint.save
-    monkeypatch.setattr(checkpoint.Checkpoint, "save",
-                        lambda self, *a: (saves.append(a[0]["done"]), real(self, *a))[1])
+    monkeypatch.setattr(
+        checkpoint.Checkpoint, "save", lambda self, *a: (saves.append(a[0]["done"]), real(self, *a))[1]
+    )
     monkeypatch.setattr(inputs, "CHUNK", 1 << 12)
     rng = (1.0, 1.0 + 2.0**-9)  # 2^14 + 1 fp32 inputs: 5 chunks of 2^12
 
@@ -885,8 +980,10 @@ def test_checkpoint_cadence(tmp_path, monkeypatch):
 # Golden order (README: every finite value, ascending, -0 before +0) and golden values
 # ----------------------------------------------------------------------------------------
 
+
 def test_golden_order_and_values_in_fp8(tmp_path):
     from helpers import is_nearest_even
+
     from audit.formats import get_format
 
     assert main(["golden", "sigmoid", "--dtype", "fp8_e4m3", "-o", str(tmp_path / "g.npz")]) == 0

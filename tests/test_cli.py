@@ -25,7 +25,11 @@ def test_sweep_json_stdout(capsys):
     doc = json.loads(out)
     # the default compute ('auto'): the storage format itself, then fp32, for each 16-bit format
     assert [(r["dtype"], r["compute"]) for r in doc["results"]] == [
-        ("fp16", "fp16"), ("fp16", "fp32"), ("bf16", "bf16"), ("bf16", "fp32")]
+        ("fp16", "fp16"),
+        ("fp16", "fp32"),
+        ("bf16", "bf16"),
+        ("bf16", "fp32"),
+    ]
 
 
 def test_sweep_json_and_csv_files(capsys, tmp_path):
@@ -40,15 +44,18 @@ def test_sweep_json_and_csv_files(capsys, tmp_path):
     assert not list(tmp_path.glob("**/*.tmp"))
 
 
-@pytest.mark.parametrize("args,needle", [
-    (("sweep", "gelux"), "did you mean"),
-    (("sweep", "gelu", "--dtype", "fp17"), "unknown format"),
-    (("sweep", "gelu", "--range", "3:1"), "reversed"),
-    (("sweep", "gelu", "--range", "nan:1"), "NaN"),
-    (("sweep", "gelu", "--samples", "5"), "exhaustively"),
-    (("sweep", "gelu.tanh", "--param", "x"), "NAME=VALUE"),
-    (("sweep", "gelu.tanh", "--param", "limit=3"), "parameter"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (("sweep", "gelux"), "did you mean"),
+        (("sweep", "gelu", "--dtype", "fp17"), "unknown format"),
+        (("sweep", "gelu", "--range", "3:1"), "reversed"),
+        (("sweep", "gelu", "--range", "nan:1"), "NaN"),
+        (("sweep", "gelu", "--samples", "5"), "exhaustively"),
+        (("sweep", "gelu.tanh", "--param", "x"), "NAME=VALUE"),
+        (("sweep", "gelu.tanh", "--param", "limit=3"), "parameter"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):
     code, out, err = run(capsys, *args)
     assert code == 2
@@ -62,9 +69,21 @@ def test_list_and_formats(capsys):
     cands = json.loads(out)
     assert {"id", "reference", "formula", "source", "params"} <= set(cands[0])
     code, out, _ = run(capsys, "formats", "--json")
-    assert {f["name"] for f in json.loads(out)} == {"fp8_e4m3", "fp8_e5m2", "bf16", "fp16", "fp32", "fp64",
-                                                   "fp8_e4m3fnuz", "fp8_e5m2fnuz", "fp6_e3m2", "fp6_e2m3",
-                                                   "fp4_e2m1", "e8m0", "tf32"}
+    assert {f["name"] for f in json.loads(out)} == {
+        "fp8_e4m3",
+        "fp8_e5m2",
+        "bf16",
+        "fp16",
+        "fp32",
+        "fp64",
+        "fp8_e4m3fnuz",
+        "fp8_e5m2fnuz",
+        "fp6_e3m2",
+        "fp6_e2m3",
+        "fp4_e2m1",
+        "e8m0",
+        "tf32",
+    }
     code, out, _ = run(capsys, "list")
     assert code == 0 and "gelu.tanh" in out
 
@@ -79,12 +98,15 @@ def test_console_script_exists():
     assert p.returncode == 2 and p.stderr.startswith("actaudit: error:")
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--checkpoint", "ck"], "add --exhaustive"),
-    (["--executor", "spark", "--exhaustive"], "unknown executor 'spark'"),
-    (["--executor", "dask", "--exhaustive"], "needs --scheduler"),
-    (["--scheduler", "tcp://h:1", "--exhaustive"], "--scheduler applies to --executor dask"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--checkpoint", "ck"], "add --exhaustive"),
+        (["--executor", "spark", "--exhaustive"], "unknown executor 'spark'"),
+        (["--executor", "dask", "--exhaustive"], "needs --scheduler"),
+        (["--scheduler", "tcp://h:1", "--exhaustive"], "--scheduler applies to --executor dask"),
+    ],
+)
 def test_scale_options_misused_are_one_line(capsys, args, needle):
     code, out, err = run(capsys, "sweep", "gelu.tanh", "--dtype", "fp32", "--range", "1:1.001", *args)
     assert code == 2 and needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
@@ -92,8 +114,19 @@ def test_scale_options_misused_are_one_line(capsys, args, needle):
 
 def test_checkpointed_sweep_reruns_from_its_checkpoint(capsys, tmp_path, monkeypatch):
     ck = tmp_path / "ck"
-    plain = ["sweep", "gelu.tanh", "--dtype", "fp32", "--range", "1:1.01", "--exhaustive",
-             "--json", "-", "--workers", "1"]
+    plain = [
+        "sweep",
+        "gelu.tanh",
+        "--dtype",
+        "fp32",
+        "--range",
+        "1:1.01",
+        "--exhaustive",
+        "--json",
+        "-",
+        "--workers",
+        "1",
+    ]
     args = plain + ["--checkpoint", str(ck)]
     code, first, _ = run(capsys, *args)
     assert code == 0 and len(list(ck.glob("*.json"))) == 1

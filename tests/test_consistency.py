@@ -28,12 +28,29 @@ def test_parameter_that_works_changes_hand_counted_inputs():
 
 
 def test_cli_parameter_effect_exit_codes(capsys):
-    assert main(["consistency", "diff_funcs:leaky_ignores_alpha", "--param", "alpha=0.01,0.2",
-                 "--dtype", "fp16"]) == 1
+    assert (
+        main(
+            ["consistency", "diff_funcs:leaky_ignores_alpha", "--param", "alpha=0.01,0.2", "--dtype", "fp16"]
+        )
+        == 1
+    )
     out, _ = capsys.readouterr()
     assert "alpha has no effect" in out
-    assert main(["consistency", "diff_funcs:leaky_honest", "--param", "alpha=0.01,0.2",
-                 "--dtype", "fp16", "--json", "-"]) == 0
+    assert (
+        main(
+            [
+                "consistency",
+                "diff_funcs:leaky_honest",
+                "--param",
+                "alpha=0.01,0.2",
+                "--dtype",
+                "fp16",
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr()[0])
     assert doc["results"][0]["kind"] == "param_effect"
     assert main(["consistency", "gelu.erf"]) == 2  # nothing to check

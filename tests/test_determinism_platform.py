@@ -27,7 +27,9 @@ def _same(a, b, where=()):
         assert isinstance(b, list) and len(a) == len(b), where
         for i, (x, y) in enumerate(zip(a, b)):
             _same(x, y, where + (i,))
-    elif isinstance(a, float) and isinstance(b, float) and any(k in REAL for k in where if isinstance(k, str)):
+    elif (
+        isinstance(a, float) and isinstance(b, float) and any(k in REAL for k in where if isinstance(k, str))
+    ):
         assert a == b or abs(a - b) <= 1e-12 * abs(a), (where, a, b)
     else:
         assert a == b, (where, a, b)
@@ -45,9 +47,27 @@ def _sweep(disable: str) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ACTAUDIT_CACHE_DIR": tempfile.mkdtemp()}
     if disable:
         env["NPY_DISABLE_CPU_FEATURES"] = disable
-    r = subprocess.run([sys.executable, "-m", "audit.cli", "sweep", "tanh.exp", "mish.torch", "elu.expm1",
-                        "-d", "fp16", "-c", "fp32", "--json", "-"], capture_output=True, text=True, env=env,
-                       timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "audit.cli",
+            "sweep",
+            "tanh.exp",
+            "mish.torch",
+            "elu.expm1",
+            "-d",
+            "fp16",
+            "-c",
+            "fp32",
+            "--json",
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["results"]
 

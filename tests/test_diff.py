@@ -19,7 +19,9 @@ def test_mixed_in_hand_derived_intervals():
     # at x = -1, A = -1 and B = 0: 15360 steps.  At +inf A gives 6 (exact), B 5.5.
     r = diff("diff_funcs:relu6_leaky", "diff_funcs:relu6_low", "fp16", reference="relu6")
     assert [(iv["lo"], iv["hi"], iv["count"], iv["a_closer"], iv["b_closer"]) for iv in r.intervals] == [
-        (-1.0, -(2.0 ** -24), 15360, 0, 15360), (5.5 + 2 ** -8, 65504.0, 13951, 13951, 0)]
+        (-1.0, -(2.0**-24), 15360, 0, 15360),
+        (5.5 + 2**-8, 65504.0, 13951, 13951, 0),
+    ]
     assert r.max_distance == 15360 and r.worst["x"] == -1.0
     assert r.same == 63488 - 15360 - 13951
     assert r.verdict == "mixed"
@@ -30,7 +32,7 @@ def test_mixed_in_hand_derived_intervals():
 def test_a_better_and_identical():
     r = diff("diff_funcs:relu6_exact", "diff_funcs:relu6_low", "fp16", reference="relu6")
     assert r.verdict == "A better"
-    assert [(iv["lo"], iv["hi"]) for iv in r.intervals] == [(5.5 + 2 ** -8, 65504.0)]
+    assert [(iv["lo"], iv["hi"]) for iv in r.intervals] == [(5.5 + 2**-8, 65504.0)]
     assert r.max_distance == 17920 - 17792  # 6 against 5.5
     r = diff("diff_funcs:relu6_low", "diff_funcs:relu6_exact", "fp16", reference="relu6")
     assert r.verdict == "B better"
@@ -44,14 +46,39 @@ def test_a_better_and_identical():
 
 
 def test_cli_expect_identical_and_json(capsys):
-    assert main(["diff", "relu6.clamp", "diff_funcs:relu6_exact", "--reference", "relu6",
-                 "--expect-identical", "--range", "0.5:8"]) == 0
+    assert (
+        main(
+            [
+                "diff",
+                "relu6.clamp",
+                "diff_funcs:relu6_exact",
+                "--reference",
+                "relu6",
+                "--expect-identical",
+                "--range",
+                "0.5:8",
+            ]
+        )
+        == 0
+    )
     # over every value: the sign of the zero at x = -0 differs, and CI must hear of it
-    assert main(["diff", "relu6.clamp", "diff_funcs:relu6_exact", "--reference", "relu6",
-                 "--expect-identical"]) == 1
+    assert (
+        main(["diff", "relu6.clamp", "diff_funcs:relu6_exact", "--reference", "relu6", "--expect-identical"])
+        == 1
+    )
     capsys.readouterr()
-    code = main(["diff", "relu6.clamp", "diff_funcs:relu6_low", "--reference", "relu6",
-                 "--expect-identical", "--json", "-"])
+    code = main(
+        [
+            "diff",
+            "relu6.clamp",
+            "diff_funcs:relu6_low",
+            "--reference",
+            "relu6",
+            "--expect-identical",
+            "--json",
+            "-",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 1
     doc = json.loads(out)
@@ -63,11 +90,14 @@ def test_cli_expect_identical_and_json(capsys):
     assert main(["diff", "relu6.clamp", "diff_funcs:relu6_low", "--reference", "relu6", "--json", "-"]) == 0
 
 
-@pytest.mark.parametrize("args", [
-    ["diff", "gelu", "gelu.erf"],  # a family: more than one candidate
-    ["diff", "gelu.erf", "sigmoid.exp"],  # different functions
-    ["diff", "gelu.erf", "gelu.tanh", "--param", "limit=1,2"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["diff", "gelu", "gelu.erf"],  # a family: more than one candidate
+        ["diff", "gelu.erf", "sigmoid.exp"],  # different functions
+        ["diff", "gelu.erf", "gelu.tanh", "--param", "limit=1,2"],
+    ],
+)
 def test_bad_diff_is_one_line(capsys, args):
     assert main(args) == 2
     _, err = capsys.readouterr()
@@ -92,10 +122,18 @@ def test_pairs_chunked_equal_in_memory():
     kw = dict(dtype="bf16", compute="fp32", range=(0.5, 8))
     a = diff("gelu_bwd.tanh", "gelu_bwd.erf", exhaustive=True, **kw)
     b = diff("gelu_bwd.tanh", "gelu_bwd.erf", grid=513, **kw)
-    assert a.count == b.count == 513 ** 2
+    assert a.count == b.count == 513**2
     da, db = a.to_dict(), b.to_dict()
-    for k in ("identical", "max_distance", "a_closer", "b_closer", "ties", "intervals",
-              "intervals_total", "verdict"):
+    for k in (
+        "identical",
+        "max_distance",
+        "a_closer",
+        "b_closer",
+        "ties",
+        "intervals",
+        "intervals_total",
+        "verdict",
+    ):
         assert da[k] == db[k], k
     assert a.intervals_total >= 1
 
@@ -105,9 +143,11 @@ def test_gate_diff_entries(tmp_path, monkeypatch, capsys):
     # above), so "not-worse" holds and "identical" fails, naming the first interval (x = -0,
     # where only the sign of zero differs)
     monkeypatch.chdir(tmp_path)
-    spec = ('[[audit]]\nname = "s"\ntargets = ["relu6.clamp"]\ndtype = "fp8_e4m3"\n\n'
-            '[[diff]]\nname = "low"\na = "relu6.clamp"\nb = "diff_funcs:relu6_low"\n'
-            'reference = "relu6"\ndtype = "fp16"\nexpect = "EXPECT"\n')
+    spec = (
+        '[[audit]]\nname = "s"\ntargets = ["relu6.clamp"]\ndtype = "fp8_e4m3"\n\n'
+        '[[diff]]\nname = "low"\na = "relu6.clamp"\nb = "diff_funcs:relu6_low"\n'
+        'reference = "relu6"\ndtype = "fp16"\nexpect = "EXPECT"\n'
+    )
     (tmp_path / "actaudit.toml").write_text(spec.replace("EXPECT", "not-worse"))
     assert main(["baseline"]) == 0
     assert main(["check"]) == 0
@@ -125,8 +165,20 @@ def test_gate_diff_entries(tmp_path, monkeypatch, capsys):
 
 def test_diff_report(tmp_path, capsys):
     out = tmp_path / "rep"
-    assert main(["diff", "diff_funcs:relu6_leaky", "diff_funcs:relu6_low", "--reference", "relu6",
-                 "--report", str(out)]) == 0
+    assert (
+        main(
+            [
+                "diff",
+                "diff_funcs:relu6_leaky",
+                "diff_funcs:relu6_low",
+                "--reference",
+                "relu6",
+                "--report",
+                str(out),
+            ]
+        )
+        == 0
+    )
     page = (out / "index.html").read_text()
     assert "diff_funcs:relu6_leaky vs diff_funcs:relu6_low" in page and "data:image/png;base64," in page
     assert "<b>mixed</b>" in page and (out / "000-diff.png").stat().st_size > 1000

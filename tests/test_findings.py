@@ -123,7 +123,9 @@ def test_saturation_thresholds_from_the_exact_function():
     # sigmoid rounds to 1 in fp16 once 1 - s(x) <= 2^-12 (the tie goes to 1, the even side),
     # and to 0 while s(x) <= 2^-25
     hi = smallest_fp16(lambda x: 1 / (1 + mp.exp(x)) <= mp.ldexp(1, -12), 4, 20)
-    lo = max(float(v) for v in FP16 if -30 < v < 0 and 1 / (1 + mp.exp(-mp.mpf(float(v)))) <= mp.ldexp(1, -25))
+    lo = max(
+        float(v) for v in FP16 if -30 < v < 0 and 1 / (1 + mp.exp(-mp.mpf(float(v)))) <= mp.ldexp(1, -25)
+    )
     (r,) = audit.sweep("sigmoid.exp", dtype="fp16")
     assert r.saturation == {"high": {"x": hi, "value": 1.0}, "low": {"x": lo, "value": 0.0}}
 
@@ -147,11 +149,13 @@ def test_clip_recommendations_hold_when_applied(family, dtype):
         tol = c["tolerance"]["max_ulp"]
         fixed = clip_mod.apply(cand, c, r.saturation)
         dom = audit.inputs.domain(fmt)
-        fr = audit.sweep_module.run_candidate(fixed, fmt, get_format(r.compute), dom, keep_points=True,
-                                               analyze=False)
+        fr = audit.sweep_module.run_candidate(
+            fixed, fmt, get_format(r.compute), dom, keep_points=True, analyze=False
+        )
         e, p = fr.points, r.points
         assert fr.max_ulp == pytest.approx(c["max_ulp_inside"], rel=1e-12) or (
-            math.isinf(c["max_ulp_inside"]))
+            math.isinf(c["max_ulp_inside"])
+        )
         inside = np.ones(len(e.x), bool)
         if c["hi"] is not None:
             out = e.x > c["hi"]

@@ -64,8 +64,10 @@ def _compile(k, tmp_path, contract="off"):
     c.write_text(fit.c_source(k))
     so = tmp_path / f"{k.name}-{contract}.so"
     extra = _hardware_fma() if contract == "fast" else []
-    subprocess.run(["gcc", "-O2", f"-ffp-contract={contract}", *extra, "-shared", "-fPIC", "-o", str(so),
-                    str(c), "-lm"], check=True)
+    subprocess.run(
+        ["gcc", "-O2", f"-ffp-contract={contract}", *extra, "-shared", "-fPIC", "-o", str(so), str(c), "-lm"],
+        check=True,
+    )
     lib = ctypes.CDLL(str(so))
     f = getattr(lib, k.name)
     f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
@@ -116,8 +118,25 @@ def test_bf16_fit_sampled_against_mpmath(bf16_fit, tmp_path):
     fmt = get_format("bf16")
     vals = fmt.finite_values()
     rng = np.random.default_rng(7)
-    x = np.concatenate([rng.choice(vals, 380), vals[:5], vals[-5:], [2.0 ** -133, -(2.0 ** -133),
-                        3 * 2.0 ** -133, -3 * 2.0 ** -133, 2.0 ** -126, -13.4375, -3.0, 0.5, 2.75, 3.0]])
+    x = np.concatenate(
+        [
+            rng.choice(vals, 380),
+            vals[:5],
+            vals[-5:],
+            [
+                2.0**-133,
+                -(2.0**-133),
+                3 * 2.0**-133,
+                -3 * 2.0**-133,
+                2.0**-126,
+                -13.4375,
+                -3.0,
+                0.5,
+                2.75,
+                3.0,
+            ],
+        ]
+    )
     y = run(x).astype(ml_dtypes.bfloat16).astype(np.float64)
     for xi, yi in zip(x.tolist(), y.tolist()):
         if xi == 0:
@@ -140,14 +159,14 @@ def test_a_broken_coefficient_is_caught(bf16_fit, tmp_path):
     # relative 2^-6, more than the bf16 ulp of GELU(1) = 0.84 (2^-8) relative 2^-7.4
     i = int(math.floor((1.0 - k.a0) * k.inv_w))
     nc0 = list(k.nc0)
-    nc0[i] = float(np.float32(nc0[i] * (1 + 2.0 ** -6)))
+    nc0[i] = float(np.float32(nc0[i] * (1 + 2.0**-6)))
     bad = fit.Kernel(**{**vars(k), "nc0": nc0})
     st = get_format("bf16")
     r = run_candidate(fit.candidate(bad), st, F32, domain(st))
     assert r.max_ulp > 0.5 and r.correctly_rounded_fraction < 1.0
     # and independently: mpmath sees it at x = 1 + 2^-7 * j for some j in the piece
     run = _compile(bad, tmp_path)
-    xs = np.array([1.0 + j * 2.0 ** -7 for j in range(8)])
+    xs = np.array([1.0 + j * 2.0**-7 for j in range(8)])
     y = run(xs).astype(ml_dtypes.bfloat16).astype(np.float64)
     assert not all(is_nearest_even(st, gelu_mp(a), b) for a, b in zip(xs.tolist(), y.tolist()))
 
@@ -173,9 +192,9 @@ def test_fit_is_deterministic(e4m3_fit):
 def test_rounding_intervals_by_hand():
     # bf16 around 1: neighbours 1 - 2^-8 and 1 + 2^-7; 1 is even, so both midpoints belong
     lo, hi = fit.rounding_intervals(get_format("bf16"), np.array([1.0, 1.0078125]))
-    assert lo[0] == 1 - 2.0 ** -9 and hi[0] == 1 + 2.0 ** -8
+    assert lo[0] == 1 - 2.0**-9 and hi[0] == 1 + 2.0**-8
     # 1 + 2^-7 is odd: its midpoints round away from it, so the fp32 neighbours inside
-    assert lo[1] == 1 + 2.0 ** -8 + 2.0 ** -23 and hi[1] == 1 + 3 * 2.0 ** -8 - 2.0 ** -23
+    assert lo[1] == 1 + 2.0**-8 + 2.0**-23 and hi[1] == 1 + 3 * 2.0**-8 - 2.0**-23
 
 
 def test_a_failed_fit_is_reported():
@@ -185,8 +204,12 @@ def test_a_failed_fit_is_reported():
 
 
 def test_cli_fit_writes_loadable_files(capsys, tmp_path, monkeypatch):
-    assert main(["fit", "gelu", "--dtype", "fp8_e4m3", "--max-degree", "4", "--out", str(tmp_path),
-                 "--json", "-"]) == 0
+    assert (
+        main(
+            ["fit", "gelu", "--dtype", "fp8_e4m3", "--max-degree", "4", "--out", str(tmp_path), "--json", "-"]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and doc["audit"][0]["max_ulp"] <= 0.5
     assert doc["ops_traced"] == doc["kernel"]["ops"]
@@ -195,16 +218,19 @@ def test_cli_fit_writes_loadable_files(capsys, tmp_path, monkeypatch):
     assert main(["sweep", "fit_gelu_fp8_e4m3:CANDIDATE", "--dtype", "fp8_e4m3", "--json", "-"]) == 0
     res = json.loads(capsys.readouterr().out)["results"][0]
     assert res["correctly_rounded_fraction"] == 1.0 and res["compute"] == "fp32"
-    assert "targets = [\"fit_gelu_fp8_e4m3:CANDIDATE\"]" in (tmp_path / "fit_gelu_fp8_e4m3.toml").read_text()
+    assert 'targets = ["fit_gelu_fp8_e4m3:CANDIDATE"]' in (tmp_path / "fit_gelu_fp8_e4m3.toml").read_text()
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["fit", "gelu", "--dtype", "fp32"], "every value"),
-    (["fit", "swiglu", "--dtype", "bf16"], "takes two"),
-    (["fit", "gelu", "--max-degree", "0"], "--max-degree"),
-    (["fit", "gelu", "--compute", "fp16"], "fp32"),
-    (["fit", "gelu", "--time-limit", "nan"], "--time-limit"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["fit", "gelu", "--dtype", "fp32"], "every value"),
+        (["fit", "swiglu", "--dtype", "bf16"], "takes two"),
+        (["fit", "gelu", "--max-degree", "0"], "--max-degree"),
+        (["fit", "gelu", "--compute", "fp16"], "fp32"),
+        (["fit", "gelu", "--time-limit", "nan"], "--time-limit"),
+    ],
+)
 def test_cli_fit_bad_input(capsys, args, needle):
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -271,8 +297,14 @@ def test_fma_kernel_sampled_against_mpmath(bf16_fma_fit, tmp_path):
     run = _compile(k, tmp_path)
     fmt = get_format("bf16")
     vals = fmt.finite_values()
-    x = np.concatenate([np.random.default_rng(11).choice(vals, 300), vals[:4], vals[-4:],
-                        [2.0 ** -133, -(2.0 ** -133), 2.0 ** -126, -3.0, 0.5, 2.75, 3.0]])
+    x = np.concatenate(
+        [
+            np.random.default_rng(11).choice(vals, 300),
+            vals[:4],
+            vals[-4:],
+            [2.0**-133, -(2.0**-133), 2.0**-126, -3.0, 0.5, 2.75, 3.0],
+        ]
+    )
     y = run(x).astype(ml_dtypes.bfloat16).astype(np.float64)
     for xi, yi in zip(x.tolist(), y.tolist()):
         if xi != 0:
@@ -299,7 +331,7 @@ def test_a_broken_fma_coefficient_is_caught(bf16_fma_fit):
     k = bf16_fma_fit.kernel
     i = int(math.floor((1.0 - k.a0) * k.inv_w))  # the piece holding x = 1 (see above)
     nc0 = list(k.nc0)
-    nc0[i] = float(np.float32(nc0[i] * (1 + 2.0 ** -6)))
+    nc0[i] = float(np.float32(nc0[i] * (1 + 2.0**-6)))
     st = get_format("bf16")
     r = run_candidate(fit.candidate(fit.Kernel(**{**vars(k), "nc0": nc0})), st, F32, domain(st))
     assert r.max_ulp > 0.5 and r.correctly_rounded_fraction < 1.0
@@ -308,8 +340,25 @@ def test_a_broken_fma_coefficient_is_caught(bf16_fma_fit):
 def test_cli_fit_under_contract(capsys, tmp_path, monkeypatch):
     # contract implies FMA: the kernel spells out every fused step, and it is verified
     # (and swept, and gated) under the contract semantics
-    assert main(["fit", "gelu", "--dtype", "fp8_e4m3", "--max-degree", "4", "--semantics", "contract",
-                 "--out", str(tmp_path), "--json", "-"]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                "gelu",
+                "--dtype",
+                "fp8_e4m3",
+                "--max-degree",
+                "4",
+                "--semantics",
+                "contract",
+                "--out",
+                str(tmp_path),
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and doc["kernel"]["fma"] and doc["kernel"]["semantics"] == "contract"
     assert doc["kernel"]["name"] == "fit_gelu_fp8_e4m3_fma" and doc["ops_traced"]["fma"] >= 1

@@ -17,16 +17,21 @@ from audit.compute import Ops, Val, fused_multiply_add
 from audit.formats import FORMATS, get_format
 
 # name: (p, emin, emax, max_finite, overflow value)
-SPEC = {"fp8_e4m3": (4, -6, 8, 448.0, math.nan), "fp8_e5m2": (3, -14, 15, 57344.0, math.inf),
-        "fp16": (11, -14, 15, 65504.0, math.inf), "bf16": (8, -126, 127, None, math.inf),
-        "fp32": (24, -126, 127, None, math.inf), "fp64": (53, -1022, 1023, None, math.inf)}
+SPEC = {
+    "fp8_e4m3": (4, -6, 8, 448.0, math.nan),
+    "fp8_e5m2": (3, -14, 15, 57344.0, math.inf),
+    "fp16": (11, -14, 15, 65504.0, math.inf),
+    "bf16": (8, -126, 127, None, math.inf),
+    "fp32": (24, -126, 127, None, math.inf),
+    "fp64": (53, -1022, 1023, None, math.inf),
+}
 
 
 def rn(x: mpmath.mpf, name: str) -> float:
     """x (an exact mpmath value) rounded to nearest, ties to even, into the format."""
     p, emin, emax, mx, ovf = SPEC[name]
     if mx is None:
-        mx = (2 - 2.0 ** (1 - p)) * 2.0 ** emax
+        mx = (2 - 2.0 ** (1 - p)) * 2.0**emax
     sign, man, exp, bc = x._mpf_
     if not man:
         return 0.0  # an exact zero sum of nonzero terms; zero operands are checked separately
@@ -110,9 +115,9 @@ def test_the_issue_example_fp32():
     exact = exact_fma(float(a[0]), float(b[0]), 1.0)
     assert exact > 1 + mpmath.mpf(2) ** -24
     got = fused_multiply_add(FORMATS["fp32"], a, b, np.float32(1.0))
-    assert float(got[0]) == 1.0000001192092896 == 1 + 2.0 ** -23
+    assert float(got[0]) == 1.0000001192092896 == 1 + 2.0**-23
     ops = Ops(FORMATS["fp32"])
-    assert float(ops.fma(Val(a, ops), Val(b, ops), 1.0).a[0]) == 1 + 2.0 ** -23
+    assert float(ops.fma(Val(a, ops), Val(b, ops), 1.0).a[0]) == 1 + 2.0**-23
 
 
 @pytest.mark.parametrize("name", ["fp16", "bf16", "fp32", "fp64", "fp8_e4m3"])
@@ -125,15 +130,23 @@ def test_fma_ties_signed_zeros_and_specials(name):
     h = p // 2 if p % 2 == 0 else None
     cases = []
     if h:
-        x = 1 + 2.0 ** -h
-        cases += [(x, x, 0.0, 1 + 2.0 ** (1 - h)),
-                  (x, x, f.smallest_subnormal, 1 + 2.0 ** (1 - h) + u),
-                  (x, x, -f.smallest_subnormal, 1 + 2.0 ** (1 - h))]
+        x = 1 + 2.0**-h
+        cases += [
+            (x, x, 0.0, 1 + 2.0 ** (1 - h)),
+            (x, x, f.smallest_subnormal, 1 + 2.0 ** (1 - h) + u),
+            (x, x, -f.smallest_subnormal, 1 + 2.0 ** (1 - h)),
+        ]
     big = f.max_finite
-    cases += [(-0.0, 1.0, -0.0, -0.0), (0.0, -1.0, 0.0, 0.0), (1.0, 1.0, -1.0, 0.0),
-              (big, 2.0, -big, big),  # exact value big: the product alone would overflow
-              (big, 1.0, big, f.overflow_value), (math.inf, 0.0, 1.0, math.nan),
-              (math.inf, 1.0, -math.inf, math.nan), (math.inf, 1.0, 1.0, math.inf)]
+    cases += [
+        (-0.0, 1.0, -0.0, -0.0),
+        (0.0, -1.0, 0.0, 0.0),
+        (1.0, 1.0, -1.0, 0.0),
+        (big, 2.0, -big, big),  # exact value big: the product alone would overflow
+        (big, 1.0, big, f.overflow_value),
+        (math.inf, 0.0, 1.0, math.nan),
+        (math.inf, 1.0, -math.inf, math.nan),
+        (math.inf, 1.0, 1.0, math.inf),
+    ]
     if not f.has_inf:
         cases = [cs for cs in cases if all(math.isfinite(v) for v in cs[:3])]
     a, b, c, want = (np.array(col, dtype=np.float64) for col in zip(*cases))

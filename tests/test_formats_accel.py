@@ -17,8 +17,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit.formats import FORMATS, get_format, parse_formats
 from audit.errors import UnknownNameError
+from audit.formats import FORMATS, get_format, parse_formats
 from audit.metrics import FINITE, OVERFLOW_OK, point_errors
 from audit.oracle import OracleValues
 
@@ -63,7 +63,7 @@ class Ref:
         self.codes = [pos[v] for v in self.vals]
         self.max = self.vals[-1]
         # the value after max in an unbounded exponent range: max + ulp(max)
-        ulp_max = Fraction(2) ** ((2 ** eb - 1) - bias - mb)
+        ulp_max = Fraction(2) ** ((2**eb - 1) - bias - mb)
         self.threshold = self.max + ulp_max / 2  # overflow at or beyond (max's mantissa is odd)
 
     def round(self, x: float) -> float:
@@ -107,8 +107,19 @@ class Ref:
             m = (a + b) / 2  # exact in float64
             pts += [a, m, np.nextafter(m, -1.0), np.nextafter(m, 2 * b), b]
         t = float(self.threshold)
-        pts += [t, np.nextafter(t, 0.0), np.nextafter(t, np.inf), 2 * t, 1e300, math.inf,
-                vs[1] / 2, np.nextafter(vs[1] / 2, 0.0), np.nextafter(vs[1] / 2, 1.0), 5e-324, 0.0]
+        pts += [
+            t,
+            np.nextafter(t, 0.0),
+            np.nextafter(t, np.inf),
+            2 * t,
+            1e300,
+            math.inf,
+            vs[1] / 2,
+            np.nextafter(vs[1] / 2, 0.0),
+            np.nextafter(vs[1] / 2, 1.0),
+            5e-324,
+            0.0,
+        ]
         pts = [float(p) for p in pts]
         return pts + [-p for p in pts] + [math.nan]
 
@@ -154,8 +165,9 @@ def test_codes_decode_encode_and_order(name):
     assert np.array_equal(f.from_ordinal(uniq), np.unique(vals))
     assert f.max_finite == float(Ref(name).max)
     # the stated maxima of the issue
-    assert {"fp8_e4m3fnuz": 240, "fp8_e5m2fnuz": 57344, "fp6_e3m2": 28, "fp6_e2m3": 7.5,
-            "fp4_e2m1": 6}[name] == f.max_finite
+    assert {"fp8_e4m3fnuz": 240, "fp8_e5m2fnuz": 57344, "fp6_e3m2": 28, "fp6_e2m3": 7.5, "fp4_e2m1": 6}[
+        name
+    ] == f.max_finite
 
 
 def test_fnuz_has_one_nan_and_no_negative_zero():
@@ -171,8 +183,17 @@ def test_saturating_formats_keep_negative_zero_and_clamp():
     f = FORMATS["fp4_e2m1"]
     # fp4 values: 0 0.5 1 1.5 2 3 4 6; ties: 0.25 -> 0 (even), 0.75 -> 1, 2.5 -> 2, 5 -> 4,
     # 6.9 -> 6, 7 (= 6 + ulp(6)/2, the tie past the top) -> saturates to 6
-    assert f.round([0.25, 0.75, 2.5, 3.5, 5.0, 6.9, 7.0, 1e9, -math.inf]).tolist() == \
-        [0.0, 1.0, 2.0, 4.0, 4.0, 6.0, 6.0, 6.0, -6.0]
+    assert f.round([0.25, 0.75, 2.5, 3.5, 5.0, 6.9, 7.0, 1e9, -math.inf]).tolist() == [
+        0.0,
+        1.0,
+        2.0,
+        4.0,
+        4.0,
+        6.0,
+        6.0,
+        6.0,
+        -6.0,
+    ]
     assert np.signbit(f.round([-0.1]))[0]
     assert f.hex(math.nan) == "nan"
 
@@ -203,9 +224,22 @@ def test_tf32_against_integer_rounding():
     o = rng.integers(-f.max_ordinal, f.max_ordinal, 3000)
     a, b = f.from_ordinal(o), f.from_ordinal(o + 1)
     m = (a + b) / 2
-    pts = np.concatenate([a, m, np.nextafter(m, -np.inf), np.nextafter(m, np.inf),
-                          [f.max_finite, f.overflow_threshold, np.nextafter(f.overflow_threshold, 0),
-                           2.0 ** -136, 2.0 ** -137, np.nextafter(2.0 ** -137, 1)]])
+    pts = np.concatenate(
+        [
+            a,
+            m,
+            np.nextafter(m, -np.inf),
+            np.nextafter(m, np.inf),
+            [
+                f.max_finite,
+                f.overflow_threshold,
+                np.nextafter(f.overflow_threshold, 0),
+                2.0**-136,
+                2.0**-137,
+                np.nextafter(2.0**-137, 1),
+            ],
+        ]
+    )
     got = f.round(pts)
     want = np.array([ref(float(p)) for p in pts])
     assert np.array_equal(got, want)
@@ -219,9 +253,9 @@ def test_tf32_against_integer_rounding():
 
 def test_e8m0_is_scales_only():
     f = FORMATS["e8m0"]
-    assert f.from_bits([0, 127, 254, 255])[:3].tolist() == [2.0 ** -127, 1.0, 2.0 ** 127]
+    assert f.from_bits([0, 127, 254, 255])[:3].tolist() == [2.0**-127, 1.0, 2.0**127]
     assert np.isnan(f.from_bits([255])[0])
-    assert f.to_bits([1.0, 2.0 ** -127]).tolist() == [127, 0]
+    assert f.to_bits([1.0, 2.0**-127]).tolist() == [127, 0]
     with pytest.raises(UnknownNameError):
         parse_formats("e8m0")
 
@@ -252,8 +286,9 @@ def test_every_catalog_candidate_sweeps(name):
     for r in res:
         assert r.domain.exhaustive
         s = r.summary
-        assert (s.finite + s.nan_count + s.inf_count + s.overflow_ok + s.undefined
-                == r.domain.count)  # (overflow misses are finite results)
+        assert (
+            s.finite + s.nan_count + s.inf_count + s.overflow_ok + s.undefined == r.domain.count
+        )  # (overflow misses are finite results)
         if r.domain.values2 is None and r.domain.axis is None:
             assert r.domain.count == n
 
@@ -274,8 +309,7 @@ def test_out_dtype_oracle_and_metrics_in_the_output_format():
     each point is checked against mpmath's GELU rounded by the independent fp4 rounding."""
     import audit
 
-    r = audit.sweep("gelu.erf", dtype="fp8_e4m3", out_dtype="fp4_e2m1", compute="fp32",
-                    keep_points=True)[0]
+    r = audit.sweep("gelu.erf", dtype="fp8_e4m3", out_dtype="fp4_e2m1", compute="fp32", keep_points=True)[0]
     assert (r.dtype, r.out_dtype, r.to_dict()["out_dtype"]) == ("fp8_e4m3", "fp4_e2m1", "fp4_e2m1")
     p = r.points
     assert len(p.x) == 254 and r.domain.exhaustive  # every finite E4M3 input, +-0 both
@@ -311,8 +345,9 @@ def test_out_dtype_double_rounding_is_seen():
 
     exact = float(mp.mpf(19) / (1 + mp.exp(-19)))
     assert 18.99999 < exact < 19
-    r = audit.sweep("silu.exp", dtype="bf16", out_dtype="fp8_e4m3", compute="fp32", range=(19, 19),
-                    keep_points=True)[0]
+    r = audit.sweep(
+        "silu.exp", dtype="bf16", out_dtype="fp8_e4m3", compute="fp32", range=(19, 19), keep_points=True
+    )[0]
     assert r.points.got.tolist() == [20.0] and r.points.rounded.tolist() == [18.0]
     assert 0.5 < r.max_ulp < 0.5001
 
@@ -339,16 +374,20 @@ def test_gate_spec_with_accelerator_formats_and_out_dtype(tmp_path, monkeypatch,
         'baseline = "base.json"\n[[audit]]\nname = "accel"\ntargets = ["silu.exp"]\n'
         'dtype = ["fp8_e4m3fnuz", "fp4_e2m1"]\n'
         '[[audit]]\nname = "cast"\ntargets = ["silu.exp"]\ndtype = "bf16"\ncompute = "fp32"\n'
-        'out_dtype = "fp8_e4m3"\n')
+        'out_dtype = "fp8_e4m3"\n'
+    )
     assert main(["baseline"]) == 0
     keys = set(json.loads((tmp_path / "base.json").read_text())["entries"])
-    assert {"accel/silu.exp/fp8_e4m3fnuz/fp8_e4m3fnuz", "accel/silu.exp/fp4_e2m1/fp4_e2m1",
-            "cast/silu.exp/bf16->fp8_e4m3/fp32"} <= keys
+    assert {
+        "accel/silu.exp/fp8_e4m3fnuz/fp8_e4m3fnuz",
+        "accel/silu.exp/fp4_e2m1/fp4_e2m1",
+        "cast/silu.exp/bf16->fp8_e4m3/fp32",
+    } <= keys
     assert main(["check"]) == 0
     capsys.readouterr()
     (tmp_path / "actaudit.toml").write_text(
-        '[[audit]]\nname = "cast"\ntargets = ["silu.exp"]\ndtype = "bf16"\ncompute = "fp32"\n'
-        'out_dtype = 3\n')
+        '[[audit]]\nname = "cast"\ntargets = ["silu.exp"]\ndtype = "bf16"\ncompute = "fp32"\nout_dtype = 3\n'
+    )
     assert main(["check"]) == 2
 
 
@@ -374,8 +413,21 @@ def test_golden_of_formats_without_negative_zero_and_tf32_bits(tmp_path):
     zero = d["y"] == 0
     assert zero.any() and not np.signbit(d["y"][zero]).any() and (d["y_bits"][zero] == 0).all()
     np.save(tmp_path / "in.npy", np.array([0.5]))
-    assert main(["golden", "sigmoid", "--dtype", "tf32", "--inputs", str(tmp_path / "in.npy"),
-                 "-o", str(tmp_path / "s.npz")]) == 0
+    assert (
+        main(
+            [
+                "golden",
+                "sigmoid",
+                "--dtype",
+                "tf32",
+                "--inputs",
+                str(tmp_path / "in.npy"),
+                "-o",
+                str(tmp_path / "s.npz"),
+            ]
+        )
+        == 0
+    )
     d = np.load(tmp_path / "s.npz")
     assert int(d["x_bits"][0]) == 0x1F800 and int(d["y_bits"][0]) == 0x1F8FB
 
@@ -388,8 +440,21 @@ def test_golden_inputs_from_an_x_column_or_key(tmp_path):
     (tmp_path / "b.csv").write_text("-0.0\n1.5\n")
     np.savez(tmp_path / "c.npz", x=np.array([-0.0, 1.5]))
     for f in ("a.csv", "b.csv", "c.npz"):
-        assert main(["golden", "tanh", "--dtype", "fp64", "--inputs", str(tmp_path / f),
-                     "-o", str(tmp_path / "t.npz")]) == 0
+        assert (
+            main(
+                [
+                    "golden",
+                    "tanh",
+                    "--dtype",
+                    "fp64",
+                    "--inputs",
+                    str(tmp_path / f),
+                    "-o",
+                    str(tmp_path / "t.npz"),
+                ]
+            )
+            == 0
+        )
         d = np.load(tmp_path / "t.npz")
         assert int(d["y_bits"][0]) == 0x8000000000000000  # tanh(-0) = -0
         with mp.workprec(200):

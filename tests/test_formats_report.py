@@ -16,8 +16,22 @@ def _round_away(v: Fraction) -> int:
 
 def test_quant_report_page(tmp_path, capsys):
     out = tmp_path / "r"
-    assert main(["report", "sigmoid.hard", "sigmoid.exp", "--dtype", "int8:scale=0.0625,zero=0",
-                 "--out-dtype", "uint8:scale=0.00390625,zero=0,round=away", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "sigmoid.hard",
+                "sigmoid.exp",
+                "--dtype",
+                "int8:scale=0.0625,zero=0",
+                "--out-dtype",
+                "uint8:scale=0.00390625,zero=0,round=away",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     page = (out / "index.html").read_text()
     # sigmoid.hard = relu6(x + 3) / 6 at x = q/16: (x + 3)/6 * 256 never lies within 2^-24 of
     # a tie (its denominator divides 96 * 256), so the fp32 kernel's code is that of the exact
@@ -39,8 +53,26 @@ def test_quant_report_page(tmp_path, capsys):
 
 def test_block_report_page(tmp_path, capsys):
     out = tmp_path / "r"
-    assert main(["report", "silu.exp", "silu.hard", "--dtype", "bf16", "--out-dtype", "mxfp8_e4m3",
-                 "--elements", "1024", "--blocks", "uniform:lo=-8,hi=8", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "silu.exp",
+                "silu.hard",
+                "--dtype",
+                "bf16",
+                "--out-dtype",
+                "mxfp8_e4m3",
+                "--elements",
+                "1024",
+                "--blocks",
+                "uniform:lo=-8,hi=8",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     page = (out / "index.html").read_text()
     assert "<h2 id='blocks'>Block-scaled outputs</h2>" in page
     assert "inputs <code>uniform:lo=-8,hi=8</code>" in page and "scale rule <code>ocp</code>" in page
@@ -62,13 +94,45 @@ def test_pages_run_clean_in_chromium(tmp_path, capsys):
     if CHROMIUM is None:
         pytest.skip("no Chromium on this machine")
     q, b = tmp_path / "q", tmp_path / "b"
-    assert main(["report", "sigmoid.hard", "--dtype", "int8:scale=0.0625,zero=0", "--out-dtype",
-                 "uint8:scale=0.00390625,zero=0", "-o", str(q)]) == 0
-    assert main(["report", "silu.hard", "--dtype", "bf16", "--out-dtype", "nvfp4", "--elements", "256",
-                 "-o", str(b)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "sigmoid.hard",
+                "--dtype",
+                "int8:scale=0.0625,zero=0",
+                "--out-dtype",
+                "uint8:scale=0.00390625,zero=0",
+                "-o",
+                str(q),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "report",
+                "silu.hard",
+                "--dtype",
+                "bf16",
+                "--out-dtype",
+                "nvfp4",
+                "--elements",
+                "256",
+                "-o",
+                str(b),
+            ]
+        )
+        == 0
+    )
     for out, images in ((q, 1), (b, 0)):
-        p = subprocess.run([CHROMIUM, *ARGS, "--dump-dom", (out / "index.html").as_uri()],
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [CHROMIUM, *ARGS, "--dump-dom", (out / "index.html").as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         body = _body(p.stdout)
         assert body.get("checked") == "1" and body["errors"] == ""
         assert body["images"] == str(images) and body["images-bad"] == "0" and body["overlaps"] == "0"

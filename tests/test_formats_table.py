@@ -11,10 +11,26 @@ import mpmath as mp
 
 from audit.cli import main
 
-QUANT = ["sweep", "sigmoid.hard", "sigmoid.exp", "--dtype", "int8:scale=0.0625,zero=0",
-         "--out-dtype", "uint8:scale=0.00390625,zero=0,round=away"]
-BLOCK = ["sweep", "silu.hard", "silu.one_minus", "--dtype", "bf16", "--out-dtype", "nvfp4",
-         "--elements", "1024"]
+QUANT = [
+    "sweep",
+    "sigmoid.hard",
+    "sigmoid.exp",
+    "--dtype",
+    "int8:scale=0.0625,zero=0",
+    "--out-dtype",
+    "uint8:scale=0.00390625,zero=0,round=away",
+]
+BLOCK = [
+    "sweep",
+    "silu.hard",
+    "silu.one_minus",
+    "--dtype",
+    "bf16",
+    "--out-dtype",
+    "nvfp4",
+    "--elements",
+    "1024",
+]
 
 
 def run(monkeypatch, capsys, args, columns=80):
@@ -77,8 +93,11 @@ def test_block_summary_fits_80_columns(monkeypatch, capsys):
 
 
 def test_float_inputs_are_named_as_values(monkeypatch, capsys):
-    out = run(monkeypatch, capsys, ["sweep", "tanh.sigmoid", "--dtype", "bf16", "--out-dtype",
-                                    "int8:scale=0.0078125,zero=0"])
+    out = run(
+        monkeypatch,
+        capsys,
+        ["sweep", "tanh.sigmoid", "--dtype", "bf16", "--out-dtype", "int8:scale=0.0078125,zero=0"],
+    )
     # bf16: 65,536 patterns less 256 with the top exponent (inf, NaN) less -0
     assert "all 65,279 finite inputs (one zero)" in " ".join(x.strip() for x in out.splitlines()[:2])
     assert max(len(line) for line in out.splitlines()) <= 80

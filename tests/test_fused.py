@@ -6,14 +6,13 @@ import ml_dtypes
 import mpmath as mp
 import numpy as np
 import pytest
+from helpers import is_nearest_even, to_fraction
 
 import audit
 from audit import oracle
 from audit.candidates import catalog
 from audit.formats import get_format
 from audit.references import get_reference
-
-from helpers import is_nearest_even, to_fraction
 
 
 def gelu(t):
@@ -141,5 +140,10 @@ def test_scale_unfused_double_rounding():
 
 def test_fused_candidates_sweep():
     names = [r.candidate for r in audit.sweep("gelu_bias,gelu_scale", dtype="fp8_e4m3")]
-    assert names == ["gelu_bias.storage", "gelu_bias.compute", "gelu_bias.megatron_tanh",
-                     "gelu_scale.fused", "gelu_scale.unfused"]
+    assert names == [
+        "gelu_bias.storage",
+        "gelu_bias.compute",
+        "gelu_bias.megatron_tanh",
+        "gelu_scale.fused",
+        "gelu_scale.unfused",
+    ]

@@ -107,7 +107,8 @@ def test_tolerances_and_safe_range(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "actaudit.toml").write_text(
         '[[audit]]\nname = "t"\ntargets = ["sigmoid.naive"]\ndtype = "fp16"\n'
-        'tolerance = { max_ulp = 1.0, nan = false, safe_range = [-20.0, 20.0] }\n')
+        "tolerance = { max_ulp = 1.0, nan = false, safe_range = [-20.0, 20.0] }\n"
+    )
     code, out, err = run(capsys, "baseline")  # results breaking their own tolerances: refused
     assert code == 1 and "--force" in err and not (tmp_path / "data").exists()
     assert "max_ulp" in out and "NAN results" in out and "safe clip range" in out
@@ -118,15 +119,20 @@ def test_tolerances_and_safe_range(tmp_path, monkeypatch, capsys):
     assert "max_ulp" in out and "NAN results" in out and "safe clip range" in out
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("[[audit\nname=", "malformed TOML"),
-    ('[[audit]]\nname = "a"\ndtype = "fp16"\n', "audit[0].targets' is missing"),
-    ('[[audit]]\nname = "a"\ntargets = 3\ndtype = "fp16"\n', "audit[0].targets' must be"),
-    ('[[audit]]\nname = "a"\ntargets = ["gelux"]\ndtype = "fp16"\n', "unknown candidate"),
-    ('[[audit]]\nname = "a"\ntargets = ["gelu"]\ndtype = "fp16"\ntolerance = { max_ulp = "x" }\n',
-     "tolerance.max_ulp"),
-    ("audit = []\n", "non-empty array"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("[[audit\nname=", "malformed TOML"),
+        ('[[audit]]\nname = "a"\ndtype = "fp16"\n', "audit[0].targets' is missing"),
+        ('[[audit]]\nname = "a"\ntargets = 3\ndtype = "fp16"\n', "audit[0].targets' must be"),
+        ('[[audit]]\nname = "a"\ntargets = ["gelux"]\ndtype = "fp16"\n', "unknown candidate"),
+        (
+            '[[audit]]\nname = "a"\ntargets = ["gelu"]\ndtype = "fp16"\ntolerance = { max_ulp = "x" }\n',
+            "tolerance.max_ulp",
+        ),
+        ("audit = []\n", "non-empty array"),
+    ],
+)
 def test_malformed_spec_exits_2(tmp_path, monkeypatch, capsys, text, needle):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "actaudit.toml").write_text(text)
@@ -135,12 +141,17 @@ def test_malformed_spec_exits_2(tmp_path, monkeypatch, capsys, text, needle):
     assert err.count("\n") == 1
 
 
-@pytest.mark.parametrize("mangle,needle", [
-    (lambda t: t[: len(t) // 2], "corrupted JSON"),
-    (lambda t: t.replace("actaudit.baseline/2", "other"), "key 'schema'"),
-    (lambda t: json.dumps({"schema": "actaudit.baseline/2", "entries": {"a": {"max_ulp": 1}}}),
-     "entries.a.p99_ulp' is missing"),
-])
+@pytest.mark.parametrize(
+    "mangle,needle",
+    [
+        (lambda t: t[: len(t) // 2], "corrupted JSON"),
+        (lambda t: t.replace("actaudit.baseline/2", "other"), "key 'schema'"),
+        (
+            lambda t: json.dumps({"schema": "actaudit.baseline/2", "entries": {"a": {"max_ulp": 1}}}),
+            "entries.a.p99_ulp' is missing",
+        ),
+    ],
+)
 def test_corrupted_baseline_exits_2(project, capsys, mangle, needle):
     p = project / "base.json"
     p.write_text(mangle(p.read_text()))
@@ -150,8 +161,11 @@ def test_corrupted_baseline_exits_2(project, capsys, mangle, needle):
 
 def test_pyproject_tool_section(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    body = "\n".join(line.replace("[[audit]]", "[[tool.actaudit.audit]]") for line in SPEC.splitlines()
-                     if not line.startswith("baseline"))
+    body = "\n".join(
+        line.replace("[[audit]]", "[[tool.actaudit.audit]]")
+        for line in SPEC.splitlines()
+        if not line.startswith("baseline")
+    )
     (tmp_path / "pyproject.toml").write_text("[tool.actaudit]\n" + body)
     assert main(["baseline", "--out", "b.json"]) == 0
     assert main(["check", "--baseline", "b.json"]) == 0

@@ -59,8 +59,11 @@ def project(tmp_path, monkeypatch, capsys, spec):
 
 def test_quant_audit_is_baselined_and_a_regression_fails(tmp_path, monkeypatch, capsys):
     doc = project(tmp_path, monkeypatch, capsys, QSPEC)
-    (key, e), = doc["entries"].items()
-    assert key == "q/sigmoid.exp/int8:scale=0.0625,zero=0,round=even->uint8:scale=0.00390625,zero=0,round=away/fp32"
+    ((key, e),) = doc["entries"].items()
+    assert (
+        key
+        == "q/sigmoid.exp/int8:scale=0.0625,zero=0,round=even->uint8:scale=0.00390625,zero=0,round=away/fp32"
+    )
     assert e["kind"] == "quant" and e["inputs"] == {"count": 256, "exhaustive": True}
     # saturated: codes whose sigmoid(x) * 256 exceeds 255.5, counted here with mpmath
     sat = sum(1 for q in range(-128, 128) if mp.sigmoid(mp.mpf(q) / 16) * 256 > mp.mpf("255.5"))
@@ -98,14 +101,14 @@ def _gelu_mx_exponents(n, seed, std, factor):
     x = np.random.default_rng(seed).normal(0.0, std, n).astype(ml_dtypes.bfloat16).astype(np.float64)
     out = []
     for b in range(n // 32):
-        amax = max(abs(mp.mpf(float(v)) * mp.ncdf(mp.mpf(float(v)))) for v in x[b * 32:(b + 1) * 32])
+        amax = max(abs(mp.mpf(float(v)) * mp.ncdf(mp.mpf(float(v)))) for v in x[b * 32 : (b + 1) * 32])
         out.append(int(mp.floor(mp.log(amax * factor, 2))))
     return out
 
 
 def test_block_audit_is_baselined_and_a_regression_fails(tmp_path, monkeypatch, capsys):
     doc = project(tmp_path, monkeypatch, capsys, BSPEC)
-    (key, e), = doc["entries"].items()
+    ((key, e),) = doc["entries"].items()
     assert key == "b/gelu.tanh/bf16->mxfp8_e4m3@ocp/fp32"
     assert e["kind"] == "blocks" and e["elements"] == 2048 and e["blocks"] == 64
     assert e["inputs"] == "normal:std=2 (seed 3)"
@@ -118,8 +121,11 @@ def test_block_audit_is_baselined_and_a_regression_fails(tmp_path, monkeypatch, 
     bad = _gelu_mx_exponents(2048, 3, 2.0, mp.mpf(1.5))
     moved = sum(a != b for a, b in zip(ref, bad))
     assert e["scale_diff_blocks"] == 0 and 0 < moved < 64
-    replace_candidate(monkeypatch, "gelu.tanh", lambda x, m: 1.5 * (0.5 * x * (1 + m.tanh(
-        0.7978845608028654 * (x + 0.044715 * x * x * x)))))
+    replace_candidate(
+        monkeypatch,
+        "gelu.tanh",
+        lambda x, m: 1.5 * (0.5 * x * (1 + m.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))),
+    )
     code, out, _ = run(capsys, "check")
     assert code == 1 and "1 failed" in out
     assert f"scale_diff_blocks rose: 0 -> {moved}" in out
@@ -133,23 +139,27 @@ def test_block_inputs_changed_fail_closed(tmp_path, monkeypatch, capsys):
     assert code == 1 and "the inputs changed (normal:std=2 (seed 3) -> normal:std=2 (seed 4))" in out
 
 
-@pytest.mark.parametrize("edit, key", [
-    (lambda e: e.pop("max_elem_ulp"), "max_elem_ulp"),
-    (lambda e: e.update(scale_diff_blocks=-1), "scale_diff_blocks"),
-    (lambda e: e.update(kind="weird"), "kind"),
-    (lambda e: e.update(max_rel=math.inf), "max_rel"),
-])
+@pytest.mark.parametrize(
+    "edit, key",
+    [
+        (lambda e: e.pop("max_elem_ulp"), "max_elem_ulp"),
+        (lambda e: e.update(scale_diff_blocks=-1), "scale_diff_blocks"),
+        (lambda e: e.update(kind="weird"), "kind"),
+        (lambda e: e.update(max_rel=math.inf), "max_rel"),
+    ],
+)
 def test_hostile_block_entries_are_refused(tmp_path, monkeypatch, capsys, edit, key):
     doc = project(tmp_path, monkeypatch, capsys, BSPEC)
-    (k, e), = doc["entries"].items()
+    ((k, e),) = doc["entries"].items()
     edit(e)
     (tmp_path / "base.json").write_text(json.dumps(doc).replace("Infinity", "1e999"))
     code, out, err = run(capsys, "check")
     assert code == 2 and err.startswith("actaudit: error:") and key in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("line, key", [('blocks = "gamma:k=1"', "blocks"),
-                                       ('scale_rule = "up"', "scale_rule")])
+@pytest.mark.parametrize(
+    "line, key", [('blocks = "gamma:k=1"', "blocks"), ('scale_rule = "up"', "scale_rule")]
+)
 def test_bad_block_keys_in_the_spec(tmp_path, monkeypatch, capsys, line, key):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "actaudit.toml").write_text(BSPEC.replace('blocks = "normal:std=2"', line))
@@ -157,10 +167,15 @@ def test_bad_block_keys_in_the_spec(tmp_path, monkeypatch, capsys, line, key):
     assert code == 2 and f"audit[0].{key}'" in err
 
 
-@pytest.mark.parametrize("spec, key", [(QSPEC.replace('tolerance', 'samples = 10\ntolerance'), "samples"),
-                                       (QSPEC.replace('tolerance', 'range = [-1.0, 1.0]\ntolerance'), "range"),
-                                       (BSPEC + "grid = 16\n", "grid"),
-                                       (QSPEC.replace("uint8:scale=0.00390625", "uint8:scale=nope"), "scale")])
+@pytest.mark.parametrize(
+    "spec, key",
+    [
+        (QSPEC.replace("tolerance", "samples = 10\ntolerance"), "samples"),
+        (QSPEC.replace("tolerance", "range = [-1.0, 1.0]\ntolerance"), "range"),
+        (BSPEC + "grid = 16\n", "grid"),
+        (QSPEC.replace("uint8:scale=0.00390625", "uint8:scale=nope"), "scale"),
+    ],
+)
 def test_keys_that_do_not_apply_are_refused(tmp_path, monkeypatch, capsys, spec, key):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "actaudit.toml").write_text(spec)

@@ -18,8 +18,14 @@ def _forge(path, ref, fmt, params, rounded, hi):
     recomputed exactly as the tool computes it: only its content is false."""
     x = fmt.finite_values()
     desc = oracle.cache_descriptor(ref, fmt, ref.with_defaults(params))
-    arrs = dict(x=x, rounded=np.asarray(rounded, np.float64), hi=np.asarray(hi, np.float64),
-                lo=np.zeros(len(x)), unsure=np.zeros(len(x), bool), n_mpmath=np.int64(0))
+    arrs = dict(
+        x=x,
+        rounded=np.asarray(rounded, np.float64),
+        hi=np.asarray(hi, np.float64),
+        lo=np.zeros(len(x)),
+        unsure=np.zeros(len(x), bool),
+        n_mpmath=np.int64(0),
+    )
     with open(path, "wb") as fh:
         np.savez(fh, **arrs, descriptor=np.str_(desc), digest=np.str_(oracle._digest(desc, arrs)))
 
@@ -47,8 +53,10 @@ def test_a_table_copied_over_another_key_is_rebuilt(fresh_cache):
     assert again.max_ulp == honest.max_ulp < 4
     w = again.worst
     assert abs(_mp_max_ulp_at(lambda t: 1 / (1 + mp.exp(-t)), w["x"], w["got"]) - again.max_ulp) < 1e-6
-    assert oracle._load(sig, fp16.finite_values(),
-                        oracle.cache_descriptor(get_reference("sigmoid"), fp16, {})) is not None
+    assert (
+        oracle._load(sig, fp16.finite_values(), oracle.cache_descriptor(get_reference("sigmoid"), fp16, {}))
+        is not None
+    )
 
 
 def test_a_forged_table_with_a_valid_digest_is_caught(fresh_cache):
@@ -104,8 +112,7 @@ def _bomb(path, member="rounded.npy", declared=1 << 31):
     import struct
 
     hdr = io.BytesIO()
-    np.lib.format.write_array_header_1_0(hdr, {"descr": "<f8", "fortran_order": False,
-                                               "shape": (1 << 28,)})
+    np.lib.format.write_array_header_1_0(hdr, {"descr": "<f8", "fortran_order": False, "shape": (1 << 28,)})
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(member, hdr.getvalue() + bytes(1 << 16))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from audit.cli import main
-from audit.io import atomic_path, write_text
+from audit.io import write_text
 
 ROOT = Path(__file__).parents[1]
 
@@ -24,22 +24,52 @@ def run(capsys, *args):
     return code, out, err
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["sweep", "gelu", "--dtype", "fp32", "--samples", "100", "--seed", "-1"], "seed"),
-    (["selftest", "--points", "1", "--seed", "-1"], "--seed"),
-    (["sweep", "celu", "--param", "alpha=0"], "division by zero"),
-    (["sweep", "gelu", "--workers", "100000"], "workers must be at most 1024"),
-    (["sweep", "sigmoid.clamped", "-d", "fp8_e4m3", "--param",
-      "limit=" + ",".join(str(i) for i in range(1, 5000))], "more than 4096"),
-    (["sweep", "gelu", "--json", ""], "--json needs a path"),
-    (["sweep", "sigmoid.exp", "--dtype", "int8:scale=0.0625,zero=0", "--csv", "q.csv"],
-     "not for quantized or block-scaled"),
-    (["sweep", "gelu.tanh", "--out-dtype", "mxfp8_e4m3", "--semantics", "ftz"],
-     "not for quantized or block-scaled"),
-    (["sweep", "relu.max", "-d", "fp8_e4m3", "--device", "cuda"], "--device applies"),
-    (["sweep", "gelu", "-d", "fp32", "--exhaustive", "--range", "1:1.001", "--checkpoint", "ck",
-      "--csv", "x.csv"], "--checkpoint"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["sweep", "gelu", "--dtype", "fp32", "--samples", "100", "--seed", "-1"], "seed"),
+        (["selftest", "--points", "1", "--seed", "-1"], "--seed"),
+        (["sweep", "celu", "--param", "alpha=0"], "division by zero"),
+        (["sweep", "gelu", "--workers", "100000"], "workers must be at most 1024"),
+        (
+            [
+                "sweep",
+                "sigmoid.clamped",
+                "-d",
+                "fp8_e4m3",
+                "--param",
+                "limit=" + ",".join(str(i) for i in range(1, 5000)),
+            ],
+            "more than 4096",
+        ),
+        (["sweep", "gelu", "--json", ""], "--json needs a path"),
+        (
+            ["sweep", "sigmoid.exp", "--dtype", "int8:scale=0.0625,zero=0", "--csv", "q.csv"],
+            "not for quantized or block-scaled",
+        ),
+        (
+            ["sweep", "gelu.tanh", "--out-dtype", "mxfp8_e4m3", "--semantics", "ftz"],
+            "not for quantized or block-scaled",
+        ),
+        (["sweep", "relu.max", "-d", "fp8_e4m3", "--device", "cuda"], "--device applies"),
+        (
+            [
+                "sweep",
+                "gelu",
+                "-d",
+                "fp32",
+                "--exhaustive",
+                "--range",
+                "1:1.001",
+                "--checkpoint",
+                "ck",
+                "--csv",
+                "x.csv",
+            ],
+            "--checkpoint",
+        ),
+    ],
+)
 def test_bad_command_lines_are_one_line(tmp_path, monkeypatch, capsys, args, needle):
     monkeypatch.chdir(tmp_path)
     code, _, err = run(capsys, *args)
@@ -63,7 +93,7 @@ def test_the_fp64_gated_sweep_runs(capsys):
     assert code == 0, err
 
 
-USER = '''
+USER = """
 import sys
 import numpy as np
 
@@ -98,7 +128,7 @@ def hangs(x):
             pass
         except Exception:  # cannot swallow the timeout
             pass
-'''
+"""
 
 
 @pytest.fixture
@@ -111,13 +141,16 @@ def user_module(tmp_path, monkeypatch):
     sys.modules.pop("userfns", None)
 
 
-@pytest.mark.parametrize("fn,ref,needle", [
-    ("ragged", "gelu", "ragged"),
-    ("exits", "gelu", "sys.exit(3)"),
-    ("gen_exit", "gelu", "GeneratorExit"),
-    ("base_exc", "gelu", "Odd"),
-    ("one_arg", "swiglu", "univariate"),
-])
+@pytest.mark.parametrize(
+    "fn,ref,needle",
+    [
+        ("ragged", "gelu", "ragged"),
+        ("exits", "gelu", "sys.exit(3)"),
+        ("gen_exit", "gelu", "GeneratorExit"),
+        ("base_exc", "gelu", "Odd"),
+        ("one_arg", "swiglu", "univariate"),
+    ],
+)
 def test_hostile_user_functions_are_one_line(user_module, capsys, fn, ref, needle):
     code, _, err = run(capsys, "sweep", f"userfns:{fn}", "--reference", ref, "--dtype", "fp16")
     assert code == 2 and err.startswith("actaudit: error:") and err.count("\n") == 1
@@ -125,8 +158,9 @@ def test_hostile_user_functions_are_one_line(user_module, capsys, fn, ref, needl
 
 
 def test_a_hanging_user_function_times_out(user_module, capsys):
-    code, _, err = run(capsys, "sweep", "userfns:hangs", "--reference", "gelu", "--dtype", "fp16",
-                       "--timeout", "0.5")
+    code, _, err = run(
+        capsys, "sweep", "userfns:hangs", "--reference", "gelu", "--dtype", "fp16", "--timeout", "0.5"
+    )
     assert code == 2 and "did not return within 0.5 s" in err and err.count("\n") == 1
     code, _, err = run(capsys, "sweep", "userfns:hangs", "--reference", "gelu", "--timeout", "nan")
     assert code == 2 and "--timeout" in err
@@ -134,9 +168,26 @@ def test_a_hanging_user_function_times_out(user_module, capsys):
 
 def test_a_printing_user_function_does_not_corrupt_json_on_stdout(user_module, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
-    r = subprocess.run([sys.executable, "-m", "audit.cli", "sweep", "userfns:chatty", "--reference",
-                        "relu", "--dtype", "fp8_e4m3", "--json", "-"], capture_output=True, text=True,
-                       cwd=tmp_path, env=env, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "audit.cli",
+            "sweep",
+            "userfns:chatty",
+            "--reference",
+            "relu",
+            "--dtype",
+            "fp8_e4m3",
+            "--json",
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)  # the whole of stdout is the document
     assert doc["results"][0]["max_ulp"] == 0.0  # max(x, 0) is relu exactly
@@ -157,9 +208,27 @@ def test_outputs_to_a_fifo_and_stdout_are_written_not_replaced(tmp_path):
     link = tmp_path / "out-link"
     link.symlink_to("/dev/fd/1")  # a symlink to stdout: written through, kept a symlink
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "audit.cli", "sweep", "relu.max", "-d", "fp8_e4m3", "-c", "fp8_e4m3", "-q",
-                        "--csv", str(link)], capture_output=True, text=True, cwd=tmp_path, env=env,
-                       timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "audit.cli",
+            "sweep",
+            "relu.max",
+            "-d",
+            "fp8_e4m3",
+            "-c",
+            "fp8_e4m3",
+            "-q",
+            "--csv",
+            str(link),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0 and link.is_symlink() and r.stdout.startswith("candidate,dtype")
     assert len(r.stdout.splitlines()) == 1 + 254  # a header and the finite fp8_e4m3 values
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out-link", "pipe"]
@@ -238,7 +307,9 @@ def test_errors_name_the_users_path_not_a_temporary(tmp_path, capsys, monkeypatc
         return real_open(path, mode, *a, **k)
 
     monkeypatch.setattr(builtins, "open", full_disk)
-    code = main(["sweep", "relu.max", "-d", "fp8_e4m3", "-c", "fp8_e4m3", "-q", "--json", str(tmp_path / "r.json")])
+    code = main(
+        ["sweep", "relu.max", "-d", "fp8_e4m3", "-c", "fp8_e4m3", "-q", "--json", str(tmp_path / "r.json")]
+    )
     err = capsys.readouterr().err
     assert code == 2 and f"{tmp_path / 'r.json'}: No space left on device" in err and ".tmp" not in err
     assert list(tmp_path.iterdir()) == []
@@ -256,14 +327,17 @@ def test_devices_and_descriptors_count_as_special_targets(tmp_path):
     assert not is_special(tmp_path / "new.json") and not is_special(tmp_path)
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["swep", "gelu"], "No such command 'swep'"),
-    (["sweep", "gelu", "--dtyp", "fp16"], "--dtyp"),
-    (["sweep", "gelu", "--samples", "abc"], "--samples"),
-    (["report", "gelu", "--dtype", "fp16"], "--out"),
-    (["diff", "gelu.tanh"], "Missing argument"),
-    (["list", "gelu"], "unexpected extra argument"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["swep", "gelu"], "No such command 'swep'"),
+        (["sweep", "gelu", "--dtyp", "fp16"], "--dtyp"),
+        (["sweep", "gelu", "--samples", "abc"], "--samples"),
+        (["report", "gelu", "--dtype", "fp16"], "--out"),
+        (["diff", "gelu.tanh"], "Missing argument"),
+        (["list", "gelu"], "unexpected extra argument"),
+    ],
+)
 def test_usage_errors_are_one_line(capsys, args, needle):
     """Mistakes the option parser catches follow the same contract as every other error."""
     assert main(args) == 2

@@ -1,8 +1,6 @@
 """Untrusted files: input lists, dumps, devices, bombs, checkpoints (issue 18 A5-A7, B2)."""
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import mpmath as mp
@@ -27,8 +25,17 @@ def _gelu(x: float) -> mp.mpf:
 
 def test_golden_inputs_read_the_x_column(tmp_path, capsys):
     out = tmp_path / "g.npz"
-    code, _, err = run(capsys, "golden", "gelu", "--dtype", "fp16", "--inputs",
-                       str(HOSTILE / "inputs_two_columns.npy"), "-o", str(out))
+    code, _, err = run(
+        capsys,
+        "golden",
+        "gelu",
+        "--dtype",
+        "fp16",
+        "--inputs",
+        str(HOSTILE / "inputs_two_columns.npy"),
+        "-o",
+        str(out),
+    )
     assert code == 0, err
     with np.load(out) as z:
         assert z["x"].tolist() == [1.0, 2.0, -3.5]  # not the zeros of column y
@@ -39,8 +46,17 @@ def test_golden_inputs_read_the_x_column(tmp_path, capsys):
 def test_golden_takes_a_plain_fp32_list(tmp_path, capsys):
     xs = np.array([0.5, -1.25, 3.0, 1e-30], np.float32)
     np.save(tmp_path / "in.npy", xs)
-    code, _, err = run(capsys, "golden", "gelu", "--dtype", "fp32", "--inputs",
-                       str(tmp_path / "in.npy"), "-o", str(tmp_path / "g.npz"))
+    code, _, err = run(
+        capsys,
+        "golden",
+        "gelu",
+        "--dtype",
+        "fp32",
+        "--inputs",
+        str(tmp_path / "in.npy"),
+        "-o",
+        str(tmp_path / "g.npz"),
+    )
     assert code == 0, err
     with np.load(tmp_path / "g.npz") as z:
         assert z["x"].tolist() == xs.astype(np.float64).tolist()
@@ -49,15 +65,33 @@ def test_golden_takes_a_plain_fp32_list(tmp_path, capsys):
 
 
 def test_a_dump_with_duplicate_special_inputs_is_refused(capsys):
-    code, _, err = run(capsys, "sweep", "--dump", str(HOSTILE / "dump_duplicate_specials.npz"),
-                       "--reference", "gelu", "--dtype", "fp16")
+    code, _, err = run(
+        capsys,
+        "sweep",
+        "--dump",
+        str(HOSTILE / "dump_duplicate_specials.npz"),
+        "--reference",
+        "gelu",
+        "--dtype",
+        "fp16",
+    )
     assert code == 2 and "appears more than once" in err and err.count("\n") == 1
 
 
 def test_a_device_that_never_ends_is_refused(capsys):
     # every fp16 value as x and y in float64 is 1 MB: the read stops a little beyond that
-    code, _, err = run(capsys, "sweep", "--dump", "/dev/zero", "--dump-dtype", "fp16",
-                       "--reference", "gelu", "--dtype", "fp16")
+    code, _, err = run(
+        capsys,
+        "sweep",
+        "--dump",
+        "/dev/zero",
+        "--dump-dtype",
+        "fp16",
+        "--reference",
+        "gelu",
+        "--dtype",
+        "fp16",
+    )
     assert code == 2 and "/dev/zero" in err and "too large" in err
 
 
@@ -81,18 +115,23 @@ def _checkpointed(tmp_path, monkeypatch):
     return rng, state
 
 
-@pytest.mark.parametrize("edit,needle", [
-    (lambda d: d.update(done=-1), "'done'"),
-    (lambda d: d.update(done=7), "'done'"),
-    (lambda d: d.pop("summary"), "'summary'"),
-    (lambda d: d["summary"].update(count=d["summary"]["count"] + 1), "counts do not add up"),
-    (lambda d: d["summary"].update(count=d["summary"]["count"] + 1,
-                                   finite=d["summary"]["finite"] + 1), "chunks hold 83887"),
-    (lambda d: d["summary"].update(max_ulp="big"), "max_ulp"),
-    (lambda d: d["summary"].update(sums=[float("nan")]), "sums"),
-    (lambda d: d.update(findings=[{"kind": "nan", "count": -5}]), "finding"),
-    (lambda d: d.update(arrays="../../etc/passwd"), "arrays"),
-])
+@pytest.mark.parametrize(
+    "edit,needle",
+    [
+        (lambda d: d.update(done=-1), "'done'"),
+        (lambda d: d.update(done=7), "'done'"),
+        (lambda d: d.pop("summary"), "'summary'"),
+        (lambda d: d["summary"].update(count=d["summary"]["count"] + 1), "counts do not add up"),
+        (
+            lambda d: d["summary"].update(count=d["summary"]["count"] + 1, finite=d["summary"]["finite"] + 1),
+            "chunks hold 83887",
+        ),
+        (lambda d: d["summary"].update(max_ulp="big"), "max_ulp"),
+        (lambda d: d["summary"].update(sums=[float("nan")]), "sums"),
+        (lambda d: d.update(findings=[{"kind": "nan", "count": -5}]), "finding"),
+        (lambda d: d.update(arrays="../../etc/passwd"), "arrays"),
+    ],
+)
 def test_a_tampered_checkpoint_is_refused(tmp_path, monkeypatch, edit, needle):
     import audit
     from audit.errors import BadFileError

@@ -32,8 +32,11 @@ def test_safe_range_where_no_clip_helps_fails(tmp_path, monkeypatch, capsys):
     """gelu.tanh in fp16 flushes its negative tail to 0 before GELU saturates: no clip
     helps on that side (its clip says so), so no safe_range that reaches into it holds."""
     monkeypatch.chdir(tmp_path)
-    spec(tmp_path, '[[audit]]\nname = "t"\ntargets = ["gelu.tanh"]\ndtype = "fp16"\n'
-                   'tolerance = { safe_range = [-10.0, 10.0] }\n')
+    spec(
+        tmp_path,
+        '[[audit]]\nname = "t"\ntargets = ["gelu.tanh"]\ndtype = "fp16"\n'
+        "tolerance = { safe_range = [-10.0, 10.0] }\n",
+    )
     code, out, err = run(capsys, "baseline")
     assert code == 1 and "no clip helps" in out and "does not cover" in out
     assert not (tmp_path / "b.json").exists()
@@ -44,16 +47,22 @@ def test_safe_range_where_no_clip_helps_fails(tmp_path, monkeypatch, capsys):
 
 def test_safe_range_that_cannot_be_decided_fails(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # fp32 has no clip recommendation (needs every value)
-    spec(tmp_path, '[[audit]]\nname = "t"\ntargets = ["sigmoid.stable"]\ndtype = "fp32"\n'
-                   'samples = 2000\ntolerance = { safe_range = [-1.0, 1.0] }\n')
+    spec(
+        tmp_path,
+        '[[audit]]\nname = "t"\ntargets = ["sigmoid.stable"]\ndtype = "fp32"\n'
+        "samples = 2000\ntolerance = { safe_range = [-1.0, 1.0] }\n",
+    )
     code, out, _ = run(capsys, "baseline")
     assert code == 1 and "cannot be checked" in out
 
 
-@pytest.mark.parametrize("fixture,needle", [
-    ("spec_safe_range_nan.toml", "tolerance.safe_range"),
-    ("spec_slack_inf.toml", "'slack'"),
-])
+@pytest.mark.parametrize(
+    "fixture,needle",
+    [
+        ("spec_safe_range_nan.toml", "tolerance.safe_range"),
+        ("spec_slack_inf.toml", "'slack'"),
+    ],
+)
 def test_hostile_specs_are_refused(tmp_path, monkeypatch, capsys, fixture, needle):
     monkeypatch.chdir(tmp_path)
     shutil.copy(HOSTILE / fixture, tmp_path / "actaudit.toml")
@@ -78,21 +87,24 @@ def test_a_baseline_of_nans_does_not_pass(tmp_path, monkeypatch, capsys):
     assert code == 2 and "nan_count' must be an integer" in err and "b.json" in err
 
 
-@pytest.mark.parametrize("field,value,needle", [
-    ("nan_count", "12", "must be an integer"),
-    ("nan_count", None, "must be an integer"),
-    ("nan_count", -1, "must be an integer"),
-    ("max_ulp", -3.0, "must be a number >= 0"),
-    ("max_ulp", [1, 2], "must be a number >= 0"),
-    ("findings", {"nan": [[1.0]]}, "intervals"),
-    ("findings", {"nan": "all"}, "intervals"),
-    ("findings", {"bogus": []}, "not a finding kind"),
-    ("finding_counts", {"nan": 1.5}, "integer count"),
-    ("clip", {"lo": "x", "hi": 1.0, "lo_action": "none", "hi_action": "none"}, "clip.lo"),
-    ("clip", [], "clip"),
-    ("params", {"limit": "8"}, "params"),
-    ("candidate", 3, "candidate"),
-])
+@pytest.mark.parametrize(
+    "field,value,needle",
+    [
+        ("nan_count", "12", "must be an integer"),
+        ("nan_count", None, "must be an integer"),
+        ("nan_count", -1, "must be an integer"),
+        ("max_ulp", -3.0, "must be a number >= 0"),
+        ("max_ulp", [1, 2], "must be a number >= 0"),
+        ("findings", {"nan": [[1.0]]}, "intervals"),
+        ("findings", {"nan": "all"}, "intervals"),
+        ("findings", {"bogus": []}, "not a finding kind"),
+        ("finding_counts", {"nan": 1.5}, "integer count"),
+        ("clip", {"lo": "x", "hi": 1.0, "lo_action": "none", "hi_action": "none"}, "clip.lo"),
+        ("clip", [], "clip"),
+        ("params", {"limit": "8"}, "params"),
+        ("candidate", 3, "candidate"),
+    ],
+)
 def test_every_baseline_field_is_validated(tmp_path, monkeypatch, capsys, field, value, needle):
     monkeypatch.chdir(tmp_path)
     spec(tmp_path, '[[audit]]\nname = "t"\ntargets = ["relu.max"]\ndtype = "fp8_e4m3"\n')
@@ -117,12 +129,17 @@ def test_a_huge_baseline_is_refused_before_parsing(tmp_path, monkeypatch, capsys
 
 def test_nearby_parameters_get_their_own_entries(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    spec(tmp_path, '[[audit]]\nname = "t"\ntargets = ["sigmoid.clamped"]\ndtype = "fp8_e4m3"\n'
-                   'params = { limit = [2.0000001, 2.0000004] }\n')
+    spec(
+        tmp_path,
+        '[[audit]]\nname = "t"\ntargets = ["sigmoid.clamped"]\ndtype = "fp8_e4m3"\n'
+        "params = { limit = [2.0000001, 2.0000004] }\n",
+    )
     assert main(["baseline"]) == 0
     keys = list(json.loads((tmp_path / "b.json").read_text())["entries"])
-    assert keys == ["t/sigmoid.clamped/fp8_e4m3/fp8_e4m3/limit=2.0000001",
-                    "t/sigmoid.clamped/fp8_e4m3/fp8_e4m3/limit=2.0000004"]
+    assert keys == [
+        "t/sigmoid.clamped/fp8_e4m3/fp8_e4m3/limit=2.0000001",
+        "t/sigmoid.clamped/fp8_e4m3/fp8_e4m3/limit=2.0000004",
+    ]
 
 
 def test_results_removed_from_the_spec_are_told_and_fail_with_strict(tmp_path, monkeypatch, capsys):
@@ -205,8 +222,10 @@ def test_a_users_kernel_is_gated_from_the_spec(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "mykern.py").write_text(KERNEL)
-    spec(tmp_path, '[[audit]]\nname = "k"\ntargets = ["mykern:gelu_tanh_fp32"]\ndtype = "fp16"\n'
-                   'reference = "gelu"\n')
+    spec(
+        tmp_path,
+        '[[audit]]\nname = "k"\ntargets = ["mykern:gelu_tanh_fp32"]\ndtype = "fp16"\nreference = "gelu"\n',
+    )
     assert main(["baseline"]) == 0
     assert main(["check"]) == 0
     out = capsys.readouterr().out
@@ -216,8 +235,10 @@ def test_a_users_kernel_is_gated_from_the_spec(tmp_path, monkeypatch, capsys):
     assert main(["check"]) == 2
     assert "--reference" in capsys.readouterr().err
     assert main(["check", "--reference", "gelu"]) == 0
-    assert main(["report", "mykern:gelu_tanh_fp32", "--reference", "gelu", "--dtype", "fp16",
-                 "--out", "rep"]) == 0
+    assert (
+        main(["report", "mykern:gelu_tanh_fp32", "--reference", "gelu", "--dtype", "fp16", "--out", "rep"])
+        == 0
+    )
     assert (tmp_path / "rep" / "index.html").exists()
 
 
@@ -226,8 +247,11 @@ def test_a_dump_is_gated_from_the_spec(tmp_path, monkeypatch, capsys):
     assert main(["golden", "relu", "--dtype", "fp8_e4m3", "-o", "g.npz"]) == 0
     with np.load(tmp_path / "g.npz") as z:
         np.savez(tmp_path / "out.npz", x=z["x"], y=z["y"])  # a device that rounds correctly
-    spec(tmp_path, '[[audit]]\nname = "d"\ndump = "out.npz"\nreference = "relu"\n'
-                   'dtype = "fp8_e4m3"\ntolerance = { max_ulp = 0.5 }\n')
+    spec(
+        tmp_path,
+        '[[audit]]\nname = "d"\ndump = "out.npz"\nreference = "relu"\n'
+        'dtype = "fp8_e4m3"\ntolerance = { max_ulp = 0.5 }\n',
+    )
     assert main(["baseline"]) == 0 and main(["check"]) == 0
 
 
@@ -247,17 +271,24 @@ def test_a_pytest_failure_of_assert_accuracy_is_concise(tmp_path):
     (tmp_path / "test_user.py").write_text(
         "from audit.testing import assert_accuracy\n\n"
         "def test_mine():\n"
-        "    assert_accuracy('sigmoid.naive', dtype='fp16', max_ulp=1)\n")
+        "    assert_accuracy('sigmoid.naive', dtype='fp16', max_ulp=1)\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 1 and "12916 NaN results" in r.stdout
     assert "problems = []" not in r.stdout and "__tracebackhide__" not in r.stdout
 
 
 def test_the_readme_example_spec_works_as_written(tmp_path, monkeypatch, capsys):
     text = (Path(__file__).parents[1] / "README.md").read_text()
-    gate_section = text[text.index("## CI gate"):]
+    gate_section = text[text.index("## CI gate") :]
     toml = gate_section.split("```toml\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "actaudit.toml").write_text(toml)
@@ -269,7 +300,7 @@ def test_the_readme_example_spec_works_as_written(tmp_path, monkeypatch, capsys)
 
 def test_the_readme_assert_accuracy_block_runs():
     text = (Path(__file__).parents[1] / "README.md").read_text()
-    block = text[text.index("In test suites:"):].split("```python\n", 1)[1].split("```", 1)[0]
+    block = text[text.index("In test suites:") :].split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(block, "README.md", "exec"), {})
 
 

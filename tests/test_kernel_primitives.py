@@ -112,20 +112,42 @@ def test_bit_trick_candidates_match_their_c_source(cid, c_kernels):
     assert not len(bad), (cid, x[bad[:3]], got[bad[:3]], want[bad[:3]])
 
 
-@pytest.mark.parametrize("name,x,want", [
-    # mpmath values written from the definitions, independently of audit/references.py
-    ("expm1", -0.0, "-0"), ("expm1", 1e-5, None), ("expm1", -40.0, None),
-    ("log1p", -1.0, "-inf"), ("log1p", -2.0, "nan"), ("log1p", 1e-5, None),
-    ("log", 0.0, "-inf"), ("log", -0.0, "-inf"), ("log", -1.0, "nan"), ("log", 1.0, "+0"),
-    ("exp2", -1074.5, None), ("exp2", 1023.75, None), ("exp2", 1024.0, "inf"),
-    ("rsqrt", -0.0, "-inf"), ("rsqrt", 0.0, "inf"), ("rsqrt", -1.0, "nan"), ("rsqrt", 3.0, None),
-    ("reciprocal", -0.0, "-inf"), ("reciprocal", 3.0, None), ("reciprocal", 2.0**-1074, "inf"),
-])
+@pytest.mark.parametrize(
+    "name,x,want",
+    [
+        # mpmath values written from the definitions, independently of audit/references.py
+        ("expm1", -0.0, "-0"),
+        ("expm1", 1e-5, None),
+        ("expm1", -40.0, None),
+        ("log1p", -1.0, "-inf"),
+        ("log1p", -2.0, "nan"),
+        ("log1p", 1e-5, None),
+        ("log", 0.0, "-inf"),
+        ("log", -0.0, "-inf"),
+        ("log", -1.0, "nan"),
+        ("log", 1.0, "+0"),
+        ("exp2", -1074.5, None),
+        ("exp2", 1023.75, None),
+        ("exp2", 1024.0, "inf"),
+        ("rsqrt", -0.0, "-inf"),
+        ("rsqrt", 0.0, "inf"),
+        ("rsqrt", -1.0, "nan"),
+        ("rsqrt", 3.0, None),
+        ("reciprocal", -0.0, "-inf"),
+        ("reciprocal", 3.0, None),
+        ("reciprocal", 2.0**-1074, "inf"),
+    ],
+)
 def test_primitive_references_in_fp64(name, x, want):
     """fp64 (mpmath at every point) and fp32 (fast path) against values written here."""
-    indep = {"expm1": lambda t: mp.exp(t) - 1, "log1p": lambda t: mp.log(1 + t), "log": mp.log,
-             "exp2": lambda t: mp.power(2, t), "rsqrt": lambda t: 1 / mp.sqrt(t),
-             "reciprocal": lambda t: 1 / t}[name]
+    indep = {
+        "expm1": lambda t: mp.exp(t) - 1,
+        "log1p": lambda t: mp.log(1 + t),
+        "log": mp.log,
+        "exp2": lambda t: mp.power(2, t),
+        "rsqrt": lambda t: 1 / mp.sqrt(t),
+        "reciprocal": lambda t: 1 / t,
+    }[name]
     for fmt in ("fp64", "fp32"):
         if fmt == "fp32" and abs(x) > 3e38 or (x != 0 and abs(x) < 1e-45 and fmt == "fp32"):
             continue
@@ -157,5 +179,5 @@ def test_naive_forms_cancel_and_repairs_do_not():
         assert good.max_ulp < 4, cid
     (r,) = audit.sweep("log.libm", dtype="fp16", keep_points=True)
     # every negative input (and -0? no: log(-0) = -inf) is outside log's domain
-    neg = (r.points.x < 0)
+    neg = r.points.x < 0
     assert r.summary.undefined == int(neg.sum()) and r.max_ulp <= 0.5

@@ -18,10 +18,12 @@ from audit.cli import main
 from audit.errors import BadFileError
 from audit.formats import get_format
 
-MPF = {"gelu": lambda x: x * (1 + mp.erf(x / mp.sqrt(2))) / 2,
-       "silu": lambda x: x / (1 + mp.exp(-x)),
-       "sigmoid": lambda x: 1 / (1 + mp.exp(-x)),
-       "tanh": mp.tanh}
+MPF = {
+    "gelu": lambda x: x * (1 + mp.erf(x / mp.sqrt(2))) / 2,
+    "silu": lambda x: x / (1 + mp.exp(-x)),
+    "sigmoid": lambda x: 1 / (1 + mp.exp(-x)),
+    "tanh": mp.tanh,
+}
 
 
 def exact(ref: str, x: float) -> Fraction:
@@ -90,10 +92,15 @@ def test_read_back_every_file_type_and_the_c_array(tmp_path):
     gcc = shutil.which("gcc")
     if gcc is None:
         pytest.skip("no C compiler")
-    (tmp_path / "main.c").write_text('#include <stdio.h>\n#include "t.h"\nint main(void){'
-                                     'for(int i=0;i<256;i++) printf("%d\\n", actaudit_sigmoid_256[i]);}\n')
-    subprocess.run([gcc, "-std=c99", "-Wall", "-Werror", "-o", str(tmp_path / "m"), str(tmp_path / "main.c")],
-                   check=True, cwd=tmp_path)
+    (tmp_path / "main.c").write_text(
+        '#include <stdio.h>\n#include "t.h"\nint main(void){'
+        'for(int i=0;i<256;i++) printf("%d\\n", actaudit_sigmoid_256[i]);}\n'
+    )
+    subprocess.run(
+        [gcc, "-std=c99", "-Wall", "-Werror", "-o", str(tmp_path / "m"), str(tmp_path / "main.c")],
+        check=True,
+        cwd=tmp_path,
+    )
     out = subprocess.run([str(tmp_path / "m")], capture_output=True, text=True, check=True).stdout
     assert [int(v) for v in out.split()] == ref_codes.astype(int).tolist()
 
@@ -110,8 +117,25 @@ def test_a_wrong_table_is_audited(tmp_path):
     assert kinds["pinned"]["intervals"] == [[4.5, 4.5]] and kinds["monotonicity"]["count"] == 1
 
 
-@pytest.mark.parametrize("case", ["size", "object", "nan", "range", "fraction", "garbage", "2d",
-                                  "strings", "csv_text", "bomb", "nokey", "dir", "missing", "suffix"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "size",
+        "object",
+        "nan",
+        "range",
+        "fraction",
+        "garbage",
+        "2d",
+        "strings",
+        "csv_text",
+        "bomb",
+        "nokey",
+        "dir",
+        "missing",
+        "suffix",
+    ],
+)
 def test_untrusted_tables_are_refused(tmp_path, case, capsys):
     inq = quant.parse_quant("int8:scale=0.0625,zero=0")
     p = tmp_path / "t.npy"
@@ -157,8 +181,18 @@ def test_untrusted_tables_are_refused(tmp_path, case, capsys):
 
 
 def test_lut_command(tmp_path, capsys):
-    code = main(["lut", "sigmoid", "--dtype", "int8:scale=0.0625,zero=0", "--out-dtype",
-                 "uint8:scale=0.00390625,zero=0", "-o", str(tmp_path / "s.csv")])
+    code = main(
+        [
+            "lut",
+            "sigmoid",
+            "--dtype",
+            "int8:scale=0.0625,zero=0",
+            "--out-dtype",
+            "uint8:scale=0.00390625,zero=0",
+            "-o",
+            str(tmp_path / "s.csv"),
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "100.00% correct" in out
@@ -176,7 +210,9 @@ def test_interpolated_family_hand_worked():
 
     c = catalog()["lut.sigmoid_interp"]
     s = lambda v: 1 / (1 + math.exp(-v))  # noqa: E731
-    y = c.evaluate(np.array([0.5, 5.0, -1.0]), FORMATS["fp64"], FORMATS["fp64"], {"n": 2, "lo": -1.0, "hi": 1.0})
+    y = c.evaluate(
+        np.array([0.5, 5.0, -1.0]), FORMATS["fp64"], FORMATS["fp64"], {"n": 2, "lo": -1.0, "hi": 1.0}
+    )
     assert y[0] == s(0) + 0.5 * (s(1) - s(0)) and y[1] == s(1) and y[2] == s(-1)
     r = audit.sweep("lut.tanh_interp", dtype="fp8_e4m3", compute="fp32", params={"n": [8, 256]})
     assert len(r) == 2 and r[1].max_ulp <= r[0].max_ulp

@@ -16,7 +16,11 @@ def errs(fmt, got, exact, lo=0.0):
     got = np.array([got], dtype=float)
     hi = np.array([exact], dtype=float)
     lo = np.array([lo], dtype=float)
-    rounded = fmt.round(hi + lo) if lo[0] == 0 else np.array([fmt.round_mpf(__import__("mpmath").mpf(exact) + lo[0])])
+    rounded = (
+        fmt.round(hi + lo)
+        if lo[0] == 0
+        else np.array([fmt.round_mpf(__import__("mpmath").mpf(exact) + lo[0])])
+    )
     return point_errors(np.zeros(1), got, OracleValues(rounded, hi, lo, 0), fmt)
 
 
@@ -116,12 +120,25 @@ def test_ordinals_put_inf_and_nan_one_step_past_the_largest_finite():
 
     for f in FORMATS.values():
         past = int(f.ordinal([f.max_finite])[0]) + 1
-        v = np.array([math.inf, -math.inf, math.nan, f.max_finite, -f.max_finite, 0.0, -0.0,
-                      f.smallest_subnormal, -f.smallest_subnormal, 1.0])
+        v = np.array(
+            [
+                math.inf,
+                -math.inf,
+                math.nan,
+                f.max_finite,
+                -f.max_finite,
+                0.0,
+                -0.0,
+                f.smallest_subnormal,
+                -f.smallest_subnormal,
+                1.0,
+            ]
+        )
         o = _ordinals(f, v).tolist()
         # 1.0: its biased exponent (the bias is 1 - emin) times the 2**(p-1) values per binade
-        assert o == [past, -past, past, past - 1, -(past - 1), 0, 0, 1, -1,
-                     (1 - f.emin) * 2 ** (f.p - 1)], f.name
+        assert o == [past, -past, past, past - 1, -(past - 1), 0, 0, 1, -1, (1 - f.emin) * 2 ** (f.p - 1)], (
+            f.name
+        )
 
 
 def _errors_summary(errs, exact_p99, chunks=1):
@@ -166,10 +183,20 @@ def test_histogram_counts_every_error_in_its_bin():
     from collections import Counter
 
     rng = np.random.default_rng(7)
-    errs = np.concatenate([np.zeros(50), rng.integers(1, 5000, 900).astype(float),
-                           np.full(3, 2.0**-20), rng.uniform(0, 0.5, 47)])
+    errs = np.concatenate(
+        [
+            np.zeros(50),
+            rng.integers(1, 5000, 900).astype(float),
+            np.full(3, 2.0**-20),
+            rng.uniform(0, 0.5, 47),
+        ]
+    )
     s = _errors_summary(errs, exact_p99=False, chunks=4)
-    e = point_errors(np.zeros(len(errs)), 1.0 + errs * 2**-10,
-                     OracleValues(H.round(np.ones(len(errs))), np.ones(len(errs)), np.zeros(len(errs)), 0), H)
+    e = point_errors(
+        np.zeros(len(errs)),
+        1.0 + errs * 2**-10,
+        OracleValues(H.round(np.ones(len(errs))), np.ones(len(errs)), np.zeros(len(errs)), 0),
+        H,
+    )
     want = Counter((e.ulp_err.view(np.uint64) >> np.uint64(44)).tolist())
     assert s._hist == dict(want) and sum(s._hist.values()) == len(errs)

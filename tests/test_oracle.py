@@ -5,11 +5,11 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from helpers import is_nearest_even
 
 from audit import oracle
 from audit.formats import get_format
 from audit.references import Reference, get_reference
-from helpers import is_nearest_even
 
 SMALL = ["fp8_e4m3", "fp8_e5m2", "bf16", "fp16"]
 
@@ -42,8 +42,11 @@ def test_gelu_fast_path_bound_holds_on_every_value(name):
 def test_gelu_fast_path_bound_on_fp32_sample():
     ref = get_reference("gelu")
     rng = np.random.default_rng(5)
-    x = np.concatenate([rng.uniform(-40, 10, 3000), -np.logspace(-40, 1.6, 500),
-                        np.logspace(-40, 38, 500)]).astype(np.float32).astype(np.float64)
+    x = (
+        np.concatenate([rng.uniform(-40, 10, 3000), -np.logspace(-40, 1.6, 500), np.logspace(-40, 38, 500)])
+        .astype(np.float32)
+        .astype(np.float64)
+    )
     v = ref.fast(x)
     for xi, vi, bound in zip(x.tolist(), v.tolist(), ref.rel_err_at(x).tolist()):
         e = gelu_independent(xi)
@@ -61,9 +64,17 @@ def adversarial_gelu_inputs(f):
         pick = rng.choice(vals, size=min(1500, len(vals)), replace=False)
         return np.unique(np.concatenate([sub[:400], sub[-400:], tails[:400], sat[:300], pick]))
     rng = np.random.default_rng(4)
-    return np.unique(np.concatenate([
-        rng.uniform(-15, 15, 1500), np.ldexp(rng.uniform(1, 2, 300), rng.integers(-149, -120, 300)),
-        -np.ldexp(rng.uniform(1, 2, 300), rng.integers(-149, -120, 300))]).astype(np.float32).astype(float))
+    return np.unique(
+        np.concatenate(
+            [
+                rng.uniform(-15, 15, 1500),
+                np.ldexp(rng.uniform(1, 2, 300), rng.integers(-149, -120, 300)),
+                -np.ldexp(rng.uniform(1, 2, 300), rng.integers(-149, -120, 300)),
+            ]
+        )
+        .astype(np.float32)
+        .astype(float)
+    )
 
 
 @pytest.mark.parametrize("name", SMALL + ["fp32"])
@@ -93,8 +104,9 @@ def test_oracle_mpmath_only_for_fp64():
 
 def test_exact_ties_go_to_even():
     """f(x) = x/2 puts odd subnormals exactly on a midpoint: only ties-to-even is right."""
-    ref = Reference("half_test", "x/2", lambda x: x / 2, lambda x: x / 2, 0.0,
-                    lambda: -math.inf, lambda: math.inf)
+    ref = Reference(
+        "half_test", "x/2", lambda x: x / 2, lambda x: x / 2, 0.0, lambda: -math.inf, lambda: math.inf
+    )
     f = get_format("fp16")
     x = f.finite_values()
     x = x[(np.abs(x) < 2.0**-18)]
@@ -201,8 +213,10 @@ def _dd_inputs(f):
     return np.concatenate([x, -x, f.from_ordinal([f.ordinal([2.0**-31])[0] + k for k in range(-3, 4)])])
 
 
-@pytest.mark.parametrize("name,params", [("gelu", {}), ("silu", {}), ("silu", {"beta": 1.702}),
-                                         ("silu", {"beta": -0.5}), ("hardswish", {})])
+@pytest.mark.parametrize(
+    "name,params",
+    [("gelu", {}), ("silu", {}), ("silu", {"beta": 1.702}), ("silu", {"beta": -0.5}), ("hardswish", {})],
+)
 @pytest.mark.parametrize("fmt_name", ["fp32", "bf16", "fp16"])
 def test_ties_at_half_x_are_decided_without_mpmath(name, params, fmt_name):
     """f(x) = x/2 + c x^2: at odd subnormals x/2 is a rounding boundary that the fast value

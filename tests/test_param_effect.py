@@ -17,15 +17,17 @@ def _kinds(r):
 
 
 def test_function_that_ignores_its_parameter_is_a_finding():
-    rs = audit.sweep("diff_funcs:leaky_ignores_alpha", dtype="fp16", reference="leaky_relu",
-                     params={"alpha": [0.01, 0.2]})
+    rs = audit.sweep(
+        "diff_funcs:leaky_ignores_alpha", dtype="fp16", reference="leaky_relu", params={"alpha": [0.01, 0.2]}
+    )
     assert [r.params for r in rs] == [{"alpha": 0.01}, {"alpha": 0.2}]
     for r in rs:
         (f,) = [f for f in r.findings if f.kind == "no_effect"]
         assert f.count == FP16_FINITE + FP16_SPECIALS
         assert "alpha has no effect" in f.note
-        assert r.param_effect == {"alpha": {"values": [0.01, 0.2], "changed": 0,
-                                            "inputs": FP16_FINITE + FP16_SPECIALS}}
+        assert r.param_effect == {
+            "alpha": {"values": [0.01, 0.2], "changed": 0, "inputs": FP16_FINITE + FP16_SPECIALS}
+        }
     # the accuracy audit itself sees the ignored slope: 0.01 x where 0.2 x is exact is
     # 20 times too small, far more than half an ULP
     assert rs[1].max_ulp > 100
@@ -38,8 +40,7 @@ def test_catalog_parameter_that_matters_changes_hand_counted_inputs():
     # subnormal, k <= 2) and both round to -0; from k = 3, 0.2 x rounds to a nonzero value
     # while 0.01 x is nonzero (then 20 times smaller) or -0.  x >= 0, -0 and the
     # specials (+-inf: +-inf either way, NaN) give the same bits.
-    rs = audit.sweep("leaky_relu.mul", dtype="fp16", compute="fp16,fp32",
-                     params={"alpha": [0.01, 0.2]})
+    rs = audit.sweep("leaky_relu.mul", dtype="fp16", compute="fp16,fp32", params={"alpha": [0.01, 0.2]})
     assert len(rs) == 4
     for r in rs:
         assert "no_effect" not in _kinds(r)
@@ -70,8 +71,15 @@ def test_chunked_sweep_compares_digests():
     # +-inf and NaN: the function that ignores alpha gives the same bits for both values
     # everywhere; the honest one changes every input (0.01 x and 0.2 x, both normal)
     for func, same in (("leaky_ignores_alpha", True), ("leaky_honest", False)):
-        rs = audit.sweep(f"diff_funcs:{func}", dtype="fp32", reference="leaky_relu", exhaustive=True,
-                         range=(-1.0625, -1), params={"alpha": [0.01, 0.2]}, workers=1)
+        rs = audit.sweep(
+            f"diff_funcs:{func}",
+            dtype="fp32",
+            reference="leaky_relu",
+            exhaustive=True,
+            range=(-1.0625, -1),
+            params={"alpha": [0.01, 0.2]},
+            workers=1,
+        )
         for r in rs:
             assert r.domain.count == (1 << 19) + 1 and r.domain.values is None
             assert ("no_effect" in _kinds(r)) == same
@@ -80,21 +88,56 @@ def test_chunked_sweep_compares_digests():
     # a catalog parameter that acts only at the specials: sigmoid.clamped clips x to
     # [-limit, limit], so on [1, 1 + 2^-4] limits 8 and 9 agree, but sigmoid(+inf) is
     # computed as sigmoid(8) or sigmoid(9): an effect, at the specials
-    rs = audit.sweep("sigmoid.clamped", dtype="fp32", exhaustive=True, range=(1, 1.0625),
-                     params={"limit": [8, 9]}, workers=1)
+    rs = audit.sweep(
+        "sigmoid.clamped",
+        dtype="fp32",
+        exhaustive=True,
+        range=(1, 1.0625),
+        params={"limit": [8, 9]},
+        workers=1,
+    )
     for r in rs:
         assert "no_effect" not in _kinds(r)
 
 
 def test_cli_sweep_reports_the_finding(capsys):
-    assert main(["sweep", "diff_funcs:leaky_ignores_alpha", "--reference", "leaky_relu",
-                 "--param", "alpha=0.01,0.2", "--dtype", "fp16", "--json", "-"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "diff_funcs:leaky_ignores_alpha",
+                "--reference",
+                "leaky_relu",
+                "--param",
+                "alpha=0.01,0.2",
+                "--dtype",
+                "fp16",
+                "--json",
+                "-",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr()[0])
     for r in doc["results"]:
         assert [f["kind"] for f in r["findings"]][-1] == "no_effect"
         assert r["param_effect"]["alpha"]["changed"] == 0
-    assert main(["sweep", "diff_funcs:leaky_ignores_alpha", "--reference", "leaky_relu",
-                 "--param", "alpha=0.01,0.2", "--dtype", "fp16", "--findings"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "diff_funcs:leaky_ignores_alpha",
+                "--reference",
+                "leaky_relu",
+                "--param",
+                "alpha=0.01,0.2",
+                "--dtype",
+                "fp16",
+                "--findings",
+            ]
+        )
+        == 0
+    )
     assert "alpha has no effect" in capsys.readouterr()[0]
 
 

@@ -36,14 +36,19 @@ def mp_fraction(f, x: float, prec: int = 200) -> Fraction:
     with mp.workprec(prec):
         v = f(mp.mpf(x))
         m, e = mp.frexp(v)
-        return Fraction(int(mp.ldexp(m, prec)), 1) * Fraction(2) ** (e - prec) if e - prec < 0 else \
-            Fraction(int(mp.ldexp(m, prec)) * 2 ** (e - prec))
+        return (
+            Fraction(int(mp.ldexp(m, prec)), 1) * Fraction(2) ** (e - prec)
+            if e - prec < 0
+            else Fraction(int(mp.ldexp(m, prec)) * 2 ** (e - prec))
+        )
 
 
-MPF = {"gelu": lambda x: x * (1 + mp.erf(x / mp.sqrt(2))) / 2,
-       "silu": lambda x: x / (1 + mp.exp(-x)),
-       "sigmoid": lambda x: 1 / (1 + mp.exp(-x)),
-       "tanh": mp.tanh}
+MPF = {
+    "gelu": lambda x: x * (1 + mp.erf(x / mp.sqrt(2))) / 2,
+    "silu": lambda x: x / (1 + mp.exp(-x)),
+    "sigmoid": lambda x: 1 / (1 + mp.exp(-x)),
+    "tanh": mp.tanh,
+}
 
 
 def test_ties_round_before_the_zero_point():
@@ -68,15 +73,26 @@ def test_ties_round_before_the_zero_point():
 
 def test_quantize_matches_rational_rounding_at_every_boundary():
     rng = np.random.default_rng(3)
-    for spec in ("int8:scale=0.0625,zero=0", "uint8:scale=0.00392156862745098,zero=0,round=away",
-                 "int16:scale=0.000244140625,zero=-7,round=away", "int8:scale=0.1,zero=5"):
+    for spec in (
+        "int8:scale=0.0625,zero=0",
+        "uint8:scale=0.00392156862745098,zero=0,round=away",
+        "int16:scale=0.000244140625,zero=-7,round=away",
+        "int8:scale=0.1,zero=5",
+    ):
         q = quant.parse_quant(spec)
         k = np.arange(q.qmin - q.zero - 3, q.qmax - q.zero + 3, dtype=np.float64)
         if q.kind == "int16":  # every boundary near the ends, every 13th between (time)
             k = np.unique(np.concatenate([k[:300], k[::13], k[-300:]]))
         b = (k + 0.5) * q.scale  # every boundary (exact: 19 bits times a float32)
-        pts = np.concatenate([b, np.nextafter(b, -np.inf), np.nextafter(b, np.inf), k * q.scale,
-                              rng.uniform(-q.scale * 70000, q.scale * 70000, 500)])
+        pts = np.concatenate(
+            [
+                b,
+                np.nextafter(b, -np.inf),
+                np.nextafter(b, np.inf),
+                k * q.scale,
+                rng.uniform(-q.scale * 70000, q.scale * 70000, 500),
+            ]
+        )
         got = q.quantize(pts)
         want = [ref_code(float(p), q.kind, q.scale, q.zero, q.rounding) for p in pts]
         assert got.tolist() == want, spec
@@ -106,7 +122,9 @@ def test_metrics_and_findings_hand_worked():
     assert abs(r.code_err[i] - s / 0.03125) < 1e-12
     assert abs(r.real_err[i] - s) < 1e-12
     kinds = {f["kind"]: f for f in r.findings}
-    assert "pinned" in kinds and kinds["pinned"]["intervals"][0][0] <= -4 <= kinds["pinned"]["intervals"][0][1]
+    assert (
+        "pinned" in kinds and kinds["pinned"]["intervals"][0][0] <= -4 <= kinds["pinned"]["intervals"][0][1]
+    )
     assert r.count == 256 and r.correct_fraction == np.mean(r.got == r.want)
 
 
@@ -126,10 +144,22 @@ def test_non_monotone_codes_are_found():
     assert mono and mono[0]["count"] == 1 and mono[0]["intervals"][0] == [72 * 0.0625, 72 * 0.0625]
 
 
-@pytest.mark.parametrize("bad", ["int8", "int8:scale=0", "int8:scale=-1,zero=0", "int8:scale=nan",
-                                 "int8:scale=0.1,zero=200", "uint8:scale=0.1,zero=-1",
-                                 "int8:scale=0.1,zero=1.5", "int8:scale=0.1,round=up", "int8:scale=0.1,foo=1",
-                                 "int8:scale=0.1,scale=0.2", "int32:scale=1"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "int8",
+        "int8:scale=0",
+        "int8:scale=-1,zero=0",
+        "int8:scale=nan",
+        "int8:scale=0.1,zero=200",
+        "uint8:scale=0.1,zero=-1",
+        "int8:scale=0.1,zero=1.5",
+        "int8:scale=0.1,round=up",
+        "int8:scale=0.1,foo=1",
+        "int8:scale=0.1,scale=0.2",
+        "int32:scale=1",
+    ],
+)
 def test_bad_specs_are_refused(bad):
     with pytest.raises(BadOptionError):
         quant.parse_quant(bad)
@@ -162,8 +192,9 @@ def test_mpmath_path_of_the_oracle_codes():
     x = q.values()[::5]
     codes, _, n = quant.exact_codes(slow, x, q, {})
     assert n == len(x)
-    assert codes.tolist() == [ref_code(mp_fraction(MPF["silu"], float(v)), q.kind, q.scale, q.zero,
-                                       q.rounding) for v in x]
+    assert codes.tolist() == [
+        ref_code(mp_fraction(MPF["silu"], float(v)), q.kind, q.scale, q.zero, q.rounding) for v in x
+    ]
     # ties decided exactly by mpmath: f(x) = x / 2 (a reference without a fast path) on
     # int8 codes of scale 1/16 quantized with scale 1/16: x/2 = k/32, a tie for odd k
     half = dataclasses.replace(REFERENCES["silu"], fast=None, mp=lambda v, **_: v / 2)
@@ -181,8 +212,16 @@ def test_tflite_int16_interpolation_against_integers():
     inq = quant.parse_quant("int16:scale=0.000244140625,zero=0")
     outq = quant.parse_quant("int16:scale=0.000030517578125,zero=0")
     r = quant.sweep("tflite16:sigmoid", inq, outq)[0]
-    table = [ref_code(mp_fraction(MPF["sigmoid"], ((i - 256) * 128) * 0.000244140625), "int16",
-                      0.000030517578125, 0, "even") for i in range(513)]
+    table = [
+        ref_code(
+            mp_fraction(MPF["sigmoid"], ((i - 256) * 128) * 0.000244140625),
+            "int16",
+            0.000030517578125,
+            0,
+            "even",
+        )
+        for i in range(513)
+    ]
     for k in range(0, 65536, 7):
         q = k - 32768
         idx, off = 256 + q // 128, q % 128

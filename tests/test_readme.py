@@ -82,8 +82,13 @@ def workdir(tmp_path_factory):
 
 def _env(workdir: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("ACTAUDIT_NO_CACHE",)}
-    env.update(COLUMNS="80", LINES="50", ACTAUDIT_CACHE_DIR=str(workdir / ".cache"),
-               PYTHONPATH=str(ROOT) + os.pathsep + str(workdir), MPLBACKEND="Agg")
+    env.update(
+        COLUMNS="80",
+        LINES="50",
+        ACTAUDIT_CACHE_DIR=str(workdir / ".cache"),
+        PYTHONPATH=str(ROOT) + os.pathsep + str(workdir),
+        MPLBACKEND="Agg",
+    )
     return env
 
 
@@ -103,8 +108,10 @@ def _commands(line: str) -> list[str]:
 
 def _run(cmd: str, workdir: Path, extra: list[str]) -> subprocess.CompletedProcess:
     argv = shlex.split(cmd)
-    assert argv[0] == "actaudit", f"README command {cmd!r}: only actaudit commands are run " \
-                                  "(add an exemption to EXEMPT, with its reason, or make it one)"
+    assert argv[0] == "actaudit", (
+        f"README command {cmd!r}: only actaudit commands are run "
+        "(add an exemption to EXEMPT, with its reason, or make it one)"
+    )
     argv = [sys.executable, "-m", "audit.cli", *argv[1:], *extra]
     env = _env(workdir)
     if PLACEHOLDER_SCHEDULER in cmd:  # no need to wait dask's 20 s to learn it is unreachable
@@ -114,8 +121,10 @@ def _run(cmd: str, workdir: Path, extra: list[str]) -> subprocess.CompletedProce
 
 def _check_rc(cmd: str, p: subprocess.CompletedProcess) -> None:
     if PLACEHOLDER_SCHEDULER in cmd:  # (the README says: it stands for your scheduler)
-        assert p.returncode == 2 and p.stderr.startswith("actaudit: error:") \
-            and p.stderr.count("\n") == 1, (cmd, p.stderr)
+        assert p.returncode == 2 and p.stderr.startswith("actaudit: error:") and p.stderr.count("\n") == 1, (
+            cmd,
+            p.stderr,
+        )
         return
     if p.returncode == 2 and re.match(r"actaudit: error: \w+ is not installed: pip install", p.stderr):
         return  # an optional extra this machine lacks (jax)
@@ -157,8 +166,15 @@ def test_readme_block(block, workdir, capsys):
         m = re.match(r"# file: ([\w.]+)", body[0]) if body else None
         if m:
             (workdir / m.group(1)).write_text(src)
-        p = subprocess.run([sys.executable, "-"], input=src, cwd=workdir, env=_env(workdir),
-                           capture_output=True, text=True, timeout=600)
+        p = subprocess.run(
+            [sys.executable, "-"],
+            input=src,
+            cwd=workdir,
+            env=_env(workdir),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert p.returncode == 0, f"README.md:{line}: python block failed\n{p.stderr[-3000:]}"
         _PYTHON_OUT["last"] = [x.rstrip() for x in p.stdout.splitlines()]
     elif lang == "output":
@@ -175,8 +191,10 @@ def test_readme_block(block, workdir, capsys):
     elif lang == "text":
         _synopsis(body, capsys)
     else:
-        pytest.fail(f"README.md:{line}: a ```{lang} block: give it a language this test runs "
-                    "(bash, python, output, toml, text)")
+        pytest.fail(
+            f"README.md:{line}: a ```{lang} block: give it a language this test runs "
+            "(bash, python, output, toml, text)"
+        )
 
 
 def _shown_output(body: list[str], workdir: Path, extra: list[str]) -> None:
@@ -191,8 +209,9 @@ def _shown_output(body: list[str], workdir: Path, extra: list[str]) -> None:
         p = _run(cmd, workdir, extra)
         _check_rc(cmd, p)
         got = [x.rstrip() for x in p.stdout.splitlines()]
-        assert matches(shown, got), f"$ {cmd}\nREADME shows:\n" + "\n".join(shown) + \
-            "\n\nthe command prints:\n" + "\n".join(got)
+        assert matches(shown, got), (
+            f"$ {cmd}\nREADME shows:\n" + "\n".join(shown) + "\n\nthe command prints:\n" + "\n".join(got)
+        )
 
 
 def _synopsis(body: list[str], capsys) -> None:
@@ -251,7 +270,7 @@ def update_readme() -> None:
                 j = i + 1
                 while j < len(lines) and not lines[j].startswith(("$ ", "```")):
                     j += 1
-                if "..." not in lines[i + 1:j]:
+                if "..." not in lines[i + 1 : j]:
                     p = _run(lines[i][2:], work, [])
                     out += [x.rstrip() for x in p.stdout.splitlines()]
                     i = j

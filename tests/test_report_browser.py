@@ -11,25 +11,37 @@ import pytest
 import audit
 from reports import html as html_report
 
-CHROMIUM = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
-                 if shutil.which(b)), None)
+CHROMIUM = next(
+    (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None
+)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-        "--window-size=1400,1000", "--virtual-time-budget=10000"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--window-size=1400,1000",
+    "--virtual-time-budget=10000",
+]
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     out = tmp_path_factory.mktemp("browser")
-    res = audit.sweep(["gelu.tanh", "gelu.erfc", "gelu.safe_clip", "swiglu.silu_mul"],
-                      dtype="fp8_e4m3,bf16", keep_points=True, grid=24)
+    res = audit.sweep(
+        ["gelu.tanh", "gelu.erfc", "gelu.safe_clip", "swiglu.silu_mul"],
+        dtype="fp8_e4m3,bf16",
+        keep_points=True,
+        grid=24,
+    )
     return html_report.build(res, out, "actaudit report browser test"), res
 
 
 def _dom(path, anchor=""):
-    p = subprocess.run([CHROMIUM, *ARGS, "--dump-dom", path.as_uri() + anchor],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [CHROMIUM, *ARGS, "--dump-dom", path.as_uri() + anchor], capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     return p.stdout
 
@@ -44,14 +56,14 @@ def test_page_runs_clean_in_chromium(page):
     dom = _dom(path)
     b = _body(dom)
     assert b.get("checked") == "1", "the page's check script did not run"
-    assert b["errors"] == ""                        # no script error
+    assert b["errors"] == ""  # no script error
     assert int(b["images"]) >= 8 and b["images-bad"] == "0"  # every image decoded
     assert b["overlaps"] == "0", b.get("overlap-list")
     # the summary and the recommendation come before any figure
-    assert dom.index("id=\"recommend\"") < dom.index("id=\"summary\"") < dom.index("<img")
+    assert dom.index('id="recommend"') < dom.index('id="summary"') < dom.index("<img")
     # navigation links to every candidate section
     for r in res:
-        assert f'>{r.candidate}</a>' in dom
+        assert f">{r.candidate}</a>" in dom
 
 
 def test_only_view_opens_one_candidate(page):
@@ -63,4 +75,3 @@ def test_only_view_opens_one_candidate(page):
     m = re.search(rf'<details class="cand" id="{re.escape(anchor)}"( open="")?', dom)
     assert m and m.group(1), "the candidate named in the link is open"
     assert 'id="summary" style="display: none;"' in dom
-

@@ -19,8 +19,9 @@ PNG_SIG = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("rep")
-    res = audit.sweep(["gelu.tanh", "gelu.erfc", "swiglu.silu_mul"], dtype="fp8_e4m3,fp16",
-                      keep_points=True, grid=32)
+    res = audit.sweep(
+        ["gelu.tanh", "gelu.erfc", "swiglu.silu_mul"], dtype="fp8_e4m3,fp16", keep_points=True, grid=32
+    )
     path = html_report.build(res, out, "actaudit report test")
     return out, path.read_text(encoding="utf-8"), res
 

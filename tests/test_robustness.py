@@ -10,7 +10,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,20 +18,99 @@ from audit.cli import main
 
 ACTAUDIT = [sys.executable, "-m", "audit.cli"]
 
-WORDS = st.sampled_from([
-    "gelu.tanh", "relu.max", "sigmoid.exp", "swiglu.reglu", "gelu", "nope", "torch:nothing",
-    "nomod:f", "", "-", "--", "fp8_e4m3", "fp8_e5m2", "fp17", "nan", "inf", "-1e309", "3:1",
-    "1:2", "nan:1", ":", "0", "-5", "1e30", "99999999999999999999", "limit=8", "beta=x",
-    "a=1,2", "=3", "gelu_grad.tanh", "x" * 300, "<b>", "é", "0x3c00", "--dtype", "--range",
-    "--samples", "--param", "--json", "--compute", "--grid", "--max-ulp", "--atol", "--grad",
-    "--exhaustive", "--seed", "--reference", "--quiet", "--findings",
-    # issue 18: hostile values and the options they reach
-    "--workers", "100000", "-1", "celu", "alpha=0", "reglu.relu_mul", "fp64", "--checkpoint",
-    "--csv", "--device", "cuda", "--dump", "/dev/zero", "--inputs", "swiglu", "--strict",
-    "--force", "--spec", "--baseline", "--grid", "2", "limit=1,2,3", "--json", "--report",
-])
-COMMANDS = st.sampled_from(["sweep", "clip", "list", "formats", "golden", "selftest",
-                            "check", "baseline", "nonsense", "--version", "--help"])
+WORDS = st.sampled_from(
+    [
+        "gelu.tanh",
+        "relu.max",
+        "sigmoid.exp",
+        "swiglu.reglu",
+        "gelu",
+        "nope",
+        "torch:nothing",
+        "nomod:f",
+        "",
+        "-",
+        "--",
+        "fp8_e4m3",
+        "fp8_e5m2",
+        "fp17",
+        "nan",
+        "inf",
+        "-1e309",
+        "3:1",
+        "1:2",
+        "nan:1",
+        ":",
+        "0",
+        "-5",
+        "1e30",
+        "99999999999999999999",
+        "limit=8",
+        "beta=x",
+        "a=1,2",
+        "=3",
+        "gelu_grad.tanh",
+        "x" * 300,
+        "<b>",
+        "é",
+        "0x3c00",
+        "--dtype",
+        "--range",
+        "--samples",
+        "--param",
+        "--json",
+        "--compute",
+        "--grid",
+        "--max-ulp",
+        "--atol",
+        "--grad",
+        "--exhaustive",
+        "--seed",
+        "--reference",
+        "--quiet",
+        "--findings",
+        # issue 18: hostile values and the options they reach
+        "--workers",
+        "100000",
+        "-1",
+        "celu",
+        "alpha=0",
+        "reglu.relu_mul",
+        "fp64",
+        "--checkpoint",
+        "--csv",
+        "--device",
+        "cuda",
+        "--dump",
+        "/dev/zero",
+        "--inputs",
+        "swiglu",
+        "--strict",
+        "--force",
+        "--spec",
+        "--baseline",
+        "--grid",
+        "2",
+        "limit=1,2,3",
+        "--json",
+        "--report",
+    ]
+)
+COMMANDS = st.sampled_from(
+    [
+        "sweep",
+        "clip",
+        "list",
+        "formats",
+        "golden",
+        "selftest",
+        "check",
+        "baseline",
+        "nonsense",
+        "--version",
+        "--help",
+    ]
+)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -103,34 +181,67 @@ def _leftovers(d: Path):
 
 def test_sigint_during_report_leaves_no_partial_output(tmp_path):
     out = tmp_path / "rep"
-    code, _, err = _run_and_signal(["report", "gelu", "--dtype", "fp16,bf16", "--out", str(out)],
-                                   signal.SIGINT, "sweep", tmp_path)
+    code, _, err = _run_and_signal(
+        ["report", "gelu", "--dtype", "fp16,bf16", "--out", str(out)], signal.SIGINT, "sweep", tmp_path
+    )
     assert code == 130 and err.strip().splitlines()[-1] == "actaudit: interrupted"
     assert "Traceback" not in err
     assert _leftovers(out) == [] if out.exists() else True
     # a later run works normally
-    r = subprocess.run(ACTAUDIT + ["report", "relu.max", "--dtype", "fp8_e4m3", "--out", str(out)],
-                       capture_output=True, text=True, cwd=tmp_path)
+    r = subprocess.run(
+        ACTAUDIT + ["report", "relu.max", "--dtype", "fp8_e4m3", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0 and (out / "index.html").exists()
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
 
 def test_sigterm_during_sweep_leaves_no_partial_json(tmp_path):
     # per-input output of 838M inputs is refused up front, before any work
-    r = subprocess.run(ACTAUDIT + ["sweep", "gelu.tanh", "--dtype", "fp32", "--exhaustive", "--range",
-                                   "1:1e30", "--csv", str(tmp_path / "r.csv")], capture_output=True,
-                       text=True, cwd=tmp_path)
+    r = subprocess.run(
+        ACTAUDIT
+        + [
+            "sweep",
+            "gelu.tanh",
+            "--dtype",
+            "fp32",
+            "--exhaustive",
+            "--range",
+            "1:1e30",
+            "--csv",
+            str(tmp_path / "r.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert r.returncode == 2 and "narrow --range" in r.stderr and _leftovers(tmp_path) == []
     code, _, err = _run_and_signal(
-        ["sweep", "gelu.tanh", "--dtype", "fp32", "--exhaustive", "--range", "1:1e30", "--json",
-         str(tmp_path / "r.json")], signal.SIGTERM, "chunk", tmp_path)
+        [
+            "sweep",
+            "gelu.tanh",
+            "--dtype",
+            "fp32",
+            "--exhaustive",
+            "--range",
+            "1:1e30",
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        signal.SIGTERM,
+        "chunk",
+        tmp_path,
+    )
     assert code == 143 and err.strip().splitlines()[-1] == "actaudit: terminated"
     assert _leftovers(tmp_path) == []
 
 
 def test_sigint_during_baseline_leaves_no_baseline(tmp_path):
     (tmp_path / "actaudit.toml").write_text(
-        '[[audit]]\nname = "slow"\ntargets = ["gelu"]\ndtype = "fp32"\nsamples = 4000000\n')
+        '[[audit]]\nname = "slow"\ntargets = ["gelu"]\ndtype = "fp32"\nsamples = 4000000\n'
+    )
     code, _, err = _run_and_signal(["baseline"], signal.SIGINT, "sweep", tmp_path)
     assert code == 130
     assert _leftovers(tmp_path) == ["actaudit.toml"]
@@ -138,8 +249,15 @@ def test_sigint_during_baseline_leaves_no_baseline(tmp_path):
 
 def test_two_runs_at_once_share_the_cache(tmp_path):
     env = {**os.environ, "ACTAUDIT_CACHE_DIR": str(tmp_path / "cache")}
-    procs = [subprocess.Popen(ACTAUDIT + ["sweep", "sigmoid", "exp", "--dtype", "bf16", "-q"], env=env,
-                              cwd=tmp_path, stderr=subprocess.PIPE) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            ACTAUDIT + ["sweep", "sigmoid", "exp", "--dtype", "bf16", "-q"],
+            env=env,
+            cwd=tmp_path,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(3)
+    ]
     assert [p.wait(timeout=300) for p in procs] == [0, 0, 0]
     files = list((tmp_path / "cache").glob("*.npz"))
     assert len(files) == 2 and not list((tmp_path / "cache").glob("*.tmp"))

@@ -15,11 +15,11 @@ import math
 
 import numpy as np
 import pytest
+from helpers import optional
 
 import audit
 from audit import inputs
 from audit.errors import ActauditError
-from helpers import optional
 
 RANGES = [(-6.0, -5.0), (-1.6, -1.5), (6.9e12, 7.1e12)]
 SMALL_CHUNK = 1 << 17
@@ -141,14 +141,16 @@ def test_checkpoint_files_are_json_and_npz_without_pickle(tmp_path, monkeypatch)
 def test_dask_executor_on_a_local_cluster_equals_a_direct_run(direct, monkeypatch):
     distributed = optional("distributed")  # CI: a failure when missing
     monkeypatch.setattr(inputs, "CHUNK", SMALL_CHUNK)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
         for rng in RANGES:
             r = _run(rng, executor="dask", scheduler=cluster.scheduler_address)
             assert _doc(r) == direct[rng][0]
     # threaded workers share mpmath's global precision: the oracle serializes its use
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
         r = _run(RANGES[1], executor="dask", scheduler=cluster.scheduler_address)
         assert _doc(r) == direct[RANGES[1]][0]
 

@@ -16,7 +16,7 @@ import pytest
 import audit
 from audit import semantics as S
 from audit.cli import main
-from audit.compute import SemOps, Val, evaluate
+from audit.compute import evaluate
 from audit.errors import ActauditError, BadFileError
 from audit.formats import FORMATS
 
@@ -24,9 +24,15 @@ F16, F32, BF16, E4M3 = FORMATS["fp16"], FORMATS["fp32"], FORMATS["bf16"], FORMAT
 
 
 def run_formula(fn, x, fmt, sem, storage=None, x2=None):
-    return evaluate(fn, np.asarray(x, dtype=np.float64), storage or fmt, fmt, {},
-                    None if x2 is None else np.asarray(x2, dtype=np.float64),
-                    semantics=S.parse(sem))
+    return evaluate(
+        fn,
+        np.asarray(x, dtype=np.float64),
+        storage or fmt,
+        fmt,
+        {},
+        None if x2 is None else np.asarray(x2, dtype=np.float64),
+        semantics=S.parse(sem),
+    )
 
 
 # ---------------------------------------------------------------- parsing
@@ -35,8 +41,18 @@ def test_parse_canonical_and_errors():
     assert S.parse("ieee").is_default and S.parse("exp=cr").is_default
     assert S.parse("saturate").saturate_ops and S.parse("saturate").saturate_out
     assert S.parse("cuda_fast").name == "cuda_fast" and S.parse("cuda_fast").envelope
-    for bad in ("ieee,saturate", "fzt", "round=up", "div=table:x.npz", "exp=gelu.tanh",
-                "seed=3", "draws=0,round=stochastic", "div=bound:x", "tanh=rcp", ""):
+    for bad in (
+        "ieee,saturate",
+        "fzt",
+        "round=up",
+        "div=table:x.npz",
+        "exp=gelu.tanh",
+        "seed=3",
+        "draws=0,round=stochastic",
+        "div=bound:x",
+        "tanh=rcp",
+        "",
+    ):
         with pytest.raises(ActauditError):
             S.parse(bad)
 
@@ -54,37 +70,37 @@ def test_default_semantics_is_todays_path_bit_for_bit():
 # ---------------------------------------------------------- ftz and daz
 def test_ftz_flushes_subnormal_results_keeping_the_sign():
     # fp16: 2^-14 is the smallest normal; 2^-10 * -2^-6 = -2^-16 is subnormal -> -0 with ftz
-    y = run_formula(lambda x, m: x * m.const(-2.0 ** -6), [2.0 ** -10, 1.0], F16, "ftz")
-    assert y[0] == 0 and math.copysign(1, y[0]) == -1 and y[1] == -2.0 ** -6
+    y = run_formula(lambda x, m: x * m.const(-(2.0**-6)), [2.0**-10, 1.0], F16, "ftz")
+    assert y[0] == 0 and math.copysign(1, y[0]) == -1 and y[1] == -(2.0**-6)
     # without ftz the subnormal stays
-    y = run_formula(lambda x, m: x * m.const(-2.0 ** -6), [2.0 ** -10], F16, "ieee")
-    assert y[0] == -2.0 ** -16
+    y = run_formula(lambda x, m: x * m.const(-(2.0**-6)), [2.0**-10], F16, "ieee")
+    assert y[0] == -(2.0**-16)
 
 
 def test_ftz_is_after_rounding():
     # fp32: p q = (1 - 2^-46) 2^-126, tiny before rounding, rounds to 2^-126: kept (as x86)
     p, q = float.fromhex("0x1.000002p-63"), float.fromhex("0x1.fffffcp-64")
     y = run_formula(lambda x, m: x * m.const(q), [p], F32, "ftz")
-    assert y[0] == 2.0 ** -126
+    assert y[0] == 2.0**-126
 
 
 def test_daz_reads_subnormal_operands_as_zero():
     # fp16: 2^-24 (subnormal) * 2^10 = 2^-14 exactly under IEEE; 0 under daz
-    f = lambda x, m: x * m.const(2.0 ** 10)
-    assert run_formula(f, [2.0 ** -24], F16, "ieee")[0] == 2.0 ** -14
-    assert run_formula(f, [2.0 ** -24], F16, "daz")[0] == 0
+    f = lambda x, m: x * m.const(2.0**10)
+    assert run_formula(f, [2.0**-24], F16, "ieee")[0] == 2.0**-14
+    assert run_formula(f, [2.0**-24], F16, "daz")[0] == 0
     # comparisons read through daz: -2^-24 < 0 is false once it is read as -0
     g = lambda x, m: m.where(x < 0.0, m.const(1.0), m.const(2.0))
-    assert run_formula(g, [-2.0 ** -24], F16, "ieee")[0] == 1.0
-    assert run_formula(g, [-2.0 ** -24], F16, "daz")[0] == 2.0
+    assert run_formula(g, [-(2.0**-24)], F16, "ieee")[0] == 1.0
+    assert run_formula(g, [-(2.0**-24)], F16, "daz")[0] == 2.0
 
 
 def test_conversion_flags():
     # storage fp16, compute fp32: an fp16 subnormal input is normal in fp32, so only daz_in
     # flushes it; x/1 returns it unchanged otherwise
     f = lambda x, m: x * 1.0
-    x = [2.0 ** -20]
-    assert run_formula(f, x, F32, "ftz,daz", storage=F16)[0] == 2.0 ** -20
+    x = [2.0**-20]
+    assert run_formula(f, x, F32, "ftz,daz", storage=F16)[0] == 2.0**-20
     assert run_formula(f, x, F32, "daz_in", storage=F16)[0] == 0
     # compute fp32, storage fp16: the result 2^-20 is subnormal in fp16: ftz_out flushes it
     assert run_formula(f, x, F32, "ftz_out", storage=F16)[0] == 0
@@ -134,21 +150,22 @@ def test_contract_fuses_a_single_use_product():
     # midpoint 1 + 2^-24; one rounding gives 1 + 2^-23, rounding the product first gives 1
     f = lambda x, m: x * m.const(B32) + 1.0
     assert run_formula(f, [A32], F32, "ieee")[0] == 1.0
-    assert run_formula(f, [A32], F32, "contract")[0] == 1 + 2.0 ** -23
+    assert run_formula(f, [A32], F32, "contract")[0] == 1 + 2.0**-23
     # 1 - a (-b): c - a*b is fma(-a, b, c)
     g = lambda x, m: 1.0 - x * m.const(-B32)
-    assert run_formula(g, [A32], F32, "contract")[0] == 1 + 2.0 ** -23
+    assert run_formula(g, [A32], F32, "contract")[0] == 1 + 2.0**-23
 
 
 def test_contract_looks_through_a_negation():
     # -(a (-b)) + 1 = a b + 1 exactly: fused, one rounding gives 1 + 2^-23 (as above)
     f = lambda x, m: -(x * m.const(-B32)) + 1.0
     assert run_formula(f, [A32], F32, "ieee")[0] == 1.0
-    assert run_formula(f, [A32], F32, "contract")[0] == 1 + 2.0 ** -23
+    assert run_formula(f, [A32], F32, "contract")[0] == 1 + 2.0**-23
 
     def g(x, m):  # the negated product is also used by a multiplication: two uses, no FMA
         n = -(x * m.const(-B32))
         return (n + 1.0) + n * 0.0
+
     assert run_formula(g, [A32], F32, "contract")[0] == 1.0
 
 
@@ -156,11 +173,13 @@ def test_contract_leaves_products_with_two_uses():
     def f(x, m):
         p = x * m.const(B32)
         return (p + 1.0) + p * 0.0  # p has two uses: not contracted
+
     assert run_formula(f, [A32], F32, "contract")[0] == 1.0
 
     def g(x, m):
         p = x * m.const(B32)
         return m.exp(p) + 0.0 * (p + 1.0)  # one use is not an addition
+
     assert run_formula(g, [A32], F32, "contract")[0] == run_formula(g, [A32], F32, "ieee")[0]
 
 
@@ -204,24 +223,27 @@ def test_directed_and_away_rounding_against_fractions(fmt, mode):
     got = S.round_to(fmt, v, mode)
     for a, g in zip(v.tolist(), got.tolist()):
         w = ref_round(a, fmt, mode)
-        assert (math.isnan(w) and math.isnan(g)) or (g == w and math.copysign(1, g) == math.copysign(1, w)), (a, g, w)
+        assert (math.isnan(w) and math.isnan(g)) or (g == w and math.copysign(1, g) == math.copysign(1, w)), (
+            a,
+            g,
+            w,
+        )
 
 
 def test_stochastic_rounding_is_seeded_and_unbiased():
     # 1 + 2^-10 in bf16 (p = 8) lies 1/4 of the way from 1 to 1 + 2^-7: up with probability 1/4
     x = np.arange(20000, dtype=np.float64)  # distinct inputs: independent draws
-    v = np.full(20000, 1 + 2.0 ** -9)
+    v = np.full(20000, 1 + 2.0**-9)
     u = S.uniforms(x, v, seed=5, draw=0)
     r = S.round_to(BF16, v, "stochastic", u)
-    assert set(np.unique(r).tolist()) <= {1.0, 1 + 2.0 ** -7}
-    assert abs(np.mean(r == 1 + 2.0 ** -7) - 0.25) < 0.02
+    assert set(np.unique(r).tolist()) <= {1.0, 1 + 2.0**-7}
+    assert abs(np.mean(r == 1 + 2.0**-7) - 0.25) < 0.02
     assert np.array_equal(r, S.round_to(BF16, v, "stochastic", S.uniforms(x, v, 5, 0)))
     assert not np.array_equal(r, S.round_to(BF16, v, "stochastic", S.uniforms(x, v, 5, 1)))
 
 
 def test_stochastic_sweep_reports_worst_and_mean():
-    (r,) = audit.sweep("gelu.tanh", dtype="bf16", compute="fp32",
-                       semantics="round=stochastic,draws=3,seed=1")
+    (r,) = audit.sweep("gelu.tanh", dtype="bf16", compute="fp32", semantics="round=stochastic,draws=3,seed=1")
     st = r.stochastic
     assert st["draws"] == 3 and st["max_ulp"]["worst"] == r.max_ulp
     assert st["max_ulp"]["mean"] <= st["max_ulp"]["worst"]
@@ -276,8 +298,22 @@ def test_elu_ftz_underflow_finding_names_the_flushing_operation():
 
 # --------------------------------------------------------------- CLI and gate
 def test_cli_semantics_side_by_side_json(capsys):
-    code = main(["sweep", "sigmoid.naive", "--dtype", "fp16", "--compute", "fp16", "--semantics", "ieee",
-                 "--semantics", "saturate", "--json", "-"])
+    code = main(
+        [
+            "sweep",
+            "sigmoid.naive",
+            "--dtype",
+            "fp16",
+            "--compute",
+            "fp16",
+            "--semantics",
+            "ieee",
+            "--semantics",
+            "saturate",
+            "--json",
+            "-",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
     doc = json.loads(out)
@@ -297,8 +333,10 @@ def test_gate_spec_semantics_and_baseline_keys(tmp_path):
     from audit import gate
 
     spec = tmp_path / "actaudit.toml"
-    spec.write_text('baseline = "b.json"\n[[audit]]\nname = "s"\ntargets = ["sigmoid.naive"]\n'
-                    'dtype = "fp8_e4m3"\nsemantics = ["ieee", "saturate"]\n')
+    spec.write_text(
+        'baseline = "b.json"\n[[audit]]\nname = "s"\ntargets = ["sigmoid.naive"]\n'
+        'dtype = "fp8_e4m3"\nsemantics = ["ieee", "saturate"]\n'
+    )
     sp = gate.load_spec(spec)
     base = gate.make_baseline(sp, gate.run_spec(sp))
     keys = sorted(base["entries"])
@@ -309,8 +347,7 @@ def test_gate_spec_semantics_and_baseline_keys(tmp_path):
     del base["entries"][keys[1]]  # a semantics without a baseline entry fails
     changes = gate.compare(sp, gate.run_spec(sp), base)
     assert [(c.key, c.status) for c in changes if c.status == "fail"] == [(keys[1], "fail")]
-    spec.write_text('[[audit]]\nname = "s"\ntargets = ["relu"]\ndtype = "fp16"\n'
-                    'semantics = ["ftz,bogus"]\n')
+    spec.write_text('[[audit]]\nname = "s"\ntargets = ["relu"]\ndtype = "fp16"\nsemantics = ["ftz,bogus"]\n')
     with pytest.raises(BadFileError, match="semantics"):
         gate.load_spec(spec)
 
@@ -341,8 +378,20 @@ def test_bf16_trunc_is_bit_truncation_of_the_fp32_result():
 
 
 def test_cuda_fast_is_labelled_an_envelope(capsys):
-    code = main(["sweep", "sigmoid.exp", "--dtype", "fp16", "--compute", "fp32",
-                 "--semantics", "cuda_fast", "--json", "-"])
+    code = main(
+        [
+            "sweep",
+            "sigmoid.exp",
+            "--dtype",
+            "fp16",
+            "--compute",
+            "fp32",
+            "--semantics",
+            "cuda_fast",
+            "--json",
+            "-",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
     sem = json.loads(out)["results"][0]["semantics"]
@@ -364,9 +413,19 @@ def test_table_primitive(tmp_path):
     got = run_formula(lambda t, m: m.exp(t), x, F16, f"exp=table:{path}")
     assert np.array_equal(got, y)
     # as a primitive inside a catalog formula, via the CLI
-    code = main(["sweep", "sigmoid.exp", "--dtype", "fp16", "--compute", "fp16",
-                 "--semantics", f"exp=table:{path}",
-                 "--quiet"])
+    code = main(
+        [
+            "sweep",
+            "sigmoid.exp",
+            "--dtype",
+            "fp16",
+            "--compute",
+            "fp16",
+            "--semantics",
+            f"exp=table:{path}",
+            "--quiet",
+        ]
+    )
     assert code == 0
     with pytest.raises(ActauditError, match="16 bits or fewer"):
         run_formula(lambda t, m: m.exp(t), [1.0], F32, f"exp=table:{path}")
@@ -379,8 +438,26 @@ def test_csv_has_a_semantics_column_when_asked(tmp_path, capsys):
     import csv
 
     out = tmp_path / "o.csv"
-    assert main(["sweep", "relu.max", "--dtype", "fp8_e4m3", "-c", "fp8_e4m3", "--semantics", "ieee",
-                 "--semantics", "ftz", "--csv", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "relu.max",
+                "--dtype",
+                "fp8_e4m3",
+                "-c",
+                "fp8_e4m3",
+                "--semantics",
+                "ieee",
+                "--semantics",
+                "ftz",
+                "--csv",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     rows = list(csv.DictReader(out.open()))
     assert {r["semantics"] for r in rows} == {"ieee", "ftz"} and len(rows) == 2 * 254
 
@@ -397,10 +474,18 @@ def test_changed_inputs_against_ieee():
 def test_every_flag_runs_through_the_whole_pipeline():
     # findings with causes, specials, hidden overflows and gated pairs, under each semantics
     # (a bound:K envelope once crashed on the one-input trace of a cause)
-    sems = ["cuda_fast", "contract", "ftz,daz,ftz_in,daz_out", "saturate,sat_nan=keep",
-            "div=rcp,exp=exp.u20,tanh=tanh.rational", "round=rna", "round=stochastic,draws=2"]
-    rs = audit.sweep(["gelu", "sigmoid.naive", "swiglu.silu_mul", "elu.expm1"], dtype="fp8_e4m3",
-                     semantics=sems)
+    sems = [
+        "cuda_fast",
+        "contract",
+        "ftz,daz,ftz_in,daz_out",
+        "saturate,sat_nan=keep",
+        "div=rcp,exp=exp.u20,tanh=tanh.rational",
+        "round=rna",
+        "round=stochastic,draws=2",
+    ]
+    rs = audit.sweep(
+        ["gelu", "sigmoid.naive", "swiglu.silu_mul", "elu.expm1"], dtype="fp8_e4m3", semantics=sems
+    )
     assert len(rs) == 14 * len(sems)
     assert {r.semantics.name for r in rs} == {S.parse(s).name for s in sems}
     assert all(r.changed is not None for r in rs)
@@ -411,22 +496,24 @@ def test_golden_under_conversion_flags(tmp_path, capsys):
     # subnormal for x < -9.70 (2^-14 = e^-9.70): ftz_out flushes it to +0; daz_in reads a
     # subnormal x as 0, so its value is e^0 = 1 (RN of e^x at x = 2^-24 is also 1: kept)
     out = tmp_path / "g.npz"
-    assert main(["golden", "exp", "--dtype", "fp16", "-o", str(out),
-                 "--semantics", "saturate,ftz_out,daz_in"]) == 0
+    assert (
+        main(["golden", "exp", "--dtype", "fp16", "-o", str(out), "--semantics", "saturate,ftz_out,daz_in"])
+        == 0
+    )
     capsys.readouterr()
     z = np.load(out)
     x, y = z["x"], z["y"]
     assert np.all(y[x >= 11.1] == 65504.0)
     mpmath.mp.prec = 60
     tiny = (x < -9.71) & (x > -17.0)
-    assert np.all(y[tiny] == 0) and np.all(np.exp(x[tiny]) < 2.0 ** -14)
-    sub = (np.abs(x) < 2.0 ** -14) & (x != 0)
+    assert np.all(y[tiny] == 0) and np.all(np.exp(x[tiny]) < 2.0**-14)
+    sub = (np.abs(x) < 2.0**-14) & (x != 0)
     assert np.all(y[sub] == 1.0)
     # gelu(x) = x/2 + O(x^2) is a nonzero subnormal for most subnormal x; read as 0 it is 0
     for flags, nonzero in (("ieee", True), ("daz_in", False)):
         assert main(["golden", "gelu", "--dtype", "fp16", "-o", str(out), "--semantics", flags]) == 0
         z = np.load(out)
-        sub = (np.abs(z["x"]) < 2.0 ** -14) & (z["x"] != 0)
+        sub = (np.abs(z["x"]) < 2.0**-14) & (z["x"] != 0)
         assert bool(np.any(z["y"][sub] != 0)) == nonzero
     code = main(["golden", "exp", "--dtype", "fp16", "-o", str(out), "--semantics", "ftz"])
     _, err = capsys.readouterr()
@@ -438,10 +525,10 @@ def test_round_in_truncates_the_inputs():
     # midpoint 1 + 2^-8), truncates to 1; 1 + 2^-8 exactly (a tie) goes away from zero to
     # 1 + 2^-7 with rna, to even (1) with rne
     f = lambda x, m: x * 1.0
-    x = [1 + 2.0 ** -8 + 2.0 ** -20, 1 + 2.0 ** -8]
-    assert run_formula(f, x, BF16, "ieee", storage=F32).tolist() == [1 + 2.0 ** -7, 1.0]
+    x = [1 + 2.0**-8 + 2.0**-20, 1 + 2.0**-8]
+    assert run_formula(f, x, BF16, "ieee", storage=F32).tolist() == [1 + 2.0**-7, 1.0]
     assert run_formula(f, x, BF16, "round_in=rtz", storage=F32).tolist() == [1.0, 1.0]
-    assert run_formula(f, x, BF16, "round_in=rna", storage=F32).tolist() == [1 + 2.0 ** -7] * 2
+    assert run_formula(f, x, BF16, "round_in=rna", storage=F32).tolist() == [1 + 2.0**-7] * 2
     assert S.parse("round_in=rna").canonical() == "round_in=rna"
     with pytest.raises(ActauditError):
         S.parse("round_in=stochastic")
@@ -452,9 +539,11 @@ def test_new_primitives_exp2_rsqrt_sigmoid():
     # neighbour above (8 + 2^-7, 0.5 + 2^-11) is twice as far as the one below, so the
     # envelope keeps the one above
     sem = "exp2=bound:1,rsqrt=bound:1,sigmoid=bound:1"
-    for prim, x, want, moved in (("exp2", 3.0, 8.0, 8.0 + 2.0 ** -7),
-                                 ("rsqrt", 4.0, 0.5, 0.5 + 2.0 ** -11),
-                                 ("sigmoid", 0.0, 0.5, 0.5 + 2.0 ** -11)):
+    for prim, x, want, moved in (
+        ("exp2", 3.0, 8.0, 8.0 + 2.0**-7),
+        ("rsqrt", 4.0, 0.5, 0.5 + 2.0**-11),
+        ("sigmoid", 0.0, 0.5, 0.5 + 2.0**-11),
+    ):
         f = lambda t, m: getattr(m, prim)(t)
         assert run_formula(f, [x], F16, "ieee")[0] == want
         assert run_formula(f, [x], F16, sem)[0] == moved
@@ -473,8 +562,9 @@ def test_saturated_overflow_is_a_finding_with_its_cause():
 def test_assert_accuracy_under_a_semantics():
     from audit.testing import assert_accuracy
 
-    assert_accuracy("sigmoid.naive", dtype="fp16", max_ulp=2, semantics="saturate",
-                    specials=True)  # saturation turns the NaN input into 0
+    assert_accuracy(
+        "sigmoid.naive", dtype="fp16", max_ulp=2, semantics="saturate", specials=True
+    )  # saturation turns the NaN input into 0
     with pytest.raises(AssertionError, match="NaN results"):
         assert_accuracy("sigmoid.naive", dtype="fp16", max_ulp=2)
     with pytest.raises(AssertionError, match="under ftz"):
@@ -493,8 +583,9 @@ def test_tf32_profile_reads_fp32_ties_away_from_zero():
     ident = lambda v, m: v * 1.0  # noqa: E731
     assert evaluate(ident, x, f32, t, {}, semantics=parse("ieee")).tolist() == [1.0, -(1 + 2**-9), 1.0]
     assert evaluate(ident, x, f32, t, {}, semantics=parse("tf32")).tolist() == [1 + 2**-10, -(1 + 2**-9), 1.0]
-    ieee, tf = audit.sweep("gelu.tanh", dtype="fp32", compute="tf32", semantics=["ieee", "tf32"],
-                           range=(1, 1.01))
+    ieee, tf = audit.sweep(
+        "gelu.tanh", dtype="fp32", compute="tf32", semantics=["ieee", "tf32"], range=(1, 1.01)
+    )
     # the fp32 inputs of [1, 1.01] that are TF32 ties (their low 12 fraction bits 0x800 exactly)
     xs = np.arange(np.float32(1).view(np.uint32), np.float32(1.01).view(np.uint32) + 1, dtype=np.uint32)
     ties = int(((xs & 0xFFF) == 0x800).sum())

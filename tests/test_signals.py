@@ -33,11 +33,22 @@ class Run:
         fifo = tmp_path / "ready"
         os.mkfifo(fifo)
         self.fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader (and a writer: no EOF)
-        env = {**os.environ, **(env or {}), "ACTAUDIT_READY_FILE": str(fifo),
-               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        self.p = subprocess.Popen(ACTAUDIT + args, cwd=cwd or tmp_path, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals,
-                                  start_new_session=session)
+        env = {
+            **os.environ,
+            **(env or {}),
+            "ACTAUDIT_READY_FILE": str(fifo),
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
+        self.p = subprocess.Popen(
+            ACTAUDIT + args,
+            cwd=cwd or tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_default_signals,
+            start_new_session=session,
+        )
         self.seen = b""
 
     def wait_for(self, stage: str) -> int:
@@ -86,16 +97,21 @@ def _gone(pids, timeout=30.0) -> bool:
     return True
 
 
-needs_proc = pytest.mark.skipif(not Path("/proc/self/task").exists() or not hasattr(os, "pidfd_open"),
-                                reason="needs Linux /proc and pidfd_open")
+needs_proc = pytest.mark.skipif(
+    not Path("/proc/self/task").exists() or not hasattr(os, "pidfd_open"),
+    reason="needs Linux /proc and pidfd_open",
+)
 
 
 @needs_proc
-@pytest.mark.parametrize("sig,stage,code,line", [
-    (signal.SIGINT, "sweep", 130, "actaudit: interrupted"),   # while the pool starts
-    (signal.SIGINT, "chunk", 130, "actaudit: interrupted"),   # while the workers run
-    (signal.SIGTERM, "chunk", 143, "actaudit: terminated"),
-])
+@pytest.mark.parametrize(
+    "sig,stage,code,line",
+    [
+        (signal.SIGINT, "sweep", 130, "actaudit: interrupted"),  # while the pool starts
+        (signal.SIGINT, "chunk", 130, "actaudit: interrupted"),  # while the workers run
+        (signal.SIGTERM, "chunk", 143, "actaudit: terminated"),
+    ],
+)
 def test_a_signal_to_the_main_process_alone_stops_a_parallel_sweep(tmp_path, sig, stage, code, line):
     run = Run(LONG + ["--workers", "2", "--json", "r.json"], tmp_path)
     pid = run.wait_for(stage)
@@ -132,8 +148,10 @@ def test_workers_die_with_their_parent(tmp_path):
     assert _gone(kids), "workers outlived their parent"
 
 
-@pytest.mark.parametrize("sig,code,line", [(signal.SIGINT, 130, "actaudit: interrupted"),
-                                           (signal.SIGTERM, 143, "actaudit: terminated")])
+@pytest.mark.parametrize(
+    "sig,code,line",
+    [(signal.SIGINT, 130, "actaudit: interrupted"), (signal.SIGTERM, 143, "actaudit: terminated")],
+)
 def test_a_signal_during_the_imports_is_one_line(tmp_path, sig, code, line):
     run = Run(["sweep", "gelu", "--dtype", "fp16", "-q"], tmp_path)
     pid = run.wait_for("imports")  # the heavy imports are about to start

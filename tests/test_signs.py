@@ -29,8 +29,22 @@ def exact_zero_signbit(name: str, x: float) -> bool:
         return False  # max(x, 0) = +0 (hardsigmoid: (x + 3) / 6 <= 0 clamped to +0)
     if name == "hardswish" and x <= -3:
         return neg  # x * relu6(x + 3) / 6 = x * (+0) = -0
-    if x == 0 and name in ("gelu", "gelu_scale", "tanh", "silu", "mish", "elu", "selu", "celu", "leaky_relu",
-                           "hardtanh", "hardswish", "softsign", "erf", "swish"):
+    if x == 0 and name in (
+        "gelu",
+        "gelu_scale",
+        "tanh",
+        "silu",
+        "mish",
+        "elu",
+        "selu",
+        "celu",
+        "leaky_relu",
+        "hardtanh",
+        "hardswish",
+        "softsign",
+        "erf",
+        "swish",
+    ):
         return neg  # f(+-0) = +-0: x * c, tanh(x), expm1(x), ... keep the sign of x
     if x == 0 and name in ("expm1", "log1p"):
         return neg
@@ -78,12 +92,13 @@ def test_sign_of_every_small_format_value(name):
     start = 0
     for f in SMALL:
         n = len(xs[f])
-        w, t = want[start:start + n], tables[f]
+        w, t = want[start : start + n], tables[f]
         start += n
         ok = np.isnan(t.rounded) | (np.signbit(t.rounded) == w)
         bad = np.flatnonzero(~ok)
-        assert not len(bad), (f"{name} {f}: {len(bad)} wrong signs, e.g. x = {xs[f][bad[0]]!r} "
-                              f"-> {t.rounded[bad[0]]!r}")
+        assert not len(bad), (
+            f"{name} {f}: {len(bad)} wrong signs, e.g. x = {xs[f][bad[0]]!r} -> {t.rounded[bad[0]]!r}"
+        )
         # the exact value carried (hi) has that sign too
         okh = np.isnan(t.hi) | (np.signbit(t.hi) == w)
         assert okh.all(), f"{name} {f}: hi sign wrong at x = {xs[f][np.flatnonzero(~okh)[0]]!r}"
@@ -123,13 +138,16 @@ def test_sign_of_gated_units_on_every_e4m3_pair(name):
     assert ok.all(), f"{name}: sign wrong at a = {a[~ok][0]!r}, b = {b[~ok][0]!r}"
 
 
-@pytest.mark.parametrize("name,fmt,xbits,ybits", [
-    # gelu'(-40) = Phi(-40) - 40 phi(40) = -5.85e-347 < 0 (mpmath below): RN is -0
-    ("gelu_grad", "fp16", 0xD100, 0x8000),
-    ("gelu_grad", "fp16", 0xD0D3, 0x8000),  # x = -38.59375, already right before
-    ("gelu_grad", "bf16", 0xC220, 0x8000),  # x = -40 in bf16
-    ("mish_grad", "fp16", 0xE18C, 0x8000),  # x = -710: tanh(sp) + x sech^2(sp) s, sp ~ e^x
-])
+@pytest.mark.parametrize(
+    "name,fmt,xbits,ybits",
+    [
+        # gelu'(-40) = Phi(-40) - 40 phi(40) = -5.85e-347 < 0 (mpmath below): RN is -0
+        ("gelu_grad", "fp16", 0xD100, 0x8000),
+        ("gelu_grad", "fp16", 0xD0D3, 0x8000),  # x = -38.59375, already right before
+        ("gelu_grad", "bf16", 0xC220, 0x8000),  # x = -40 in bf16
+        ("mish_grad", "fp16", 0xE18C, 0x8000),  # x = -710: tanh(sp) + x sech^2(sp) s, sp ~ e^x
+    ],
+)
 def test_golden_keeps_the_sign_of_underflowing_gradients(tmp_path, name, fmt, xbits, ybits):
     f = FORMATS[fmt]
     x = float(f.from_bits([xbits])[0])
@@ -181,8 +199,16 @@ def test_selftest_catches_a_lost_sign(monkeypatch):
     oracle._MEMO.clear()
 
 
-@pytest.mark.parametrize("name,x", [("gelu_grad", -3.362946829335837e38), ("gelu_grad", -1e300),
-                                    ("gelu", -1e300), ("mish_grad", -1e300), ("silu_grad", -1e300)])
+@pytest.mark.parametrize(
+    "name,x",
+    [
+        ("gelu_grad", -3.362946829335837e38),
+        ("gelu_grad", -1e300),
+        ("gelu", -1e300),
+        ("mish_grad", -1e300),
+        ("silu_grad", -1e300),
+    ],
+)
 def test_fp64_mpmath_path_at_huge_arguments(name, x):
     """exp(-x^2/2) at x = -1e300 needs x^2 (and erfc's argument) to ~2000 bits before the
     result, 10^(-10^599), even has its exponent right: at 64 bits mpmath gives

@@ -21,7 +21,8 @@ def test_cli_import_skips_heavy_modules_and_leaves_numpy_intact():
         # scipy's own erf, against the C library's at a few points (both within 1 ulp of erf)
         "for x in (0.1, 0.5, 1.0, 2.5):\n"
         "    assert abs(sc.erf(x) - math.erf(x)) <= 2 * math.ulp(math.erf(x))\n"
-        "print('ok')\n")
+        "print('ok')\n"
+    )
     env = {**os.environ, "PYTHONPATH": ROOT}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr

@@ -86,7 +86,7 @@ def test_repaired_naive_sigmoid_checked_independently():
         y = f16(float(e) / float(f16(1.0 + float(e))))
         assert math.isfinite(float(y))
         exact = 1 / (1 + mp.exp(-x))
-        assert abs(float(y) - float(exact)) <= 2.0 ** -11  # within one fp16 ulp of 1
+        assert abs(float(y) - float(exact)) <= 2.0**-11  # within one fp16 ulp of 1
 
 
 def test_special_guard_for_gelu_bf16():
@@ -105,9 +105,11 @@ def test_cli_json_and_errors(capsys):
     assert doc["inputs"]["exhaustive"] is True
     assert [r["rank"] for r in doc["ranking"]] == list(range(1, len(doc["ranking"]) + 1))
     assert set(doc["pareto"]) <= {r["candidate"] for r in doc["ranking"]}
-    for args, needle in ((["suggest", "sigmoid", "--cost-weight", "foo=1"], "unknown operation kind"),
-                         (["suggest", "swiglu"], "takes two"),
-                         (["suggest", "nosuch"], "error")):
+    for args, needle in (
+        (["suggest", "sigmoid", "--cost-weight", "foo=1"], "unknown operation kind"),
+        (["suggest", "swiglu"], "takes two"),
+        (["suggest", "nosuch"], "error"),
+    ):
         assert main(args) == 2
         err = capsys.readouterr().err
         assert err.startswith("actaudit: error:") and needle in err
@@ -125,8 +127,14 @@ def test_html_section(tmp_path, capsys):
     assert "sigmoid.naive" in text and 'class="pareto"' in text
     from reports.suggest import section
 
-    doc = {"reference": "x<y", "dtype": "bf16", "compute": "fp32", "inputs": {"count": 1, "exhaustive": True},
-           "ranking": [], "recommendations": []}
+    doc = {
+        "reference": "x<y",
+        "dtype": "bf16",
+        "compute": "fp32",
+        "inputs": {"count": 1, "exhaustive": True},
+        "ranking": [],
+        "recommendations": [],
+    }
     assert "x&lt;y" in section(doc) and "x<y" not in section(doc)
 
 
@@ -139,8 +147,9 @@ def test_fitted_extra_ranks_first_and_its_c_version_is_timed(tmp_path, monkeypat
     import sys
 
     sys.modules.pop("fit_gelu_fp8_e4m3", None)
-    s = suggest.suggest("gelu", "fp8_e4m3", "fp32", extra=["fit_gelu_fp8_e4m3:CANDIDATE"],
-                        repairs=False, time_c=True)
+    s = suggest.suggest(
+        "gelu", "fp8_e4m3", "fp32", extra=["fit_gelu_fp8_e4m3:CANDIDATE"], repairs=False, time_c=True
+    )
     first = s.entries[0]
     # correctly rounded, no NaN, specials right: nothing can rank above it
     assert first.cand.id == "fit.gelu_fp8_e4m3" and first.result.max_ulp <= 0.5
@@ -176,8 +185,22 @@ def test_suggest_ranks_under_a_semantics(capsys):
     e1 = next(e for e in s1.entries if e.cand.id == "gelu.erfc")
     assert e0.result.max_ulp < 0.51 and e1.result.max_ulp >= 256
     assert s1.to_dict()["semantics"] == "ftz_out"
-    assert main(["suggest", "gelu", "--dtype", "fp8_e4m3", "--compute", "fp32", "--brief",
-                 "--semantics", "contract"]) == 0
+    assert (
+        main(
+            [
+                "suggest",
+                "gelu",
+                "--dtype",
+                "fp8_e4m3",
+                "--compute",
+                "fp32",
+                "--brief",
+                "--semantics",
+                "contract",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "semantics contract" in out and "fma" in out
     assert main(["suggest", "gelu", "--dtype", "fp8_e4m3", "--semantics", "round=stochastic"]) == 2
@@ -192,8 +215,9 @@ def test_report_embeds_suggest_sections(tmp_path):
     import audit
     from reports import html as html_report
 
-    res = audit.sweep(["gelu.tanh", "sigmoid.naive", "swiglu.silu_mul"], dtype="fp8_e4m3",
-                      keep_points=True, grid=8)
+    res = audit.sweep(
+        ["gelu.tanh", "sigmoid.naive", "swiglu.silu_mul"], dtype="fp8_e4m3", keep_points=True, grid=8
+    )
     docs = suggest.for_results(res)
     # one per one-input reference of the run (swiglu takes two inputs: left out)
     assert [(d.reference, d.dtype) for d in docs] == [("gelu", "fp8_e4m3"), ("sigmoid", "fp8_e4m3")]
@@ -201,8 +225,8 @@ def test_report_embeds_suggest_sections(tmp_path):
     page = path.read_text()
     # every catalog candidate of each reference has a row in its section
     for ref in ("gelu", "sigmoid"):
-        sec = page[page.index(f"id='suggest-{ref}-fp8_e4m3-fp8_e4m3'"):]
-        sec = sec[:sec.index("</section>")]
+        sec = page[page.index(f"id='suggest-{ref}-fp8_e4m3-fp8_e4m3'") :]
+        sec = sec[: sec.index("</section>")]
         names = {c.id for c in catalog().values() if c.reference == ref}
         assert set(re.findall(r'<td class="l">([\w.]+)</td>', sec)) == names
         assert "Pareto front" in sec
@@ -215,9 +239,21 @@ def test_report_embeds_suggest_sections(tmp_path):
     browser = next((shutil.which(b) for b in ("chromium", "chromium-browser") if shutil.which(b)), None)
     if browser is None:
         return
-    p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000",
-                        "--virtual-time-budget=10000", "--dump-dom", path.as_uri()],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1400,1000",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     body = dict(re.findall(r'data-([\w-]+)="([^"]*)"', re.search(r"<body([^>]*)>", p.stdout).group(1)))
     assert body.get("checked") == "1" and body["errors"] == "" and body["overlaps"] == "0", body
 
@@ -226,5 +262,5 @@ def test_cli_report_suggest(tmp_path, capsys):
     assert main(["report", "sigmoid.naive", "--dtype", "fp8_e4m3", "--suggest", "-o", str(tmp_path)]) == 0
     page = (tmp_path / "index.html").read_text()
     n = sum(c.reference == "sigmoid" for c in catalog().values())
-    sec = page[page.index("id='suggest-sigmoid-fp8_e4m3-fp8_e4m3'"):]
-    assert sec[:sec.index("</section>")].count("<tr") == 1 + n
+    sec = page[page.index("id='suggest-sigmoid-fp8_e4m3-fp8_e4m3'") :]
+    assert sec[: sec.index("</section>")].count("<tr") == 1 + n

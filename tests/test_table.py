@@ -1,9 +1,9 @@
 """The sweep summary (reports/table.py): readable at 80 columns, nothing cut, every format."""
 
-import os
 import csv
 import io
 import json
+import os
 
 import pytest
 
@@ -39,18 +39,29 @@ def test_compact_table_fits_and_cuts_nothing(capsys, monkeypatch, columns):
     assert "all 63,488 finite inputs" in out
     # the legend explains the abbreviations that appear
     flat = " ".join(out.split())  # (the legend wraps at the width)
-    assert "unf flushed to 0" in flat and "mono monotonicity breaks" in flat and "CR % correctly rounded" in flat
+    assert (
+        "unf flushed to 0" in flat and "mono monotonicity breaks" in flat and "CR % correctly rounded" in flat
+    )
 
 
 def test_long_names_go_on_their_own_line(capsys, monkeypatch, tmp_path):
     long = "a_very_long_kernel_function_name_for_gelu"
     (tmp_path / "mykernels_table.py").write_text(
-        "import numpy as np\n"
-        f"def {long}(x):\n"
-        "    return (x * 0.5).astype(x.dtype)\n")
+        f"import numpy as np\ndef {long}(x):\n    return (x * 0.5).astype(x.dtype)\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    code, out, _ = run(capsys, monkeypatch, 60, "sweep", f"mykernels_table:{long}", "gelu.tanh",
-                       "--reference", "gelu", "--dtype", "fp16")
+    code, out, _ = run(
+        capsys,
+        monkeypatch,
+        60,
+        "sweep",
+        f"mykernels_table:{long}",
+        "gelu.tanh",
+        "--reference",
+        "gelu",
+        "--dtype",
+        "fp16",
+    )
     assert code == 0, out
     assert max(len(line) for line in out.splitlines()) <= 60
     assert f"mykernels_table:{long}" in out.splitlines()
@@ -115,8 +126,21 @@ def test_framework_ops_compute_natively():
     assert [(r.dtype, r.compute) for r in res] == [("fp16", "native")]  # once, not per path
 
 
-@pytest.mark.parametrize("cmd", [[], ["sweep"], ["clip"], ["report"], ["check"], ["baseline"],
-                                 ["list"], ["formats"], ["selftest"], ["golden"]])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        [],
+        ["sweep"],
+        ["clip"],
+        ["report"],
+        ["check"],
+        ["baseline"],
+        ["list"],
+        ["formats"],
+        ["selftest"],
+        ["golden"],
+    ],
+)
 def test_help_has_no_bool_placeholders_and_fits_80_columns(capsys, monkeypatch, cmd):
     code, out, _ = run(capsys, monkeypatch, 80, *cmd, "--help")
     assert code == 0 and "Usage: actaudit" in out
@@ -134,8 +158,11 @@ def test_list_formats_and_clip_fit_80_columns_and_never_cut_a_name(capsys, monke
     from audit.formats import FORMATS
 
     monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((80, 24)))
-    for args, names in ((["list"], list(catalog())), (["formats"], list(FORMATS)),
-                        (["clip", "sigmoid.naive", "gelu.tanh", "--dtype", "fp16"], ["sigmoid.naive", "gelu.tanh"])):
+    for args, names in (
+        (["list"], list(catalog())),
+        (["formats"], list(FORMATS)),
+        (["clip", "sigmoid.naive", "gelu.tanh", "--dtype", "fp16"], ["sigmoid.naive", "gelu.tanh"]),
+    ):
         assert main(args) == 0
         out = capsys.readouterr().out
         lines = out.splitlines()
