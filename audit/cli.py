@@ -681,6 +681,15 @@ def suggest(
         "--semantics",
         help="Rank under this machine semantics (one; flags as in sweep, e.g. contract,ftz).",
     ),
+    distribution: str | None = typer.Option(
+        None, "--distribution", help="Input distribution of the weighted figures (as sweep's)."
+    ),
+    rank: str = typer.Option(
+        "max_ulp",
+        "--rank",
+        help="Accuracy figure to rank by after correctness: max_ulp, weighted_p99 or weighted_mean "
+        "(these with --distribution).",
+    ),
 ):
     """Rank every candidate of a reference (correctness, then cost), show the Pareto front and
     a verified repair for every finding."""
@@ -700,6 +709,8 @@ def suggest(
             time_c=time_c,
             semantics=semantics,
             progress=bar,
+            distribution=distribution,
+            rank=rank,
         )
     if html_out is not None:
         from reports import suggest as suggest_report

@@ -231,6 +231,21 @@ def interval_mass(d: Distribution, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
                 if side.any():
                     la, lb = _normal_tail(u[side]), _normal_tail(v[side])
                     out[side] = np.exp(la) * -np.expm1(lb - la)
+            # narrow intervals (subnormals near a mean that is not 0, every fine binade):
+            # the integral of the density over [c - h, c + h] as its Taylor series,
+            # 2 h phi(c) (1 + phi''/phi h^2/3! + phi''''/phi h^4/5! + phi^(6)/phi h^6/7!), whose
+            # next term is below 1e-21 where h * max(1, |c|) <= 1e-2; no CDF differences
+            h = 0.5 * ((hi - lo) / d.b)
+            c = ((lo * 0.5 + hi * 0.5) - d.a) / d.b
+            narrow = np.isfinite(h) & (h * np.maximum(1.0, np.abs(c)) <= 1e-2)
+            if narrow.any():
+                hn, cn = h[narrow], c[narrow]
+                c2, h2 = cn * cn, hn * hn
+                series = 1 + h2 * (
+                    (c2 - 1) / 6
+                    + h2 * ((c2 * c2 - 6 * c2 + 3) / 120 + h2 * (((c2 - 15) * c2 + 45) * c2 - 15) / 5040)
+                )
+                out[narrow] = 2 * hn * np.exp(-0.5 * c2) / math.sqrt(2 * math.pi) * series
             return np.maximum(out, 0.0)
         # laplace: P(X > z) = exp(-z)/2 for z >= 0
         dz = (hi - lo) / d.b  # the width, computed before the offsets (no cancellation)
@@ -432,11 +447,14 @@ def to_json(doc: dict | None) -> dict | None:
 def active_region(d: Distribution | None, fmt: Format, lo_sat: float | None, hi_sat: float | None):
     """(lo, hi) of the linear panel of an error map: where the distribution puts 99.9% of
     its mass (central interval), else between the function's saturation thresholds."""
-    if d is not None and d.kind in ("normal", "laplace"):
-        from scipy.stats import laplace, norm
+    if d is not None and d.kind == "normal":
+        from scipy.special import ndtri
 
-        dist = norm(d.a, d.b) if d.kind == "normal" else laplace(d.a, d.b)
-        return float(dist.ppf(0.0005)), float(dist.ppf(0.9995))
+        t = -float(ndtri(0.0005))
+        return d.a - t * d.b, d.a + t * d.b
+    if d is not None and d.kind == "laplace":
+        t = -math.log(2 * 0.0005)  # P(X > mean + t * scale) = exp(-t) / 2
+        return d.a - t * d.b, d.a + t * d.b
     if d is not None and d.kind == "uniform":
         pad = 0.05 * (d.b - d.a)
         return d.a - pad, d.b + pad
@@ -609,3 +627,24 @@ def against_baseline(slack: float, now: dict | None, base: dict | None, show) ->
         elif n < b - abs(b) * slack:
             better.append(f"weighted {k} improved: {show(abs(b), abs(n))}")
     return fails, better
+
+
+# ------------------------------------------------------------- suggest hooks
+RANKS = {"max_ulp": (), "weighted_p99": ("p99_ulp", "mean_ulp"), "weighted_mean": ("mean_ulp", "p99_ulp")}
+
+
+def for_ranking(distribution: str | None, rank: str) -> Distribution | None:
+    """The distribution of a ranking, checked against the rank asked for."""
+    if rank not in RANKS:
+        raise BadOptionError(f"--rank must be one of {', '.join(RANKS)}, got '{rank}'")
+    if RANKS[rank] and distribution is None:
+        raise BadOptionError(f"--rank {rank} needs --distribution (the inputs it weights by)")
+    return None if distribution is None else parse(distribution)
+
+
+def rank_key(weighted: dict | None, rank: str) -> tuple:
+    """The weighted figures of a ranking key (NaN ranks last)."""
+    if not RANKS[rank]:
+        return ()
+    vals = (float(weighted[k]) for k in RANKS[rank])
+    return tuple(math.inf if math.isnan(v) else v for v in vals)
