@@ -46,8 +46,7 @@ their smallest power of two) and compared with q in rational arithmetic.
 
 from __future__ import annotations
 
-import bisect
-import itertools
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -147,18 +146,28 @@ def bind(d: Distribution, fmt: Format) -> Distribution:
     a = np.asarray(a, dtype=np.float64).ravel()
     if a.size == 0:
         raise BadFileError(f"{d.path}: no samples (zero inputs prove nothing)")
-    nonfinite = {
-        "nan": int(np.count_nonzero(np.isnan(a))),
-        "inf": int(np.count_nonzero(a == math.inf)),
-        "-inf": int(np.count_nonzero(a == -math.inf)),
-    }
-    fin = a[np.isfinite(a)]
+    isfin = np.isfinite(a)
+    nonfinite = {"nan": 0, "inf": 0, "-inf": 0}
+    fin = a
+    if not isfin.all():
+        nonfinite = {
+            "nan": int(np.count_nonzero(np.isnan(a))),
+            "inf": int(np.count_nonzero(a == math.inf)),
+            "-inf": int(np.count_nonzero(a == -math.inf)),
+        }
+        fin = a[isfin]
     if fin.size == 0:
         raise BadFileError(f"{d.path}: no finite samples ({a.size} non-finite)")
     with np.errstate(all="ignore"):
         r = fmt.round(fin)
     ok = np.isfinite(r)
-    bits, counts = np.unique(fmt.to_bits(r[ok]).astype(np.uint64), return_counts=True)
+    rb = fmt.to_bits(r if ok.all() else r[ok])
+    if fmt.enumerable:  # counts per bit pattern: no sort of the sample
+        counts = np.bincount(rb.astype(np.intp), minlength=1 << fmt.bits)
+        bits = np.flatnonzero(counts).astype(np.uint64)
+        counts = counts[bits.astype(np.intp)]
+    else:
+        bits, counts = np.unique(rb.astype(np.uint64), return_counts=True)
     return Distribution(
         "npy",
         path=d.path,
@@ -255,9 +264,24 @@ def interval_mass(d: Distribution, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
         return np.where(np.isnan(t), 0.0, np.maximum(t, 0.0))
 
 
+@functools.lru_cache(maxsize=8)
+def _table(d: Distribution, fmt: Format) -> np.ndarray:
+    """Masses of every bit pattern of an enumerable format under a continuous
+    distribution (0 for the non-finite ones): computed once per process."""
+    with np.errstate(all="ignore"):
+        v = fmt.from_bits(np.arange(1 << fmt.bits, dtype=np.int64).astype(fmt.uint))
+    t = np.zeros(len(v))
+    fin = np.isfinite(v)
+    t[fin] = interval_mass(d, *edges(fmt, v[fin]))
+    t.flags.writeable = False
+    return t
+
+
 def masses(d: Distribution, fmt: Format, x: np.ndarray) -> np.ndarray:
     """Mass of each finite input x of fmt (d bound to fmt for npy:)."""
     x = np.asarray(x, dtype=np.float64)
+    if d.kind != "npy" and fmt.enumerable:
+        return _table(d, fmt)[fmt.to_bits(x).astype(np.intp)]
     if d.kind == "npy":
         if d.fmt_name != fmt.name:
             raise ValueError("npy: distribution not bound to the format (weighting.bind)")
@@ -276,6 +300,18 @@ def _order_key(fmt: Format, v: np.ndarray) -> np.ndarray:
 
 
 def outside(d: Distribution, fmt: Format, first: float, last: float) -> dict:
+    """See :func:`_outside` (cached for continuous distributions)."""
+    if d.kind == "npy":
+        return _outside(d, fmt, first, last)
+    return dict(_outside_cached(d, fmt, first, last))
+
+
+@functools.lru_cache(maxsize=32)
+def _outside_cached(d: Distribution, fmt: Format, first: float, last: float):
+    return tuple(_outside(d, fmt, first, last).items())
+
+
+def _outside(d: Distribution, fmt: Format, first: float, last: float) -> dict:
     """The mass a draw puts outside the swept inputs [first, last] (contiguous on fmt's
     number line, -0 before +0): ``below`` the first, ``above`` the last (draws beyond
     fmt's range included), ``overflow`` (beyond fmt's range, whatever was swept) and, for
@@ -316,111 +352,248 @@ def overflow_to(fmt: Format) -> str:
 # -------------------------------------------------------- accumulation
 @dataclass
 class Part:
-    """The weighted data of one chunk: for inputs of positive mass, their class sums and,
-    for finite results, (mass, ulp, abs, rel)."""
+    """The weighted data of one chunk: its first and last input; sums over its inputs
+    (in input order: the chunk grid is fixed, so the merged sums are the same bits in
+    serial, parallel and distributed runs); and for the quantiles the masses of its
+    finite results (0 elsewhere) with their ULP errors."""
 
     first: float
     last: float
-    swept: np.ndarray | None = None  # masses, summed exactly at the end
-    cls_mass: dict = field(default_factory=dict)  # class name -> [masses]
-    m: np.ndarray | None = None  # finite results of positive mass
-    u: np.ndarray | None = None
-    a: np.ndarray | None = None
-    r: np.ndarray | None = None
+    per_class: np.ndarray  # mass per result class (audit/metrics.py)
+    correct: float
+    flushed: float
+    sums: np.ndarray  # per (ulp, abs, rel): sum of m * error over finite results
+    m: np.ndarray  # masses of finite results, 0 for other results
+    u: np.ndarray
 
 
-_CLASSES = {"nan": NAN, "inf": INF, "overflow_ok": OVERFLOW_OK, "undefined": UNDEFINED}
+_FINITE_LUT = np.zeros(6)
+_FINITE_LUT[[FINITE, OVERFLOW_MISS]] = 1.0
 
 
 def chunk(d: Distribution, fmt: Format, e: PointErrors) -> Part:
-    """The weighted part of one chunk's per-input errors (inputs in fmt, ascending)."""
+    """The weighted part of one chunk's per-input errors (inputs in fmt, ascending).
+    Written for speed (few passes over the chunk, no copies of its errors): sums per
+    class with np.bincount; a NaN or inf error, or one of a zero-mass input, shows in
+    its class's sum, and :func:`finish` then looks closer."""
     m = masses(d, fmt, e.x)
-    p = Part(float(e.x[0]) if len(e.x) else math.nan, float(e.x[-1]) if len(e.x) else math.nan)
-    pos = m > 0
-    p.swept = m[pos]
-    cls = e.cls
-    for name, c in _CLASSES.items():
-        p.cls_mass[name] = m[pos & (cls == c)]
-    fin = pos & ((cls == FINITE) | (cls == OVERFLOW_MISS))
-    p.cls_mass["finite"] = m[fin]
-    p.cls_mass["correctly_rounded"] = m[pos & e.correct]
+    cls = e.cls.astype(np.intp)
+    per_class = _sums(m, cls, 6)
+    with np.errstate(under="ignore", invalid="ignore"):
+        sums = np.array([_sums(m * v, cls, 6) for v in (e.ulp_err, e.abs_err, e.rel_err)])
+    sums = sums[:, FINITE] + sums[:, OVERFLOW_MISS]
+    zero = np.flatnonzero(e.got == 0)
     with np.errstate(invalid="ignore"):
-        flushed = (e.got == 0) & (e.rounded != 0) & ~np.isnan(e.rounded)
-    p.cls_mass["underflow"] = m[pos & flushed]
-    p.m, p.u, p.a, p.r = m[fin], e.ulp_err[fin], e.abs_err[fin], e.rel_err[fin]
-    return p
+        fl = zero[(e.rounded[zero] != 0) & ~np.isnan(e.rounded[zero])]
+    mq = m * _FINITE_LUT[cls]
+    if not np.isfinite(sums).all():  # a NaN or inf error, or 0 * inf: sum the inputs of positive mass
+        pos = np.flatnonzero(mq > 0)
+        for i, v in enumerate((e.ulp_err, e.abs_err, e.rel_err)):
+            with np.errstate(under="ignore", invalid="ignore"):
+                sums[i] = _sum(mq[pos] * v[pos])
+    return Part(
+        float(e.x[0]) if len(e.x) else math.nan,
+        float(e.x[-1]) if len(e.x) else math.nan,
+        per_class,
+        float(_sums(m, e.correct.view(np.uint8), 2)[1]),
+        _sum(m[fl]),
+        sums,
+        mq,
+        e.ulp_err,
+    )
 
 
-def _fsum(arrays) -> float:
-    return math.fsum(itertools.chain.from_iterable(a.tolist() for a in arrays))
+def _sums(m: np.ndarray, groups: np.ndarray, n: int) -> np.ndarray:
+    """Sums of m per group, added in input order (np.bincount's sequential loop: the same
+    bits on every machine; relative error below len(m) * 2**-53 for m >= 0)."""
+    return np.bincount(groups, weights=m, minlength=n)[:n] if len(m) else np.zeros(n)
 
 
-def _mean(m: np.ndarray, v: np.ndarray, total: float) -> float:
-    if not len(m) or total == 0:
-        return math.nan
-    if np.isnan(v).any():
-        return math.nan  # a NaN error of a finite result: a defect upstream, shown
-    if np.isinf(v).any():
-        return math.inf
-    return math.fsum((m * v).tolist()) / total
+def _sum(m: np.ndarray) -> float:
+    """sum(m) added in input order (a sequential cumulative sum, as _sums)."""
+    return float(np.cumsum(m)[-1]) if len(m) else 0.0
 
 
-def _exact_ints(m: np.ndarray) -> list[int]:
-    """Positive float64 masses as exact integers, multiples of the smallest power of two
-    among their last significand bits."""
+def _exact(m: np.ndarray, base: int | None = None) -> tuple[int, int]:
+    """(N, base) with sum(m) = N * 2**base exactly, for finite m >= 0: significands cut
+    into 18-bit limbs, added per exponent (float64 sums of 18-bit integers are exact
+    below 2**35 terms), the per-exponent sums shifted together in Python integers."""
+    m = np.asarray(m, dtype=np.float64)
+    m = m[m > 0]
+    if not len(m):
+        return 0, 0 if base is None else base
     f, e = np.frexp(m)
     mant = np.ldexp(f, 53).astype(np.int64)
     ex = e.astype(np.int64) - 53
-    base = int(ex.min())
-    return [a << b for a, b in zip(mant.tolist(), (ex - base).tolist())]
+    b = int(ex.min()) if base is None else base
+    bins = ex - b
+    limbs = [
+        np.bincount(bins, weights=((mant >> s) & 0x3FFFF).astype(np.float64)).astype(np.int64).tolist()
+        for s in (36, 18, 0)
+    ]
+    n = 0
+    for k, (h, mid, lo) in enumerate(zip(*limbs)):
+        if h or mid or lo:
+            n += ((h << 36) + (mid << 18) + lo) << k
+    return n, b
+
+
+def exact_sum(m: np.ndarray) -> float:
+    """sum(m) correctly rounded to float64 (m >= 0 finite)."""
+    from fractions import Fraction
+
+    n, b = _exact(m)
+    return float(Fraction(n) * Fraction(2) ** b) if n else 0.0
+
+
+_EPS = 2.0**-53
+
+
+def _decide(c: float, t: float, num: int, den: int, g: float) -> bool | None:
+    """Whether den * C >= num * T for the exact sums C, T of positive terms whose float
+    values c, t are within a relative g of them; None where the bound cannot tell."""
+    lhs, rhs = den * c, num * t
+    if lhs * (1 - g) > rhs * (1 + g) * (1 + 4 * _EPS):
+        return True
+    if lhs * (1 + g) * (1 + 4 * _EPS) < rhs * (1 - g):
+        return False
+    return None
+
+
+_BIN_SHIFT = 48  # bins of the fast path: 4 significand bits of the error (16 per binade)
+_NAN_BIN = (0x7FF0000000000000 >> _BIN_SHIFT) + 1  # NaN errors: past inf, as in a sort
+
+
+def _quantiles_binned(m: np.ndarray, u: np.ndarray, qs) -> list[float | None]:
+    """The weighted quantiles without sorting every error: masses summed per bin of the
+    error's float64 pattern (errors >= 0: ordered as their values), the bin where the
+    cumulative mass crosses q found, its few errors sorted.  None where the float sums'
+    error bound leaves a comparison undecided (the caller then decides exactly)."""
+    n = len(m)
+    with np.errstate(invalid="ignore"):
+        key = ((u + 0.0).view(np.int64) >> _BIN_SHIFT).astype(np.intp)  # (-0 as +0)
+    nan = np.isnan(u)
+    if nan.any():
+        key[nan] = _NAN_BIN
+    bm = np.bincount(key, weights=m, minlength=_NAN_BIN + 1)
+    cb = np.cumsum(bm)
+    t = float(cb[-1])
+    g = 2 * (n + len(bm) + 4) * _EPS  # every float partial sum below: at most that many additions
+    out: list[float | None] = []
+    for num, den in qs:
+        b = int(min(np.searchsorted(cb, t * (num / den)), len(cb) - 1))
+        below = float(cb[b - 1]) if b else 0.0
+        sel = np.flatnonzero(key == b)
+        if not len(sel):
+            out.append(None)
+            continue
+        o = np.argsort(u[sel])
+        us = u[sel][o]
+        cum = np.cumsum(np.concatenate(([below], m[sel][o])))  # cum[j]: below + the first j
+        j = int(min(np.searchsorted(cum[1:], t * (num / den)), len(us) - 1))
+        prev = False if (j == 0 and b == 0) else _decide(float(cum[j]), t, num, den, g)
+        ok = _decide(float(cum[j + 1]), t, num, den, g) is True and prev is False
+        out.append(float(us[j]) if ok else None)
+    return out
+
+
+def _quantiles(m: np.ndarray, u: np.ndarray, qs) -> list[float]:
+    """For each (num, den) of qs: the smallest e with sum(m[u <= e]) >= num/den * sum(m)
+    (m >= 0; inputs of mass 0 never decide), decided exactly: by float sums where their
+    rounding error bound decides (:func:`_quantiles_binned`), else by exact integer sums
+    over the sorted errors (a binary search on them)."""
+    if not (m > 0).any():
+        return [math.nan for _ in qs]
+    fast = _quantiles_binned(m, u, qs)
+    if all(v is not None for v in fast):
+        return fast  # type: ignore[return-value]
+    return _quantiles_sorted(m, u, qs)
+
+
+def _quantiles_sorted(m: np.ndarray, u: np.ndarray, qs) -> list[float]:
+    """:func:`_quantiles` over every error sorted; float cumulative sums where their
+    error bound decides, exact integer sums where it does not."""
+    order = np.argsort(u)  # NaN last (ties: any order gives the same e)
+    ms, us = m[order], u[order]
+    cum = np.cumsum(ms)  # sequential
+    n = len(ms)
+    out = []
+    exact: dict = {}
+
+    def reaches(k: int, num: int, den: int) -> bool:  # masses of the k + 1 smallest >= q * total
+        g_k, g_n = 2 * (k + 2) * _EPS, 2 * (n + 1) * _EPS
+        lhs, rhs = den * cum[k], num * cum[-1]
+        if lhs * (1 - g_k) > rhs * (1 + g_n) * (1 + 4 * _EPS):
+            return True
+        if lhs * (1 + g_k) * (1 + 4 * _EPS) < rhs * (1 - g_n):
+            return False
+        if "total" not in exact:
+            exact["total"], exact["base"] = _exact(ms)
+        return den * _exact(ms[: k + 1], exact["base"])[0] >= num * exact["total"]
+
+    for num, den in qs:
+        k = int(min(np.searchsorted(cum, cum[-1] * (num / den)), n - 1))
+        if not (reaches(k, num, den) and (k == 0 or not reaches(k - 1, num, den))):
+            lo, hi = 0, n - 1  # reaches(n - 1): the whole mass
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if reaches(mid, num, den):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            k = lo
+        out.append(float(us[k]))
+    return out
 
 
 def weighted_quantile(m: np.ndarray, u: np.ndarray, num: int, den: int) -> float:
     """Smallest e with sum(m[u <= e]) >= num/den * sum(m), exactly (m > 0)."""
-    if not len(m):
-        return math.nan
-    order = np.argsort(u, kind="stable")  # NaN last
-    cum = list(itertools.accumulate(_exact_ints(m[order])))
-    target = -((-num * cum[-1]) // den)  # ceil(num * total / den): the sums are integers
-    k = bisect.bisect_left(cum, target)
-    return float(u[order][k])
+    return _quantiles(np.asarray(m, dtype=np.float64), np.asarray(u, dtype=np.float64), [(num, den)])[0]
 
 
 def finish(d: Distribution, fmt: Format, parts: list[Part]) -> dict:
     """The ``weighted`` section of a result from its chunks' parts (in input order)."""
     if not parts:
         raise BadOptionError("--distribution: no swept inputs")
-    swept = _fsum(p.swept for p in parts)
     out = outside(d, fmt, parts[0].first, parts[-1].last)
+
+    def total(k):  # chunk sums added in chunk order
+        v = getattr(parts[0], k)
+        for p in parts[1:]:
+            v = v + getattr(p, k)
+        return v
+
+    per_class = total("per_class").copy()
+    swept = float(per_class.sum())  # (the classes in a fixed order)
     if swept == 0:
         raise BadOptionError(
             f"--distribution {d.label}: no mass on the swept {fmt.name} inputs (zero inputs prove nothing)"
         )
-    m = np.concatenate([p.m for p in parts])
-    u, a, r = (np.concatenate([getattr(p, k) for p in parts]) for k in "uar")
+    per_class[FINITE] += per_class[OVERFLOW_MISS]  # a finite result
+    fin_mass = float(per_class[FINITE])
+    sums = total("sums")
 
-    def prob(name):
-        return _fsum(p.cls_mass[name] for p in parts) / swept
+    def mean(i):  # over finite results: NaN where an error is NaN (a defect upstream, shown)
+        return float(sums[i]) / fin_mass if fin_mass else math.nan
 
-    fin = math.fsum(m.tolist())
+    one = len(parts) == 1
+    mf = parts[0].m if one else np.concatenate([p.m for p in parts])
+    u = parts[0].u if one else np.concatenate([p.u for p in parts])
+    qs = _quantiles(mf, u, [(num, den) for _, num, den in QUANTILES])
     doc = {
         "distribution": d.label,
-        "mass": {
-            "swept": swept,
-            **out,
-            "overflow_to": overflow_to(fmt),
-        },
-        "finite": prob("finite"),
-        "mean_ulp": _mean(m, u, fin),
-        **{k: weighted_quantile(m, u, num, den) for k, num, den in QUANTILES},
-        "correctly_rounded": prob("correctly_rounded"),
-        "nan": prob("nan"),
-        "inf": prob("inf"),
-        "underflow": prob("underflow"),
-        "overflow_ok": prob("overflow_ok"),
-        "undefined": prob("undefined"),
-        "mean_abs": _mean(m, a, fin),
-        "mean_rel": _mean(m, r, fin),
+        "mass": {"swept": swept, **out, "overflow_to": overflow_to(fmt)},
+        "finite": fin_mass / swept,
+        "mean_ulp": mean(0),
+        **{k: q for (k, _, _), q in zip(QUANTILES, qs)},
+        "correctly_rounded": float(total("correct")) / swept,
+        "nan": float(per_class[NAN]) / swept,
+        "inf": float(per_class[INF]) / swept,
+        "underflow": float(total("flushed")) / swept,
+        "overflow_ok": float(per_class[OVERFLOW_OK]) / swept,
+        "undefined": float(per_class[UNDEFINED]) / swept,
+        "mean_abs": mean(1),
+        "mean_rel": mean(2),
     }
     if d.kind == "npy":
         doc["mass"]["samples"] = d.total

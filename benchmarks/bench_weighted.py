@@ -1,0 +1,49 @@
+"""Cost of the weighted figures (issue 27): an fp16 sweep (every finite input, one
+evaluation path) without and with --distribution, runs interleaved so that the machine's
+load falls on both alike; medians of --repeat runs, side by side, after imports and a
+warm-up (oracle cache filled).  Target: the weighted figures add under 10%.
+Usage: python benchmarks/bench_weighted.py [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from audit.sweep import sweep
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        npy = Path(tmp) / "acts.npy"
+        np.save(npy, np.random.default_rng(0).normal(0, 1.5, 1 << 20))
+        modes = {"plain": None, "normal:std=1": "normal:std=1", "npy (2^20 samples)": f"npy:{npy}"}
+        print(f"{'candidate':<12}{'dtype':<7}" + "".join(f"{m:>20}" for m in modes) + f"{'added':>10}")
+        for cand in ("gelu.tanh", "silu.exp"):
+            for d in modes.values():  # warm-up: imports, oracle cache
+                sweep(cand, "fp16", "fp16", distribution=d)
+            ts: dict[str, list[float]] = {m: [] for m in modes}
+            for _ in range(args.repeat):
+                for m, d in modes.items():
+                    t = time.perf_counter()
+                    sweep(cand, "fp16", "fp16", distribution=d)
+                    ts[m].append(time.perf_counter() - t)
+            med = {m: statistics.median(v) for m, v in ts.items()}
+            worst = max(med[m] for m in modes if m != "plain") / med["plain"] - 1
+            print(
+                f"{cand:<12}{'fp16':<7}"
+                + "".join(f"{med[m]:>19.3f}s" for m in modes)
+                + f"{100 * worst:>9.1f}%"
+            )
+
+
+if __name__ == "__main__":
+    main()
