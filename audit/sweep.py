@@ -841,7 +841,7 @@ def sweep(
                                     checkpoint,
                                     inputs=st,
                                     outputs=bool(swept),
-                                    weights=weighting_mod.for_candidate(wd, c),
+                                    weights=weighting_mod.for_candidate(wd, c, doms[c.arity].count),
                                 ),
                                 out_fmt or st,
                                 cf,

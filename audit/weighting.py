@@ -218,6 +218,11 @@ def interval_mass(d: Distribution, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     allowed), with the relative precision of float64 in the tails."""
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.where(hi > lo, _interval_mass(d, lo, hi), 0.0)  # (-inf, -inf): empty, not NaN
+
+
+def _interval_mass(d: Distribution, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     out = np.zeros(np.broadcast(lo, hi).shape)
     with np.errstate(all="ignore"):
         if d.kind == "uniform":
@@ -678,10 +683,18 @@ def check_sweep(storages, exhaustive: bool, checkpoint, dump, grid) -> None:
         raise BadOptionError("--distribution applies to functions of one input (no --grid)")
 
 
-def for_candidate(d: Distribution | None, cand) -> Distribution | None:
-    """d for a candidate of one input; a gated unit (two inputs) is refused."""
+MAX_INPUTS = 1 << 24  # inputs of one weighted sweep (16 bytes each kept for the quantiles)
+
+
+def for_candidate(d: Distribution | None, cand, count: int = 0) -> Distribution | None:
+    """d for a candidate of one input over ``count`` inputs; a gated unit (two inputs), or
+    more than MAX_INPUTS inputs, is refused."""
     if d is not None and getattr(cand, "arity", 1) != 1:
         raise BadOptionError(f"--distribution applies to functions of one input; {cand.id} takes two")
+    if d is not None and count > MAX_INPUTS:
+        raise BadOptionError(
+            f"--distribution over {count} inputs: at most {MAX_INPUTS} are weighted (narrow --range)"
+        )
     return d
 
 

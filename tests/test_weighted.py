@@ -182,6 +182,15 @@ def test_masses_add_up_with_overflow_and_zero_counted_once():
         assert math.fsum(m.tolist()) + out["outside"] == pytest.approx(1.0, rel=1e-12)
         if spec.startswith("normal"):  # P(|X| >= 65520) for std 3000: no double count at 0
             assert out["overflow"] == pytest.approx(2 * float(ndtr(-65520 / 3000)), rel=1e-12)
+    fp4 = get_format("fp4_e2m1")  # saturating: +-6 take everything beyond, nothing overflows
+    d = weighting.parse("normal:std=4")
+    m = weighting.masses(d, fp4, fp4.finite_values())
+    assert math.fsum(m.tolist()) == pytest.approx(1.0, rel=1e-14)
+    assert m[-1] == pytest.approx(float(ndtr(-5 / 4)), rel=1e-12)  # [5, inf): 6 and beyond
+    whole = weighting.outside(d, fp4, -6.0, 6.0)
+    assert whole == {"outside": 0.0, "below": 0.0, "above": 0.0, "overflow": 0.0}
+    part = weighting.outside(d, fp4, -2.0, 2.0)  # inputs in [-2, 2]: draws beyond +-2.5 outside
+    assert part["below"] == part["above"] == pytest.approx(float(ndtr(-2.5 / 4)), rel=1e-12)
     fnuz = get_format("fp8_e4m3fnuz")  # no -0: +0 takes the whole interval around 0
     (lo,), (hi,) = weighting.edges(fnuz, np.array([0.0]))
     assert lo == -hi == -fnuz.smallest_subnormal / 2
