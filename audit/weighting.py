@@ -649,8 +649,10 @@ def active_region(d: Distribution | None, fmt: Format, lo_sat: float | None, hi_
 
 
 def density(d: Distribution, fmt: Format, xs: np.ndarray) -> np.ndarray:
-    """The density of d at xs (for npy: the mass of each format value over its interval
-    width), for the overlay of the report's linear panel."""
+    """The density of d at xs (ascending, evenly spaced), for the overlay of the report's
+    linear panel; for npy: a histogram of the sample (its values rounded to fmt) over 160
+    bins spanning xs (a frequency per format value would spike where the format's values
+    crowd, near 0)."""
     xs = np.asarray(xs, dtype=np.float64)
     if d.kind == "normal":
         return np.exp(-0.5 * ((xs - d.a) / d.b) ** 2) / (d.b * math.sqrt(2 * math.pi))
@@ -658,10 +660,10 @@ def density(d: Distribution, fmt: Format, xs: np.ndarray) -> np.ndarray:
         return np.exp(-np.abs(xs - d.a) / d.b) / (2 * d.b)
     if d.kind == "uniform":
         return np.where((xs >= d.a) & (xs <= d.b), 1.0 / (d.b - d.a), 0.0)
-    v = fmt.round(xs)
-    lo, hi = edges(fmt, v)
-    with np.errstate(all="ignore"):
-        return np.where(hi > lo, masses(d, fmt, v) / (hi - lo), 0.0)
+    vals = fmt.from_bits(d.bits.astype(fmt.uint))
+    h, be = np.histogram(vals, bins=160, range=(float(xs[0]), float(xs[-1])), weights=d.counts)
+    dens = h / (d.total * (be[1] - be[0]))
+    return dens[np.clip(np.searchsorted(be, xs, side="right") - 1, 0, len(dens) - 1)]
 
 
 # ------------------------------------------------------------ sweep hooks
