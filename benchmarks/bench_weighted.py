@@ -29,15 +29,17 @@ def main() -> None:
         np.save(npy, np.random.default_rng(0).normal(0, 1.5, 1 << 20))
         modes = {"plain": None, "normal:std=1": "normal:std=1", "npy (2^20 samples)": f"npy:{npy}"}
         print(f"{'candidate':<12}{'dtype':<7}" + "".join(f"{m:>20}" for m in modes) + f"{'added':>10}")
-        for cand in ("gelu.tanh", "silu.exp"):
+        for cand, compute in (("gelu.tanh", "fp16"), ("silu.exp", "fp16"), ("gelu", "auto")):
+            # (gelu with compute auto: the family, every candidate in fp16 and in fp32, as
+            # `actaudit sweep gelu --dtype fp16` runs it)
             for d in modes.values():  # warm-up: imports, oracle cache
-                sweep(cand, "fp16", "fp16", distribution=d)
+                sweep(cand, "fp16", compute, distribution=d)
             ts: dict[str, list[float]] = {m: [] for m in modes}
             ws: dict[str, list[float]] = {m: [] for m in modes}
             for _ in range(args.repeat):
                 for m, d in modes.items():
                     t, w = time.process_time(), time.perf_counter()
-                    sweep(cand, "fp16", "fp16", distribution=d)
+                    sweep(cand, "fp16", compute, distribution=d)
                     ts[m].append(time.process_time() - t)
                     ws[m].append(time.perf_counter() - w)
             for label, v in (("cpu", ts), ("wall", ws)):
