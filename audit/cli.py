@@ -182,6 +182,12 @@ def sweep(
         "--scale-rule",
         help="Block-scaled outputs: ocp (OCP MX 6.3 floor rule; NVFP4 round to nearest) or ceil (round-up).",
     ),
+    distribution: str | None = typer.Option(
+        None,
+        "--distribution",
+        help="Weight the figures by an input distribution: normal:std=S[,mean=M], uniform:lo=A,hi=B, "
+        "laplace:scale=S[,mean=M] or npy:PATH (a 'weighted' section per result).",
+    ),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
     rng = parse_range(range_)
@@ -217,6 +223,7 @@ def sweep(
                 ("--grad", grad),
                 ("--backward", backward),
                 ("--exhaustive", exhaustive),
+                ("--distribution", distribution),
             )
             if v
         ]
@@ -272,6 +279,7 @@ def sweep(
             semantics=semantics or None,
             cflags=cflags,
             out_dtype=out_dtype,
+            distribution=distribution,
             max_ulp=_tolerance(max_ulp, "--max-ulp"),
             atol=_tolerance(atol, "--atol"),
             timeout=timeout,
@@ -673,6 +681,15 @@ def suggest(
         "--semantics",
         help="Rank under this machine semantics (one; flags as in sweep, e.g. contract,ftz).",
     ),
+    distribution: str | None = typer.Option(
+        None, "--distribution", help="Input distribution of the weighted figures (as sweep's)."
+    ),
+    rank: str = typer.Option(
+        "max_ulp",
+        "--rank",
+        help="Accuracy figure to rank by after correctness: max_ulp, weighted_p99 or weighted_mean "
+        "(these with --distribution).",
+    ),
 ):
     """Rank every candidate of a reference (correctness, then cost), show the Pareto front and
     a verified repair for every finding."""
@@ -692,6 +709,8 @@ def suggest(
             time_c=time_c,
             semantics=semantics,
             progress=bar,
+            distribution=distribution,
+            rank=rank,
         )
     if html_out is not None:
         from reports import suggest as suggest_report

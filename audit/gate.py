@@ -41,6 +41,7 @@ from pathlib import Path
 
 from . import __version__
 from . import semantics as semantics_mod
+from . import weighting as weighting_mod
 from .errors import ActauditError, BadFileError
 from .io import dumps, format_number, load_json, read_text, write_text
 from .sweep import SweepResult, sweep
@@ -63,6 +64,11 @@ TOLERANCE_KEYS = {
     "correct_code_fraction",
     "max_elem_ulp",
     "scale_diff_blocks",
+    # weighted by the audit's distribution (audit/weighting.py)
+    "weighted_mean_ulp",
+    "weighted_p99_ulp",
+    "weighted_nan",
+    "weighted_underflow",
 }
 AUDIT_KEYS = {
     "name",
@@ -85,6 +91,7 @@ AUDIT_KEYS = {
     "out_dtype",
     "blocks",
     "scale_rule",
+    "distribution",
 }
 
 
@@ -110,6 +117,7 @@ class Audit:
     out_dtype: str | None = None  # one element format (--out-dtype)
     blocks: str = "normal:std=1"  # block-scaled outputs: input distribution (--blocks)
     scale_rule: str = "ocp"  # block-scaled outputs: scale rule (--scale-rule)
+    distribution: str | None = None  # weighted figures (--distribution, audit/weighting.py)
 
 
 @dataclass
@@ -251,6 +259,8 @@ def _audit(p: Path, raw, where: str) -> Audit:
             "scale_diff_blocks",
         ) and not (_is_num(v) and v >= 0):
             bad(f"tolerance.{k}", "must be a finite number >= 0")
+        if k.startswith("weighted_") and weighting_mod.check_tolerance(k, v):
+            bad(f"tolerance.{k}", weighting_mod.check_tolerance(k, v))
         if k == "correct_code_fraction" and not (_is_num(v) and 0 <= v <= 1):
             bad(f"tolerance.{k}", "must be a fraction in [0, 1]")
         if k == "safe_range" and not (
@@ -285,6 +295,12 @@ def _audit(p: Path, raw, where: str) -> Audit:
             semantics_mod.parse_list(sems)
         except ActauditError as e:
             bad("semantics", str(e))
+    dist = None
+    if "distribution" in raw:
+        try:
+            dist = weighting_mod.spec_distribution(p.parent, string("distribution"))
+        except ActauditError as e:
+            bad("distribution", str(e))
     return Audit(
         raw["name"],
         strings("targets") if "targets" in raw else [],
@@ -306,6 +322,7 @@ def _audit(p: Path, raw, where: str) -> Audit:
         out_dtype,
         blocks,
         scale_rule,
+        dist,
     )
 
 
@@ -336,6 +353,7 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
                 semantics=a.semantics,
                 backward=a.backward,
                 out_dtype=a.out_dtype,
+                **({"distribution": a.distribution} if a.distribution else {}),
             )
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
@@ -373,6 +391,7 @@ def entry(r: SweepResult) -> dict:
         "seed": None,
         **{m: d[m] for m in METRICS},
         **{c: d[c] for c in COUNTS},
+        **weighting_mod.baseline_entry(r.weighted),
         "findings": {f["kind"]: f["intervals"] for f in d["findings"]},
         "finding_counts": {f["kind"]: f["count"] for f in d["findings"]},
         "clip": None
@@ -457,6 +476,8 @@ def _check_entry(path, where: str, e) -> None:
     for c in COUNTS:
         if not (isinstance(e[c], int) and not isinstance(e[c], bool) and 0 <= e[c] < 2**63):
             bad(c, "must be an integer >= 0")
+    if "weighted" in e:
+        weighting_mod.check_entry(e["weighted"], bad)
     for k in ("candidate", "dtype", "compute"):
         if not isinstance(e[k], str):
             bad(k, "must be a string")
@@ -592,6 +613,7 @@ def tolerance_failures(a: Audit, r: SweepResult) -> list[str]:
         f"tolerance '{k}' cannot be checked on a float audit (it is for quantized or block-scaled outputs)"
         for k in unknown
     ]
+    fails += weighting_mod.tolerance_failures(tol, r.weighted, _show)
     for m in ("max_ulp", "p99_ulp", "max_abs", "max_rel"):
         if m in tol and not _num(now[m]) <= tol[m]:
             fails.append(f"{m} = {_show(now[m])} exceeds the tolerance {_show(tol[m])}")
@@ -647,6 +669,9 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
             fails.append(f"{c} rose: {base[c]} -> {now[c]}")
         elif now[c] < base[c]:
             better.append(f"{c} fell: {base[c]} -> {now[c]}")
+    f, b = weighting_mod.against_baseline(spec.slack, now.get("weighted"), base.get("weighted"), _show)
+    fails += f
+    better += b
     f, b = compare_findings(now, base)
     fails += f
     better += b

@@ -36,6 +36,7 @@ import numpy as np
 
 from . import clip as clip_mod
 from . import cost as cost_mod
+from . import weighting as weighting_mod
 from .candidates import Candidate, catalog
 from .errors import BadOptionError, UnknownNameError
 from .formats import Format, get_format
@@ -77,11 +78,12 @@ class Entry:
     def count(self, kind: str) -> int:
         return sum(f.count for f in self.result.findings if f.kind == kind)
 
-    def key(self):
+    def key(self, rank: str = "max_ulp"):
         r = self.result
         m = r.max_ulp if not math.isnan(r.max_ulp) else math.inf
         p = r.p99_ulp if not math.isnan(r.p99_ulp) else math.inf
-        return (r.nan_count + r.inf_count > 0, r.special_failures > 0, m, p, self.cost, self.cand.id)
+        acc = weighting_mod.rank_key(r.weighted, rank) + (m, p)  # () for max_ulp
+        return (r.nan_count + r.inf_count > 0, r.special_failures > 0, *acc, self.cost, self.cand.id)
 
     def to_dict(self) -> dict:
         r = self.result
@@ -101,6 +103,7 @@ class Entry:
             "ops": self.counts,
             "cost": self.cost,
             "ns_per_element": self.ns_per_element,
+            **({"weighted": weighting_mod.to_json(r.weighted)} if r.weighted else {}),
         }
 
 
@@ -115,6 +118,8 @@ class Suggestion:
     entries: list = field(default_factory=list)
     recommendations: list = field(default_factory=list)
     semantics: object = None  # audit.semantics.Semantics (None: ieee)
+    rank: str = "max_ulp"  # the accuracy figure ranked by (weighted_p99, weighted_mean: --distribution)
+    distribution: str | None = None
 
     def to_dict(self) -> dict:
         from . import __version__
@@ -128,6 +133,7 @@ class Suggestion:
             "semantics": _sem_label(self.semantics),
             "inputs": {"count": self.inputs, "exhaustive": self.exhaustive},
             "cost_weights": self.weights,
+            **({"rank": self.rank, "distribution": self.distribution} if self.distribution else {}),
             "ranking": [e.to_dict() for e in self.entries],
             "pareto": [e.cand.id for e in self.entries if e.pareto],
             "recommendations": self.recommendations,
@@ -222,12 +228,18 @@ def suggest(
     time_c: bool = False,
     semantics=None,
     progress=None,
+    distribution: str | None = None,
+    rank: str = "max_ulp",
 ) -> Suggestion:
     """Sweep every candidate of ``reference`` (and ``extra`` candidates or 'module:NAME'
     targets) in the path (dtype, compute), rank them, mark the Pareto front and (with
     ``repairs``) verify a repair for every finding.  ``semantics`` (a text such as
     'contract,ftz' or a :class:`audit.semantics.Semantics`): the machine every candidate,
-    and every repair, is swept and costed under (contracted products count as FMAs)."""
+    and every repair, is swept and costed under (contracted products count as FMAs).
+    ``distribution`` adds the weighted figures (audit/weighting.py) to every entry;
+    ``rank`` ('max_ulp', 'weighted_p99', 'weighted_mean'): the accuracy figure ranked by
+    after correctness (the weighted ones first, then max ULP and p99)."""
+    dist = weighting_mod.for_ranking(distribution, rank)
     sem = _semantics(semantics)
     ref = get_reference(reference)
     if ref.arity != 1:
@@ -245,19 +257,24 @@ def suggest(
     if not cands:
         raise UnknownNameError(f"no candidate approximates {reference}")
     dom = domain(st, None, samples=None if st.enumerable else samples, seed=seed)
+    if dist is not None:
+        weighting_mod.check_sweep([st], False, None, None, None)
+        dist = weighting_mod.bind(dist, st)
     entries = []
     for c in cands:
-        r = run_candidate(c, st, cf, dom, None, progress=progress)
+        r = run_candidate(c, st, cf, dom, None, progress=progress, weights=dist)
         n = cost_mod.counts(c, cf)
         entries.append(Entry(c, r, n, cost_mod.cost(n, w)))
     if time_c:
         for e in entries:
             e.ns_per_element = c_time(e.cand, st)
-    entries.sort(key=Entry.key)
+    entries.sort(key=lambda e: e.key(rank))
     for i, e in enumerate(entries, 1):
         e.rank = i
     pareto(entries)
     s = Suggestion(reference, st.name, cf.name, dom.exhaustive, dom.count, w, entries, semantics=sem)
+    if dist is not None:
+        s.rank, s.distribution = rank, dist.label
     if repairs:
         s.recommendations = _recommend(entries, st, cf, dom, w, progress)
     return s
@@ -513,6 +530,14 @@ def text(s: Suggestion) -> str:
             f"{r.nan_count:>5} {r.inf_count:>5} {r.special_failures:>4} {e.cost:>6g}  "
             f"{'*' if e.pareto else ' ':^6}  {cost_mod.describe(e.counts)}"
         )
+    if s.distribution:
+        lines += ["", f"Weighted by {s.distribution} (ranked by {s.rank} after correctness):"]
+        lines += [
+            f"{e.rank:>4}  {e.cand.id:24} mean {float(e.result.weighted['mean_ulp']):.4g}, "
+            f"p99 {float(e.result.weighted['p99_ulp']):.4g}, "
+            f"CR {100 * float(e.result.weighted['correctly_rounded']):.4g} %"
+            for e in s.entries
+        ]
     timed = [e for e in s.entries if e.ns_per_element is not None]
     if timed:
         lines += [

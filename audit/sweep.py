@@ -20,6 +20,7 @@ from . import adapters, arguments, golden, oracle, param_effect
 from . import clip as clip_mod
 from . import findings as findings_mod
 from . import semantics as semantics_mod
+from . import weighting as weighting_mod
 from .candidates import Candidate, catalog, families, resolve
 from .errors import BadOptionError, UnknownNameError
 from .executors import EXECUTORS, run_chunks
@@ -56,6 +57,7 @@ class SweepResult:
     changed: dict | None = None  # inputs whose result differs from the ieee run's
     out_dtype: str | None = None  # the output format (--out-dtype) when it differs from dtype
     param_effect: dict | None = None  # swept parameter -> its effect (audit/param_effect.py)
+    weighted: dict | None = None  # figures weighted by --distribution (audit/weighting.py)
 
     @property
     def formats_label(self) -> str:
@@ -155,6 +157,7 @@ class SweepResult:
             "hidden": self.hidden,
             "semantics": semantics_mod.result_json(self.semantics, self.stochastic, self.changed),
             **({"param_effect": self.param_effect} if self.param_effect else {}),
+            **({"weighted": weighting_mod.to_json(self.weighted)} if self.weighted else {}),
         }
 
 
@@ -211,6 +214,7 @@ class _Job:
     dom: Domain
     inputs: Format | None = None  # the input format where it differs from storage (the output)
     outputs: bool = False  # keep the outputs' bits or digests (audit/param_effect.py)
+    weights: weighting_mod.Distribution | None = None  # --distribution, bound to the inputs' format
 
 
 def _chunk(job: _Job, part):
@@ -252,7 +256,8 @@ def _chunk(job: _Job, part):
         if c.ref.pieces(job.ref_params) and x2 is None:
             edges = findings_mod.monotone_edges(e, c.ref.pieces(job.ref_params))
     outs = param_effect.chunk_outputs(got, st, job.dom.values is not None) if job.outputs else None
-    return s, found, hid, ov.n_mpmath, (e if job.keep else None), edges, outs
+    w = None if job.weights is None else weighting_mod.chunk(job.weights, job.inputs or st, e)
+    return s, found, hid, ov.n_mpmath, (e if job.keep else None), edges, outs, w
 
 
 def _range_chunk(job: _Job, r):
@@ -272,9 +277,12 @@ class _Merged:
     mono_last: list | None = None  # per monotone piece: the last input so far with a finite result
     kept: list = field(default_factory=list)  # per-input errors, when kept
     outputs: list = field(default_factory=list)  # per chunk: output bits or digests, when kept
+    weighted: list = field(default_factory=list)  # per chunk: weighting.Part, with --distribution
 
     def add(self, res, job: _Job) -> None:
-        s, found, hid, n, e, edges, outs = res
+        s, found, hid, n, e, edges, outs, w = res
+        if w is not None:
+            self.weighted.append(w)
         if outs is not None:
             self.outputs.append(outs)
         fmt = job.inputs or job.storage  # (intervals of inputs)
@@ -399,6 +407,7 @@ def run_candidate(
     checkpoint=None,
     inputs: Format | None = None,
     outputs: bool = False,
+    weights: weighting_mod.Distribution | None = None,
 ) -> SweepResult:
     """Sweep one candidate in one evaluation path over a domain.
 
@@ -410,6 +419,8 @@ def run_candidate(
     inputs: the format of the domain's values where it differs from ``storage``, which is
     then the output format (--out-dtype): results, oracle and metrics in ``storage``.
     outputs: keep the results' bits (or digests) for the parameter-effect check.
+    weights: an input distribution (audit/weighting.py, bound to the inputs' format): adds
+    the ``weighted`` figures.
     """
     inputs = None if inputs is None or inputs == storage else inputs
     t0 = time.perf_counter()
@@ -418,7 +429,7 @@ def run_candidate(
     compute_fmt = cand.compute_format(compute_fmt)
     one_chunk = dom.values is not None and len(dom.values) <= CHUNK
     keep = keep_points or (analyze and one_chunk)
-    job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom, inputs, outputs)
+    job = _Job(cand, storage, compute_fmt, params, ref_params, analyze, keep, dom, inputs, outputs, weights)
     if progress and hasattr(progress, "start"):
         progress.start(
             f"{cand.id} {(inputs or storage).name}"
@@ -448,6 +459,8 @@ def run_candidate(
     )
     if outputs:
         res._outputs = param_effect.merged_outputs(merged.outputs, merged.done)
+    if weights is not None:
+        res.weighted = weighting_mod.finish(weights, inputs or storage, merged.weighted)
     if cand.semantics is not None and points is not None and len(points.got) == dom.count:
         res._sem_got = points.got  # for semantics.changed_inputs, which drops it
     if analyze:
@@ -611,6 +624,7 @@ def sweep(
     semantics=None,
     cflags: str | None = None,
     out_dtype=None,
+    distribution: str | None = None,
 ) -> list[SweepResult]:
     """Sweep candidates over every evaluation path.
 
@@ -643,6 +657,9 @@ def sweep(
     (tolerance max_ulp / atol; default: the candidate's error on its core).
     out_dtype: the output format (default: each dtype): inputs in dtype, results rounded
     to out_dtype, oracle and metrics in out_dtype (saturation and clip only without it).
+    distribution: an input distribution ('normal:std=1', 'uniform:lo=A,hi=B',
+    'laplace:scale=S', 'npy:PATH'): each result gets the ``weighted`` figures
+    (audit/weighting.py); enumerable formats and fp32 --exhaustive, one-input functions.
     """
     names, funcs, objs = arguments.split_targets(targets)
     range, params = arguments.input_range(range), arguments.params(params)
@@ -737,6 +754,9 @@ def sweep(
         raise BadOptionError("--scheduler applies to --executor dask")
     if (checkpoint is not None or executor != "local") and not exhaustive:
         raise BadOptionError("--checkpoint and --executor apply to chunked sweeps: add --exhaustive")
+    dist = None if distribution is None else weighting_mod.parse(distribution)
+    if dist is not None:
+        weighting_mod.check_sweep(storages, exhaustive, checkpoint, dump, grid)
     results = []
     swept = param_effect.varied(params)
     if keep_points and exhaustive and any(not st.enumerable for st in storages):
@@ -753,6 +773,7 @@ def sweep(
                     )
     for st in storages:
         doms: dict[int, Domain] = {}
+        wd = None if dist is None else weighting_mod.bind(dist, st)
         ext = [
             _lut(t, st, out_fmt or st, reference)
             if t.startswith("lut:")
@@ -820,6 +841,7 @@ def sweep(
                                     checkpoint,
                                     inputs=st,
                                     outputs=bool(swept),
+                                    weights=weighting_mod.for_candidate(wd, c, doms[c.arity].count),
                                 ),
                                 out_fmt or st,
                                 cf,

@@ -138,8 +138,11 @@ def _errors(r, envelope: bool = True):
 
 def error_map(r, color="#1f77b4") -> bytes:
     """ULP error against input over the whole domain, with failure regions shaded and the
-    saturation thresholds and clip range marked."""
-    fig, ax = plt.subplots(figsize=(9, 3.8))
+    saturation thresholds and clip range marked; below it the active region on a linear
+    axis, with the input density when the result is weighted (reports/weighted.py)."""
+    from . import weighted
+
+    fig, (ax, lin) = plt.subplots(2, 1, figsize=(9, 7.6))
     x, u = _errors(r)
     _logy(ax)
     top = _bound_y(ax, u)
@@ -175,6 +178,7 @@ def error_map(r, color="#1f77b4") -> bytes:
     )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=7)
+    weighted.linear_panel(lin, r, color, FLOOR)
     return _png(fig)
 
 

@@ -23,7 +23,7 @@ from audit.candidates import catalog
 from audit.io import dumps, format_number, write_files
 from audit.sweep import document
 
-from . import figures
+from . import figures, weighted
 
 TIERS = [
     (0.5, "t0", "correctly rounded"),
@@ -394,6 +394,7 @@ def _candidate(rep: Report, r, color, index: int = 0) -> str:
             f"{e(repr(w['got']))}, exact {e(repr(w['exact']))}. "
             f"{'Exhaustive: this is the true maximum.' if r.domain.exhaustive else 'Sampled: a lower bound.'}</p>"
         )
+    out.append(weighted.html_table(r, e))  # figures weighted by --distribution
     if r.points is None:
         return "\n".join(out + ["</details>"])
     if r.points.x2 is not None:
@@ -405,8 +406,8 @@ def _candidate(rep: Report, r, color, index: int = 0) -> str:
     else:
         out.append(_explorer(r, color, f"pts{index}"))
         out.append(
-            "<details><summary>Error map as a picture (with failure regions, saturation and "
-            "clip marked)</summary>"
+            f"<details{' open' if getattr(r, 'weighted', None) else ''}><summary>Error map as a picture (with failure "
+            "regions, saturation and clip marked; below: the active region, linear)</summary>"
             + rep.img(
                 f"errmap-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
                 (figures.error_map, r, color),

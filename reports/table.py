@@ -230,6 +230,8 @@ def _wrap(text: str, width: int, indent: str) -> list[str]:
 
 def compact(results, width: int = 80) -> str:
     """The default table: fits ``width`` columns, no cell cut."""
+    from . import weighted
+
     out: list[str] = []
     used: set[str] = {"CR %"}
     for (dtype, compute, count, exhaustive, sem, ext), rs in _groups(results).items():
@@ -275,6 +277,8 @@ def compact(results, width: int = 80) -> str:
                 used.update(p.split(" ")[0] for p in f.split(", "))
             if extra:
                 out += _wrap("; ".join(extra), width, "    ")
+            if weighted.line(r):  # figures weighted by --distribution (reports/weighted.py)
+                out += _wrap(weighted.line(r), width, "    ")
     out.append("")
     out += _wrap(legend(used), width, "")
     for note in _sem_notes(results):
@@ -341,9 +345,16 @@ def _wide_row(r) -> list[str]:
 
 
 def wide(results, title: str = "actaudit sweep") -> str:
-    heads = [h for h, _ in WIDE]
-    aligns = [a for _, a in WIDE]
+    from . import weighted
+
+    cols = WIDE + (weighted.WIDE if weighted.any_weighted(results) else [])
+    heads = [h for h, _ in cols]
+    aligns = [a for _, a in cols]
     rows = [_wide_row(r) for r in results]
+    if weighted.any_weighted(results):  # (findings stay the last cell)
+        rows = [row[:-1] + weighted.wide_cells(r) + row[-1:] for r, row in zip(results, rows)]
+        heads = heads[: len(WIDE) - 1] + heads[len(WIDE) :] + heads[len(WIDE) - 1 : len(WIDE)]
+        aligns = aligns[: len(WIDE) - 1] + aligns[len(WIDE) :] + aligns[len(WIDE) - 1 : len(WIDE)]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(heads)]
     used = {"CR %"} | {p.split(" ")[0] for row in rows for p in row[-1].split(", ")}
     if any(not r.domain.exhaustive for r in results):
@@ -352,6 +363,8 @@ def wide(results, title: str = "actaudit sweep") -> str:
     lines += [_line(heads, widths, aligns)]
     lines += [_line(row, widths, aligns) for row in rows]
     lines += ["", legend(used)] + _sem_notes(results)
+    if weighted.any_weighted(results):
+        lines.append("w: weighted by the input distribution " + results[0].weighted["distribution"])
     return "\n".join(lines) + "\n"
 
 
