@@ -119,6 +119,7 @@ class Spec:
     baseline: Path
     slack: float = 1e-9
     diffs: list = field(default_factory=list)  # [[diff]] entries (audit/gate_diff.py)
+    require_certified: bool = False  # every oracle table used must carry a certificate
 
 
 # ------------------------------------------------------------------- spec
@@ -179,9 +180,14 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
     slack = doc.get("slack", 1e-9)
     if not _is_num(slack) or not 0 <= slack < 1:
         raise BadFileError(f"{p}: key '{key('slack')}' must be a number in [0, 1) (a relative slack)")
+    cert = doc.get("require_certified", False)
+    if not isinstance(cert, bool):
+        raise BadFileError(f"{p}: key '{key('require_certified')}' must be true or false")
     from .gate_diff import parse as parse_diffs
 
-    return Spec(p, audits, (p.parent / base), float(slack), parse_diffs(p, doc.get("diff"), key("diff")))
+    return Spec(
+        p, audits, (p.parent / base), float(slack), parse_diffs(p, doc.get("diff"), key("diff")), cert
+    )
 
 
 def _is_num(v) -> bool:
@@ -745,11 +751,21 @@ class BaselineRefused(ActauditError):
 
 
 def check_command(
-    spec_path=None, baseline_path=None, progress=None, reference=None, strict: bool = False
+    spec_path=None,
+    baseline_path=None,
+    progress=None,
+    reference=None,
+    strict: bool = False,
+    require_certified: bool = False,
 ) -> tuple[Spec, list[Change]]:
     spec = load_spec(spec_path, reference)
     base = load_baseline(Path(baseline_path) if baseline_path else spec.baseline)
     runs = run_spec(spec, progress)
     from .gate_diff import run as run_diffs
 
-    return spec, compare(spec, runs, base, strict) + run_diffs(spec.path, spec.diffs, progress)
+    changes = compare(spec, runs, base, strict) + run_diffs(spec.path, spec.diffs, progress)
+    if require_certified or spec.require_certified:
+        from .certify import uncertified_used_tables
+
+        changes += [Change(key, "", "fail", [msg]) for key, msg in uncertified_used_tables()]
+    return spec, changes
