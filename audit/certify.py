@@ -507,10 +507,15 @@ class TableResult:
 
 
 def certify_values(
-    ref: Reference, fmt: Format, params: dict, x: np.ndarray, rounded: np.ndarray
+    ref: Reference,
+    fmt: Format,
+    params: dict,
+    x: np.ndarray,
+    rounded: np.ndarray,
+    precisions: tuple = PRECISIONS,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(certified, exact case, precision raised) per entry: the proof of each rounded[i]
-    = RN_F(f(x[i]))."""
+    = RN_F(f(x[i])), trying the ``precisions`` (bits) in turn."""
     form = FORMULAS.get(ref.name)
     n = len(x)
     ok = np.zeros(n, bool)
@@ -535,7 +540,7 @@ def certify_values(
                 continue
             if form.arb is None:
                 continue
-            for j, prec in enumerate(PRECISIONS):
+            for j, prec in enumerate(precisions):
                 ctx.prec = prec
                 b = form.arb(arb(xv), **p)
                 if _ball_ok(fmt, b, *a):
