@@ -62,3 +62,14 @@ def test_an_explicit_tolerance_is_the_one_used():
     assert r.clip["tolerance"] == {"max_ulp": 8.0, "atol": None}
     (r,) = audit.sweep("sigmoid.naive", dtype="fp8_e4m3", atol=0.5)
     assert r.clip["tolerance"] == {"max_ulp": None, "atol": 0.5}
+
+
+def test_applied_clip_passes_the_parameters_on():
+    cand = catalog()["elu.expm1"]
+    fixed = clip_mod.apply(
+        cand,
+        {"lo": -50.0, "hi": 50.0, "lo_action": "clamp", "hi_action": "clamp"},
+        {"low": None, "high": None},
+    )
+    y = fixed.fn(np.array([-1.0, 2.0]), np, alpha=2.0)
+    assert y.tolist() == pytest.approx([2.0 * math.expm1(-1.0), 2.0], rel=1e-15)
