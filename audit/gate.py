@@ -4,6 +4,8 @@ Spec (``actaudit.toml``, or ``[tool.actaudit]`` of pyproject.toml)::
 
     baseline = "data/baseline.json"          # default path of the baseline
     slack = 1e-9                             # relative slack on metrics (default 1e-9)
+    require_certified = false                # true: every oracle table used must be certified
+                                             # (actaudit selftest --certify; docs/concepts/certification.md)
 
     [[audit]]                                # [[tool.actaudit.audit]] in pyproject.toml
     name = "gelu-fp16"
