@@ -34,9 +34,9 @@ CASES = [
 ]
 
 
-def timed(fn) -> float:
+def timed(fn, *args, **kw) -> float:
     t = time.perf_counter()
-    fn()
+    fn(*args, **kw)
     return time.perf_counter() - t
 
 
@@ -64,12 +64,10 @@ def main() -> None:
         params = ref.with_defaults({})
         x = fmt.finite_values()
         r = oracle.table(ref, fmt).rounded
-        cheap = [timed(lambda: certify.certify_values(ref, fmt, params, x, r)) for _ in range(args.repeat)]
-        wide = [
-            timed(lambda: certify.certify_values(ref, fmt, params, x, r, precisions=(256, 1024, 4096)))
-            for _ in range(args.repeat)
-        ]
-        two = [timed(lambda: certify._run(ref, fmt, params, x, r, 2)) for _ in range(args.repeat)]
+        a = (ref, fmt, params, x, r)
+        cheap = [timed(certify.certify_values, *a) for _ in range(args.repeat)]
+        wide = [timed(certify.certify_values, *a, precisions=(256, 1024, 4096)) for _ in range(args.repeat)]
+        two = [timed(certify._run, *a, 2) for _ in range(args.repeat)]
         m = statistics.median(cheap)
         print(
             f"{name:<11}{fname:<7}{len(x):>7}{m:>15.2f}{statistics.median(wide):>12.2f}"
