@@ -73,3 +73,25 @@ def test_applied_clip_passes_the_parameters_on():
     )
     y = fixed.fn(np.array([-1.0, 2.0]), np, alpha=2.0)
     assert y.tolist() == pytest.approx([2.0 * math.expm1(-1.0), 2.0], rel=1e-15)
+
+
+def test_default_tolerance_core_includes_its_edge():
+    # gelu in fp8_e4m3, correctly rounded everywhere but at x = 2, the edge of the core
+    # |x| <= 2, where the result is 2.5 for gelu(2) = 1.9545 (ulp 1/8 there): that error,
+    # (2.5 - 1.9545) * 8 = 4.36 ULP, sets the default tolerance to twice itself
+    from audit import oracle
+    from audit.formats import FORMATS
+    from audit.metrics import point_errors
+    from audit.references import REFERENCES
+
+    ref, fmt = REFERENCES["gelu"], FORMATS["fp8_e4m3"]
+    x = fmt.finite_values()
+    ov = oracle.evaluate(ref, fmt, x)
+    got = ov.rounded.copy()
+    i = int(np.flatnonzero(x == 2.0)[0])
+    got[i] = 2.5
+    e = point_errors(x, got, ov, fmt)
+    gelu2 = 1 + math.erf(math.sqrt(2))  # 2 Phi(2)
+    assert e.ulp_err[i] == pytest.approx((2.5 - gelu2) * 8, rel=1e-12)
+    c = clip_mod.recommend(e, fmt, clip_mod.saturation(ref, fmt, {}))
+    assert c["tolerance"]["max_ulp"] == pytest.approx(2 * (2.5 - gelu2) * 8, rel=1e-12)
