@@ -838,11 +838,29 @@ def fit(
 def selftest(
     points: int = typer.Option(150, "--points", help="Random points per reference and format."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random points."),
+    certify: bool = typer.Option(
+        False,
+        "--certify",
+        help="Instead, prove every entry of every cached oracle table (univariate references, "
+        "float formats of 16 bits or fewer) with Arb ball arithmetic; exit 1 on any uncertified one.",
+    ),
+    reference: list[str] = typer.Option(
+        [], "--reference", "-r", help="With --certify: only these references."
+    ),
+    dtype: list[str] = typer.Option([], "--dtype", "-d", help="With --certify: only these formats."),
+    workers: int = typer.Option(
+        1, "--workers", "-j", help="With --certify: processes (one per core at most)."
+    ),
+    json_: bool = typer.Option(False, "--json", help="With --certify: print the result as JSON."),
 ):
     """Check the oracle against mpmath alone for every reference and format; exit 1 on any
-    disagreement."""
+    disagreement.  With --certify, prove the cached tables with ball arithmetic instead."""
     from . import selftest as st
 
+    if certify:
+        return _certify(reference, dtype, workers, json_)
+    if reference or dtype or json_ or workers != 1:
+        raise BadOptionError("--reference, --dtype, --workers and --json go with --certify")
     if not 1 <= points <= 100_000:
         raise BadOptionError(f"--points must be in [1, 100000], got {points}")
     with _progress() as bar:
@@ -861,6 +879,22 @@ def selftest(
         highlight=False,
     )
     return 1 if bad else 0
+
+
+def _certify(references: list[str], formats: list[str], workers: int, json_: bool) -> int:
+    from reports.certification import text
+
+    from . import certify as cert
+
+    if not 1 <= workers <= (os.cpu_count() or 1):
+        raise BadOptionError(f"--workers must be in [1, {os.cpu_count() or 1}], got {workers}")
+    with _progress() as bar:
+        results = cert.run(references or None, formats or None, workers, bar)
+    if json_:
+        sys.stdout.write(dumps(cert.to_json(results)))
+    else:
+        sys.stdout.write(text(results))
+    return 1 if any(r.n_uncertified for r in results) else 0
 
 
 @app.command()
@@ -1111,6 +1145,11 @@ def check(
     strict: bool = typer.Option(
         False, "--strict", help="Also fail on baseline results the spec no longer produces."
     ),
+    require_certified: bool = typer.Option(
+        False,
+        "--require-certified",
+        help="Also fail on any oracle table used that 'actaudit selftest --certify' has not certified.",
+    ),
 ):
     """Re-sweep the spec and compare with the baseline: exit 1 on any regression."""
     from reports import junit as junit_report
@@ -1119,7 +1158,7 @@ def check(
     from .gate import check_command
 
     with _progress() as bar:
-        _, changes = check_command(spec, baseline_path, bar, reference, strict)
+        _, changes = check_command(spec, baseline_path, bar, reference, strict, require_certified)
     if junit:
         junit_report.write(junit, changes)
     if markdown:

@@ -4,6 +4,8 @@ Spec (``actaudit.toml``, or ``[tool.actaudit]`` of pyproject.toml)::
 
     baseline = "data/baseline.json"          # default path of the baseline
     slack = 1e-9                             # relative slack on metrics (default 1e-9)
+    require_certified = false                # true: every oracle table used must be certified
+                                             # (actaudit selftest --certify; docs/concepts/certification.md)
 
     [[audit]]                                # [[tool.actaudit.audit]] in pyproject.toml
     name = "gelu-fp16"
@@ -127,6 +129,7 @@ class Spec:
     baseline: Path
     slack: float = 1e-9
     diffs: list = field(default_factory=list)  # [[diff]] entries (audit/gate_diff.py)
+    require_certified: bool = False  # every oracle table used must carry a certificate
 
 
 # ------------------------------------------------------------------- spec
@@ -187,9 +190,14 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
     slack = doc.get("slack", 1e-9)
     if not _is_num(slack) or not 0 <= slack < 1:
         raise BadFileError(f"{p}: key '{key('slack')}' must be a number in [0, 1) (a relative slack)")
+    cert = doc.get("require_certified", False)
+    if not isinstance(cert, bool):
+        raise BadFileError(f"{p}: key '{key('require_certified')}' must be true or false")
     from .gate_diff import parse as parse_diffs
 
-    return Spec(p, audits, (p.parent / base), float(slack), parse_diffs(p, doc.get("diff"), key("diff")))
+    return Spec(
+        p, audits, (p.parent / base), float(slack), parse_diffs(p, doc.get("diff"), key("diff")), cert
+    )
 
 
 def _is_num(v) -> bool:
@@ -326,7 +334,8 @@ def _audit(p: Path, raw, where: str) -> Audit:
     )
 
 
-def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]:
+def run_spec(spec: Spec, progress=None, workers: int | None = None) -> list[tuple[Audit, list[SweepResult]]]:
+    """Every audit's results (``workers``: processes per sweep; None: one per core)."""
     from . import gate_formats
 
     out = []
@@ -354,6 +363,7 @@ def run_spec(spec: Spec, progress=None) -> list[tuple[Audit, list[SweepResult]]]
                 backward=a.backward,
                 out_dtype=a.out_dtype,
                 **({"distribution": a.distribution} if a.distribution else {}),
+                workers=workers,
             )
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
@@ -770,11 +780,23 @@ class BaselineRefused(ActauditError):
 
 
 def check_command(
-    spec_path=None, baseline_path=None, progress=None, reference=None, strict: bool = False
+    spec_path=None,
+    baseline_path=None,
+    progress=None,
+    reference=None,
+    strict: bool = False,
+    require_certified: bool = False,
 ) -> tuple[Spec, list[Change]]:
     spec = load_spec(spec_path, reference)
     base = load_baseline(Path(baseline_path) if baseline_path else spec.baseline)
-    runs = run_spec(spec, progress)
+    certified = require_certified or spec.require_certified
+    # (require_certified: in this process, so that every oracle table the sweeps use is seen)
+    runs = run_spec(spec, progress, 1 if certified else None)
     from .gate_diff import run as run_diffs
 
-    return spec, compare(spec, runs, base, strict) + run_diffs(spec.path, spec.diffs, progress)
+    changes = compare(spec, runs, base, strict) + run_diffs(spec.path, spec.diffs, progress)
+    if certified:
+        from .certify import uncertified_used_tables
+
+        changes += [Change(key, "", "fail", [msg]) for key, msg in uncertified_used_tables()]
+    return spec, changes

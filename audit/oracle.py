@@ -51,6 +51,8 @@ class OracleValues:
     # factor 2, which matters only where a result differs from RN_F(f); metrics settles
     # those few inputs with mpmath (see settle()).
     unsure: np.ndarray | None = None
+    # a cached table's certificate (audit/certify.py), bound to its digest; None if none
+    certificate: dict | None = None
 
     def take(self, idx) -> OracleValues:
         return OracleValues(
@@ -491,8 +493,23 @@ def _position_table(name: str) -> np.ndarray:
     return _POS[name]
 
 
+def table(ref: Reference, fmt: Format, params: dict | None = None) -> OracleValues:
+    """The whole table of ``ref`` over every finite value of ``fmt`` (16 bits or fewer), in
+    the order of fmt.finite_values(): loaded from the cache, else computed and stored."""
+    return _table(ref, fmt, ref.with_defaults(params))
+
+
+_USED: dict[str, tuple] = {}  # key -> (reference, format, params) of every table used here
+
+
+def used_tables() -> list[tuple]:
+    """(reference, format, params) of every cached table this process has used."""
+    return list(_USED.values())
+
+
 def _table(ref: Reference, fmt: Format, params: dict) -> OracleValues:
     key = cache_key(ref, fmt, params)
+    _USED.setdefault(key, (ref, fmt, dict(params)))
     if key in _MEMO:
         return _MEMO[key]
     x = fmt.finite_values()
@@ -531,7 +548,9 @@ def _load(path: Path, x: np.ndarray, descriptor: str | None = None) -> OracleVal
         return None
     limit = 40 * len(x) + (1 << 16)
     try:
-        arrs = load_npz(path, limit, "oracle table", keys=set(_FIELDS) | {"digest", "descriptor"})
+        arrs = load_npz(
+            path, limit, "oracle table", keys=set(_FIELDS) | {"digest", "descriptor", "certificate"}
+        )
         missing = (set(_FIELDS) | {"digest", "descriptor"}) - set(arrs)
         if "descriptor" in missing:  # a table of an older version: rebuilt without a word
             log.info("oracle cache %s has an older format; rebuilding", path)
@@ -563,18 +582,72 @@ def _load(path: Path, x: np.ndarray, descriptor: str | None = None) -> OracleVal
     if not ok:
         log.warning("oracle cache %s is corrupted or belongs to another table; rebuilding", path)
         return None
-    return OracleValues(arrs["rounded"], arrs["hi"], arrs["lo"], int(arrs["n_mpmath"]), arrs["unsure"])
+    cert = _certificate(arrs.get("certificate"), str(arrs["digest"]), path)
+    return OracleValues(
+        arrs["rounded"], arrs["hi"], arrs["lo"], int(arrs["n_mpmath"]), arrs["unsure"], certificate=cert
+    )
+
+
+CERTIFICATE_SCHEMA = "actaudit.certificate/1"
+_CERT_KEYS = {"schema": str, "digest": str, "certifier": int, "values": int, "max_prec": int}
+
+
+def _certificate(raw, digest: str, path: Path) -> dict | None:
+    """A stored certificate if it is well formed and bound to this table's digest (a
+    certificate of another table, or of this table before a change, is ignored)."""
+    if raw is None:
+        return None
+    try:
+        if raw.shape != () or raw.dtype.kind != "U" or len(str(raw)) > 4096:
+            raise ValueError("not a short string")
+        c = json.loads(str(raw))
+        if not isinstance(c, dict) or set(c) != set(_CERT_KEYS):
+            raise ValueError("unknown or missing keys")
+        for k, t in _CERT_KEYS.items():
+            if type(c[k]) is not t:
+                raise ValueError(f"{k} is not {t.__name__}")
+        if c["schema"] != CERTIFICATE_SCHEMA or c["digest"] != digest:
+            raise ValueError("bound to another table")
+    except (ValueError, TypeError) as exc:
+        log.warning("oracle cache %s: certificate ignored (%s)", path, exc)
+        return None
+    return c
+
+
+def record_certificate(ref: Reference, fmt: Format, params: dict, values: OracleValues, info: dict) -> str:
+    """Store ``values`` (the table just certified) with a certificate bound to its digest;
+    the digest.  In memory as well, where the cache cannot be written."""
+    params = ref.with_defaults(params)
+    key = cache_key(ref, fmt, params)
+    desc = cache_descriptor(ref, fmt, params)
+    x = fmt.finite_values()
+    arrs = _arrays(x, values)
+    digest = _digest(desc, arrs)
+    cert = {"schema": CERTIFICATE_SCHEMA, "digest": digest, **info}
+    stored = OracleValues(values.rounded, values.hi, values.lo, values.n_mpmath, values.unsure, cert)
+    _store(cache_dir() / f"{key}.npz", x, stored, desc)
+    _MEMO[key] = stored
+    return digest
+
+
+def _arrays(x: np.ndarray, v: OracleValues) -> dict:
+    unsure = np.zeros(len(x), bool) if v.unsure is None else v.unsure
+    return dict(x=x, rounded=v.rounded, hi=v.hi, lo=v.lo, unsure=unsure, n_mpmath=np.int64(v.n_mpmath))
 
 
 def _store(path: Path, x: np.ndarray, v: OracleValues, descriptor: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        unsure = np.zeros(len(x), bool) if v.unsure is None else v.unsure
-        arrs = dict(x=x, rounded=v.rounded, hi=v.hi, lo=v.lo, unsure=unsure, n_mpmath=np.int64(v.n_mpmath))
+        arrs = _arrays(x, v)
+        extra = {} if v.certificate is None else {"certificate": np.str_(json.dumps(v.certificate))}
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
                 np.savez(
-                    fh, **arrs, descriptor=np.str_(descriptor), digest=np.str_(_digest(descriptor, arrs))
+                    fh,
+                    **arrs,
+                    **extra,
+                    descriptor=np.str_(descriptor),
+                    digest=np.str_(_digest(descriptor, arrs)),
                 )
     except OSError as exc:  # a read-only cache directory must not stop a sweep
         log.warning("cannot write oracle cache %s (%s)", path, exc)

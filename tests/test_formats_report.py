@@ -87,12 +87,9 @@ def test_pages_run_clean_in_chromium(tmp_path, capsys):
     import shutil
     import subprocess
 
-    import pytest
+    from tests.test_report_browser import ARGS, _body, require_chromium
 
-    from tests.test_report_browser import ARGS, CHROMIUM, _body
-
-    if CHROMIUM is None:
-        pytest.skip("no Chromium on this machine")
+    CHROMIUM = require_chromium()
     q, b = tmp_path / "q", tmp_path / "b"
     assert (
         main(

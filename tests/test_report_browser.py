@@ -1,7 +1,9 @@
 """The HTML report in a real headless browser (Chromium from the system packages; skipped
-where it is absent): no script errors, every image loads, no blocks overlap, the explorer
-draws, and the summary comes first."""
+where it is absent, except in CI, CI=true, where .ci/run installs it and its absence fails):
+no script errors, every image loads, no blocks overlap, the explorer draws, and the summary
+comes first."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -14,7 +16,21 @@ from reports import html as html_report
 CHROMIUM = next(
     (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None
 )
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine")
+
+
+def require_chromium() -> str:
+    """The browser's path; where there is none, a skip, or in CI (CI=true) a failure."""
+    if CHROMIUM is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("no Chromium on this CI machine (.ci/run installs the Debian package 'chromium')")
+        pytest.skip("no Chromium on this machine")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _chromium():  # (module scope: before the module's page is built)
+    require_chromium()
+
 
 ARGS = [
     "--headless",

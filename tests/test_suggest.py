@@ -209,7 +209,6 @@ def test_suggest_ranks_under_a_semantics(capsys):
 
 def test_report_embeds_suggest_sections(tmp_path):
     import re
-    import shutil
     import subprocess
 
     import audit
@@ -236,9 +235,9 @@ def test_report_embeds_suggest_sections(tmp_path):
     assert "href='#suggest'" in page and page.index("id='recommend'") < page.index("id='suggest'")
     # no suggestions: no section
     assert "id='suggest'" not in html_report.build(res, tmp_path / "b", "t").read_text()
-    browser = next((shutil.which(b) for b in ("chromium", "chromium-browser") if shutil.which(b)), None)
-    if browser is None:
-        return
+    from tests.test_report_browser import require_chromium
+
+    browser = require_chromium()
     p = subprocess.run(
         [
             browser,

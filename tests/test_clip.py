@@ -1,0 +1,97 @@
+"""audit/clip.py in isolation: the tolerance test and the clip applied, with expectations
+worked here (hand-built clips, sigmoid evaluated with math).  These kill the mutants that
+mutmut found surviving in clip.py (docs/design/mutation-testing.md)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import audit
+from audit import clip as clip_mod
+from audit.candidates import catalog
+from audit.metrics import FINITE, NAN
+
+
+def test_within_tolerance_includes_the_bound_and_is_either_criterion():
+    ulp = np.array([2.0, 2.0, 3.0, 3.0, 0.0])
+    abs_err = np.array([0.5, 0.1, 0.1, 0.5, 0.0])
+    cls = np.array([FINITE, FINITE, FINITE, FINITE, NAN])
+    # max_ulp alone: 2 ULP is within a 2 ULP tolerance (<=), 3 is not; a NaN result never is
+    assert clip_mod._ok(ulp, abs_err, cls, 2.0, None).tolist() == [True, True, False, False, False]
+    # atol alone: 0.1 <= 0.1
+    assert clip_mod._ok(ulp, abs_err, cls, None, 0.1).tolist() == [False, True, True, False, False]
+    # both: within either one
+    assert clip_mod._ok(ulp, abs_err, cls, 2.0, 0.1).tolist() == [True, True, True, False, False]
+
+
+def _sigmoid():
+    return catalog()["sigmoid.naive"]
+
+
+SAT = {"low": {"x": -20.0, "value": 0.0}, "high": {"x": 20.0, "value": 1.0}}
+
+
+@pytest.mark.parametrize("lo_a,hi_a", [("constant", "constant"), ("identity", "identity")])
+def test_applied_clip_returns_the_action_beyond_the_bounds(lo_a, hi_a):
+    cand = _sigmoid()
+    fixed = clip_mod.apply(cand, {"lo": -5.0, "hi": 5.0, "lo_action": lo_a, "hi_action": hi_a}, SAT)
+    x = np.array([-10.0, -5.0, 0.0, 5.0, 10.0])
+    y = fixed.fn(x, np)
+    want_lo = 0.0 if lo_a == "constant" else -10.0
+    want_hi = 1.0 if hi_a == "constant" else 10.0
+    s5 = 1 / (1 + math.exp(-5))
+    assert y.tolist() == pytest.approx([want_lo, 1 / (1 + math.exp(5)), 0.5, s5, want_hi], rel=1e-12, abs=0)
+    assert fixed.id == "sigmoid.naive+clip"
+    assert fixed.formula == f"{cand.formula}, clipped [-5.0, 5.0] ({lo_a}, {hi_a})"
+
+
+def test_clamp_clips_the_input_and_no_saturation_is_needed():
+    cand = _sigmoid()
+    fixed = clip_mod.apply(
+        cand, {"lo": -4.0, "hi": 3.0, "lo_action": "clamp", "hi_action": "clamp"}, {"low": None, "high": None}
+    )
+    y = fixed.fn(np.array([-9.0, 9.0, 1.0]), np)
+    assert y.tolist() == pytest.approx(
+        [1 / (1 + math.exp(4)), 1 / (1 + math.exp(-3)), 1 / (1 + math.exp(-1))]
+    )
+
+
+def test_an_explicit_tolerance_is_the_one_used():
+    (r,) = audit.sweep("sigmoid.naive", dtype="fp8_e4m3", max_ulp=8)
+    assert r.clip["tolerance"] == {"max_ulp": 8.0, "atol": None}
+    (r,) = audit.sweep("sigmoid.naive", dtype="fp8_e4m3", atol=0.5)
+    assert r.clip["tolerance"] == {"max_ulp": None, "atol": 0.5}
+
+
+def test_applied_clip_passes_the_parameters_on():
+    cand = catalog()["elu.expm1"]
+    fixed = clip_mod.apply(
+        cand,
+        {"lo": -50.0, "hi": 50.0, "lo_action": "clamp", "hi_action": "clamp"},
+        {"low": None, "high": None},
+    )
+    y = fixed.fn(np.array([-1.0, 2.0]), np, alpha=2.0)
+    assert y.tolist() == pytest.approx([2.0 * math.expm1(-1.0), 2.0], rel=1e-15)
+
+
+def test_default_tolerance_core_includes_its_edge():
+    # gelu in fp8_e4m3, correctly rounded everywhere but at x = 2, the edge of the core
+    # |x| <= 2, where the result is 2.5 for gelu(2) = 1.9545 (ulp 1/8 there): that error,
+    # (2.5 - 1.9545) * 8 = 4.36 ULP, sets the default tolerance to twice itself
+    from audit import oracle
+    from audit.formats import FORMATS
+    from audit.metrics import point_errors
+    from audit.references import REFERENCES
+
+    ref, fmt = REFERENCES["gelu"], FORMATS["fp8_e4m3"]
+    x = fmt.finite_values()
+    ov = oracle.evaluate(ref, fmt, x)
+    got = ov.rounded.copy()
+    i = int(np.flatnonzero(x == 2.0)[0])
+    got[i] = 2.5
+    e = point_errors(x, got, ov, fmt)
+    gelu2 = 1 + math.erf(math.sqrt(2))  # 2 Phi(2)
+    assert e.ulp_err[i] == pytest.approx((2.5 - gelu2) * 8, rel=1e-12)
+    c = clip_mod.recommend(e, fmt, clip_mod.saturation(ref, fmt, {}))
+    assert c["tolerance"]["max_ulp"] == pytest.approx(2 * (2.5 - gelu2) * 8, rel=1e-12)
