@@ -56,6 +56,7 @@ class SweepResult:
     changed: dict | None = None  # inputs whose result differs from the ieee run's
     out_dtype: str | None = None  # the output format (--out-dtype) when it differs from dtype
     param_effect: dict | None = None  # swept parameter -> its effect (audit/param_effect.py)
+    identity: dict = field(default_factory=dict)  # the candidate's own identity (Candidate.identity)
 
     @property
     def formats_label(self) -> str:
@@ -445,6 +446,7 @@ def run_candidate(
         0.0,
         points if keep_points else None,
         out_dtype=storage.name if inputs else None,
+        identity=dict(cand.identity),
     )
     if outputs:
         res._outputs = param_effect.merged_outputs(merged.outputs, merged.done)
