@@ -22,14 +22,25 @@ Every way of naming a candidate on the command line works here: catalog ids and
 families, ``torch:NAME``, ``jax:NAME``, ``pkg.module:function`` (with ``reference``), a
 ``dump`` (with ``reference``), ``grad = true``.
 
-The baseline (plain JSON) records, per audit x candidate x path, the metrics, the counts,
-the finding intervals and per-kind counts and the clip range.  ``baseline`` refuses
-results that break their own tolerances.  ``check`` fails when a tolerance is exceeded or
-cannot be decided, a metric is worse than the baseline by more than the slack, a count
-rises, a finding interval appears that the baseline did not have, or the clip range
-shrinks; it reports improvements and results no longer in the spec apart (``strict``:
-those fail too).  Everything read from the spec and the baseline is validated (types,
-finiteness, ranges) and refused with one line naming the file and the key.
+Every key is in the schema (audit/gate_schema.py, ``SPEC_KEYS``): an unknown key at any
+level is refused.  Paths in the spec (``dump``, ``c:FILE.c:FUNCTION``, ``lut:FILE``,
+``dump:FILE``, ``PRIM=table:FILE``) are resolved against the spec file's directory;
+``cflags`` (a string split as a shell does, or a list of flags) compiles C kernels and is
+part of their entries' keys.
+
+The baseline (plain JSON, schema actaudit.baseline/3) records, per audit x candidate x path,
+the identity of the run (audit/gate_identity.py: candidate, formats, semantics, parameters,
+inputs, the candidate's own identity, ...), the metrics, the counts, the finding intervals
+and per-kind counts and the clip range; per ``[[diff]]`` and format, its identity.
+``baseline`` refuses results that break their own tolerances.  ``check`` fails when the
+run's identity differs from the baseline entry's ("re-record with actaudit baseline"), a
+tolerance is exceeded or cannot be decided, a metric is worse than the baseline by more
+than the slack, a count rises, a finding interval appears that the baseline did not have,
+or the clip range shrinks; it reports improvements and results no longer in the spec apart
+(``strict``: those fail too, and so does a baseline of another actaudit version, otherwise
+a warning).  Everything read from the spec and the baseline is validated (types,
+finiteness, ranges, unknown and duplicate keys) and refused with one line naming the file
+and the key; a result over zero inputs is an error.
 """
 
 from __future__ import annotations

@@ -164,6 +164,29 @@ def test_c_paths_resolve_against_the_spec_file(tmp_path, monkeypatch, capsys):
     assert code == 0 and "0 failed" in out
 
 
+def test_table_and_dump_paths_resolve_against_the_spec_file(tmp_path, monkeypatch, capsys):
+    """PRIM=table:FILE in semantics and dump:FILE in a [[diff]] are read beside the spec."""
+    monkeypatch.chdir(tmp_path)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    x = np.array([-2.0, -0.5, 0.25, 1.0, 3.0], dtype=np.float16)
+    relu_dump(sub / "r.npz", x, np.maximum(x, np.float16(0)))  # relu, exactly
+    assert main(["golden", "exp", "--dtype", "fp8_e4m3", "-o", "sub/t.npz"]) == 0  # the table's data
+    write(
+        sub,
+        '[[audit]]\nname = "s"\ntargets = ["sigmoid.naive"]\ndtype = "fp8_e4m3"\n'
+        'semantics = ["exp=table:t.npz"]\n'
+        '[[diff]]\nname = "d"\na = "relu.max"\nb = "dump:r.npz"\nreference = "relu"\ndtype = "fp16"\n',
+    )
+    code, out, err = run(capsys, "baseline", "--spec", "sub/actaudit.toml")
+    assert code == 0, out + err
+    keys = sorted(json.loads((sub / "b.json").read_text())["entries"])
+    assert keys == ["diff/d/fp16", "s/sigmoid.naive/fp8_e4m3/fp8_e4m3@exp=table:t.npz"]
+    assert json.loads((sub / "b.json").read_text())["entries"]["diff/d/fp16"]["identity"]["inputs"] == 5
+    code, out, _ = run(capsys, "check", "--spec", "sub/actaudit.toml")
+    assert code == 0 and "0 failed" in out
+
+
 def test_cflags_are_a_spec_key_and_part_of_the_entry(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "k.c").write_text(KERNEL)
