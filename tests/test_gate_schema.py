@@ -406,9 +406,16 @@ def test_another_tool_version_warns_and_fails_with_strict(tmp_path, monkeypatch,
     doc = baselined(tmp_path, monkeypatch, capsys, RELU)
     doc["actaudit"] = "99.0"
     (tmp_path / "b.json").write_text(json.dumps(doc))
-    code, out, _ = run(capsys, "check")
+    code, out, _ = run(capsys, "check", "--junit", "j.xml", "--markdown", "s.md")
     warn = [x for x in out.splitlines() if x.startswith("WARNING")]
     assert code == 0 and len(warn) == 1 and "actaudit 99.0" in warn[0]
+    assert "actaudit check: 1 results, 0 failed" in out  # the warning is not a result
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    assert suite.get("tests") == "1" and "actaudit 99.0" in suite.find("system-out").text
+    md = (tmp_path / "s.md").read_text()
+    assert "passed" in md and "Warning: recorded by actaudit 99.0" in md and "1 results" in md
     code, out, _ = run(capsys, "check", "--strict")
     (line,) = fail_lines(out)
     assert code == 1 and "actaudit 99.0" in line
