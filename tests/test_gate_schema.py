@@ -93,6 +93,9 @@ def test_the_schema_is_one_data_structure():
             assert key.type and key.description, k
     assert gate.AUDIT_KEYS == set(SPEC_KEYS["audit"]) and gate_diff.DIFF_KEYS == set(SPEC_KEYS["diff"])
     assert "cflags" in SPEC_KEYS["audit"]
+    from audit import blocks
+
+    assert set(SPEC_KEYS["audit"]["scale_rule"].allowed) == set(blocks.RULES)
 
 
 # ------------------------------------------------------------------- spec gaps
