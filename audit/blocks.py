@@ -499,6 +499,7 @@ def audit(
         n_mp,
         params=p,
     )
+    res.identity = dict(getattr(cand, "identity", None) or {})  # (audit/gate_identity.py)
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -669,6 +670,7 @@ def exhaustive(
         ex.n,
         params=p,
     )
+    res.identity = dict(getattr(cand, "identity", None) or {})  # (audit/gate_identity.py)
     res.seconds = time.perf_counter() - t0
     return res
 

@@ -1143,7 +1143,10 @@ def check(
         None, "--reference", help="Reference of callables and dumps in audits that give none."
     ),
     strict: bool = typer.Option(
-        False, "--strict", help="Also fail on baseline results the spec no longer produces."
+        False,
+        "--strict",
+        help="Also fail on baseline results the spec no longer produces, and on a baseline "
+        "recorded by another actaudit version.",
     ),
     require_certified: bool = typer.Option(
         False,
@@ -1151,7 +1154,8 @@ def check(
         help="Also fail on any oracle table used that 'actaudit selftest --certify' has not certified.",
     ),
 ):
-    """Re-sweep the spec and compare with the baseline: exit 1 on any regression."""
+    """Re-sweep the spec and compare with the baseline: exit 1 on any regression, and on
+    any result whose run differs from what produced its baseline entry."""
     from reports import junit as junit_report
     from reports import markdown as md_report
 
@@ -1166,8 +1170,9 @@ def check(
     fails = [c for c in changes if c.status == "fail"]
     better = [c for c in changes if c.status == "improved"]
     removed = [c for c in changes if c.status == "removed"]
-    tags = {"fail": "FAIL", "improved": "improved", "removed": "removed"}
-    for c in fails + better + removed:  # plain lines: easy to read and to grep in CI logs
+    warned = [c for c in changes if c.status == "warning"]
+    tags = {"fail": "FAIL", "improved": "improved", "removed": "removed", "warning": "WARNING"}
+    for c in warned + fails + better + removed:  # plain lines: easy to read and to grep in CI logs
         out.print(
             f"{tags[c.status]:8} {c.key}: {'; '.join(c.messages)}",
             markup=False,
@@ -1175,7 +1180,7 @@ def check(
             soft_wrap=True,
         )
     out.print(
-        f"actaudit check: {len(changes) - len(removed)} results, {len(fails)} failed, "
+        f"actaudit check: {len(changes) - len(removed) - len(warned)} results, {len(fails)} failed, "
         f"{len(better)} improved"
         + (f", {len(removed)} no longer in the spec" if removed else "")
         + ("" if not better or fails else " (refresh with 'actaudit baseline')"),

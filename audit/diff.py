@@ -66,6 +66,7 @@ class DiffResult:
     intervals_total: int = 0
     specials: list = field(default_factory=list)
     params: dict = field(default_factory=dict)
+    identities: dict = field(default_factory=dict)  # "a", "b": each candidate's Candidate.identity
     points: dict | None = field(default=None, repr=False)  # per input, with keep=True (reports)
 
     @property
@@ -209,6 +210,10 @@ def diff(
         dom = domain(
             fmt, range, samples=None if fmt.enumerable else samples, seed=seed, exhaustive=exhaustive
         )
+    if not dom.count:  # (a dump of non-finite inputs alone, an empty one): no evidence
+        raise BadOptionError(
+            f"{ca.id} vs {cb.id} [{fmt.name}]: 0 finite inputs to compare: zero inputs prove nothing"
+        )
     if keep and dom.count > KEEP_LIMIT:
         raise BadOptionError(
             f"per-input data (reports) of {dom.count} inputs would not fit in "
@@ -217,6 +222,7 @@ def diff(
     res = DiffResult(
         ca.id, cb.id, ca.reference, fmt.name, cf.name, 0, dom.exhaustive, params={"a": pa, "b": pb}
     )
+    res.identities = {"a": dict(ca.identity), "b": dict(cb.identity)}
     kept: list = []
     last_run = None  # the run open at the end of the previous chunk
     if progress and hasattr(progress, "start"):
@@ -235,8 +241,10 @@ def diff(
             kept.append(_points(fmt, x, x2, ga, gb, ea, eb))
         if progress:
             progress(len(x))
-    if ref.arity == 1 and da is None and db is None:
-        res.specials = _specials(ca, cb, fmt, cf, pa, pb, ref_params)
+    if ref.arity == 1:  # a dump's own non-finite inputs (those it holds), else the format's
+        dumped = [c.special_inputs for c, d in ((ca, da), (cb, db)) if d is not None]
+        xs = None if not dumped else _union(dumped)
+        res.specials = _specials(ca, cb, fmt, cf, pa, pb, ref_params, xs)
     if keep and kept:
         res.points = {
             k: (None if kept[0][k] is None else np.concatenate([p[k] for p in kept])) for k in kept[0]
@@ -361,8 +369,19 @@ def _runs(res: DiffResult, fmt, x, x2, ga, gb, ea, eb, last_run):
     return runs[-1] if runs else last_run
 
 
-def _specials(ca: Candidate, cb: Candidate, fmt: Format, cf: Format, pa, pb, ref_params) -> list:
-    xs = special_inputs(fmt)
+def _union(groups) -> list:
+    """The non-finite inputs of the dumps, each once (NaN once whatever its payload)."""
+    out: list = []
+    for g in groups:
+        for v in g or ():
+            if not any((math.isnan(v) and math.isnan(o)) or v == o for o in out):
+                out.append(float(v))
+    return out
+
+
+def _specials(ca: Candidate, cb: Candidate, fmt: Format, cf: Format, pa, pb, ref_params, xs=None) -> list:
+    """Both candidates at the non-finite inputs ``xs`` (default: the format's)."""
+    xs = special_inputs(fmt) if xs is None else xs
     if not xs:
         return []
     x = np.array(xs)

@@ -24,77 +24,65 @@ Every way of naming a candidate on the command line works here: catalog ids and
 families, ``torch:NAME``, ``jax:NAME``, ``pkg.module:function`` (with ``reference``), a
 ``dump`` (with ``reference``), ``grad = true``.
 
-The baseline (plain JSON) records, per audit x candidate x path, the metrics, the counts,
-the finding intervals and per-kind counts and the clip range.  ``baseline`` refuses
-results that break their own tolerances.  ``check`` fails when a tolerance is exceeded or
-cannot be decided, a metric is worse than the baseline by more than the slack, a count
-rises, a finding interval appears that the baseline did not have, or the clip range
-shrinks; it reports improvements and results no longer in the spec apart (``strict``:
-those fail too).  Everything read from the spec and the baseline is validated (types,
-finiteness, ranges) and refused with one line naming the file and the key.
+Every key is in the schema (audit/gate_schema.py, ``SPEC_KEYS``): an unknown key at any
+level is refused.  Paths in the spec (``dump``, ``c:FILE.c:FUNCTION``, ``lut:FILE``,
+``dump:FILE``, ``PRIM=table:FILE``) are resolved against the spec file's directory;
+``cflags`` (a string split as a shell does, or a list of flags) compiles C kernels and is
+part of their entries' keys.
+
+The baseline (plain JSON, schema actaudit.baseline/3) records, per audit x candidate x path,
+the identity of the run (audit/gate_identity.py: candidate, formats, semantics, parameters,
+inputs, the candidate's own identity, ...), the metrics, the counts, the finding intervals
+and per-kind counts and the clip range; per ``[[diff]]`` and format, its identity.
+``baseline`` refuses results that break their own tolerances.  ``check`` fails when the
+run's identity differs from the baseline entry's ("re-record with actaudit baseline"), a
+tolerance is exceeded or cannot be decided, a metric is worse than the baseline by more
+than the slack, a count rises, a finding interval appears that the baseline did not have,
+or the clip range shrinks; it reports improvements and results no longer in the spec apart
+(``strict``: those fail too, and so does a baseline of another actaudit version, otherwise
+a warning).  Everything read from the spec and the baseline is validated (types,
+finiteness, ranges, unknown and duplicate keys) and refused with one line naming the file
+and the key; a result over zero inputs is an error.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__
+from . import __version__, gate_identity
 from . import semantics as semantics_mod
 from . import weighting as weighting_mod
-from .errors import ActauditError, BadFileError
+from .errors import ActauditError, BadFileError, BadOptionError
+from .gate_schema import SPEC_KEYS, refuse_unknown
 from .io import dumps, format_number, load_json, read_text, write_text
 from .sweep import SweepResult, sweep
 
-BASELINE_SCHEMA = "actaudit.baseline/2"
+BASELINE_SCHEMA = "actaudit.baseline/3"
 MAX_FILE = 1 << 24  # bytes of a spec or a baseline
 METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count", "special_failures")
-FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity", "special", "no_effect")
-TOLERANCE_KEYS = {
-    "max_ulp",
-    "p99_ulp",
-    "max_abs",
-    "max_rel",
-    "nan",
-    "inf",
-    "safe_range",
-    # quantized and block-scaled audits (audit/gate_formats.py)
-    "max_code_error",
-    "correct_code_fraction",
-    "max_elem_ulp",
-    "scale_diff_blocks",
-    # weighted by the audit's distribution (audit/weighting.py)
-    "weighted_mean_ulp",
-    "weighted_p99_ulp",
-    "weighted_nan",
-    "weighted_underflow",
-}
-AUDIT_KEYS = {
-    "name",
-    "targets",
+BASELINE_KEYS = ("schema", "actaudit", "spec", "entries")
+FLOAT_ENTRY_KEYS = (
+    "candidate",
     "dtype",
     "compute",
-    "range",
     "params",
-    "samples",
-    "seed",
-    "tolerance",
-    "grid",
-    "reference",
-    "grad",
-    "device",
-    "dump",
-    "dump_dtype",
     "semantics",
-    "backward",
-    "out_dtype",
-    "blocks",
-    "scale_rule",
-    "distribution",
-}
+    "identity",
+    *METRICS,
+    *COUNTS,
+    "findings",
+    "finding_counts",
+    "clip",
+)
+FINDING_KINDS = ("nan", "overflow", "underflow", "sign", "range", "monotonicity", "special", "no_effect")
+TOLERANCE_KEYS = set(SPEC_KEYS["tolerance"])
+AUDIT_KEYS = set(SPEC_KEYS["audit"])
 
 
 @dataclass
@@ -120,6 +108,11 @@ class Audit:
     blocks: str = "normal:std=1"  # block-scaled outputs: input distribution (--blocks)
     scale_rule: str = "ocp"  # block-scaled outputs: scale rule (--scale-rule)
     distribution: str | None = None  # weighted figures (--distribution, audit/weighting.py)
+    cflags: list | None = None  # compiler flags of c: kernels, one string per flag
+    # the targets and semantics as run: paths in them resolved against the spec file's
+    # directory (targets / semantics stay as written: they name the baseline entries)
+    run_targets: list = field(default_factory=list)
+    run_semantics: list | None = None
 
 
 @dataclass
@@ -172,6 +165,7 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
         if not isinstance(doc, dict):
             raise BadFileError(f"{p}: no [tool.actaudit] section")
     key = lambda k: f"{where}.{k}" if where else k
+    refuse_unknown(p, doc, "spec", where)
     raws = doc.get("audit")
     if not isinstance(raws, list) or not raws:
         raise BadFileError(f"{p}: key '{key('audit')}' must be a non-empty array of tables ([[audit]])")
@@ -211,9 +205,7 @@ def _audit(p: Path, raw, where: str) -> Audit:
 
     if not isinstance(raw, dict):
         raise BadFileError(f"{p}: key '{where}' must be a table")
-    unknown = set(raw) - AUDIT_KEYS
-    if unknown:
-        bad(sorted(unknown)[0], f"is unknown (known: {', '.join(sorted(AUDIT_KEYS))})")
+    refuse_unknown(p, raw, "audit", where)
     for k in ("name", "targets", "dtype"):
         if k not in raw and not (k == "targets" and "dump" in raw):
             bad(k, "is missing")
@@ -252,9 +244,8 @@ def _audit(p: Path, raw, where: str) -> Audit:
     tol = raw.get("tolerance", {})
     if not isinstance(tol, dict):
         bad("tolerance", "must be a table")
+    refuse_unknown(p, tol, "tolerance", f"{where}.tolerance")
     for k, v in tol.items():
-        if k not in TOLERANCE_KEYS:
-            bad(f"tolerance.{k}", f"is unknown (known: {', '.join(sorted(TOLERANCE_KEYS))})")
         if k in ("nan", "inf") and not isinstance(v, bool):
             bad(f"tolerance.{k}", "must be true or false")
         if k in (
@@ -292,15 +283,22 @@ def _audit(p: Path, raw, where: str) -> Audit:
         bad("blocks", str(e))
     if scale_rule not in blocks_mod.RULES:
         bad("scale_rule", f"must be one of {', '.join(blocks_mod.RULES)}")
+    if blocks.strip().lower() == "exhaustive" and "samples" in raw:
+        bad("samples", 'does not apply with blocks = "exhaustive" (every block is swept): drop one')
+    cflags = None
+    if "cflags" in raw:
+        cflags = parse_cflags(raw["cflags"], lambda msg: bad("cflags", msg))
     dump = string("dump")
     reference = string("reference")
     if dump is not None and reference is None:
         bad("dump", "needs 'reference' (the function the device computed)")
-    sems = None
+    sems = run_sems = None
     if "semantics" in raw:
         sems = strings("semantics")
+        run_sems = [resolve_semantics(p, s) for s in sems]
         try:
             semantics_mod.parse_list(sems)
+            semantics_mod.parse_list(run_sems)
         except ActauditError as e:
             bad("semantics", str(e))
     dist = None
@@ -309,9 +307,10 @@ def _audit(p: Path, raw, where: str) -> Audit:
             dist = weighting_mod.spec_distribution(p.parent, string("distribution"))
         except ActauditError as e:
             bad("distribution", str(e))
-    return Audit(
+    targets = strings("targets") if "targets" in raw else []
+    a = Audit(
         raw["name"],
-        strings("targets") if "targets" in raw else [],
+        targets,
         strings("dtype"),
         None if compute is None else strings("compute"),
         None if rng is None else (float(rng[0]), float(rng[1])),
@@ -323,7 +322,7 @@ def _audit(p: Path, raw, where: str) -> Audit:
         reference,
         raw.get("grad", False),
         string("device") or "cpu",
-        None if dump is None else str(p.parent / dump),
+        None if dump is None else _spec_path(p, dump),
         string("dump_dtype"),
         sems,
         raw.get("backward", False),
@@ -331,7 +330,60 @@ def _audit(p: Path, raw, where: str) -> Audit:
         blocks,
         scale_rule,
         dist,
+        cflags,
+        [resolve_target(p, t) for t in targets],
+        run_sems,
     )
+    return a
+
+
+def parse_cflags(v, bad) -> list[str]:
+    """A spec's ``cflags``: one string, split as a shell splits it (each quoted word one
+    flag), or a list of strings, each one flag as it is."""
+    import shlex
+
+    if isinstance(v, str):
+        try:
+            flags = shlex.split(v)
+        except ValueError as e:
+            bad(f"cannot be split into flags ({e})")
+        if not flags:
+            bad("holds no flag")
+        return flags
+    if isinstance(v, list) and v and all(isinstance(f, str) and f and "\0" not in f for f in v):
+        return list(v)
+    bad("must be a string or a non-empty list of non-empty strings (one flag each)")
+    raise AssertionError  # bad raises
+
+
+def _spec_path(p: Path, path: str) -> str:
+    """``path`` of a spec resolved against the spec file's directory."""
+    if not path or Path(path).is_absolute() or str(p.parent) in ("", "."):
+        return path
+    return str(p.parent / path)
+
+
+def resolve_target(p: Path, t: str) -> str:
+    """A target with the file it names (c:FILE.c:FUNCTION, lut:FILE, dump:FILE) resolved
+    against the spec file's directory, as ``dump`` is."""
+    if t.startswith("c:"):
+        path, sep, func = t[2:].rpartition(":")
+        return f"c:{_spec_path(p, path)}{sep}{func}" if sep else t
+    for prefix in ("lut:", "dump:"):
+        if t.startswith(prefix):
+            return prefix + _spec_path(p, t[len(prefix) :])
+    return t
+
+
+def resolve_semantics(p: Path, text: str) -> str:
+    """Semantics flags with each PRIM=table:FILE resolved against the spec file's directory."""
+    out = []
+    for tok in str(text).split(","):
+        k, eq, v = tok.partition("=")
+        if eq and v.strip().lower().startswith("table:"):
+            tok = f"{k}=table:{_spec_path(p, v.strip()[6:])}"
+        out.append(tok)
+    return ",".join(out)
 
 
 def run_spec(spec: Spec, progress=None, workers: int | None = None) -> list[tuple[Audit, list[SweepResult]]]:
@@ -342,39 +394,82 @@ def run_spec(spec: Spec, progress=None, workers: int | None = None) -> list[tupl
     for a in spec.audits:
         try:
             if gate_formats.kind_of(a):  # quantized or block-scaled outputs
-                out.append((a, gate_formats.run(a)))
-                continue
-            res = sweep(
-                a.targets,
-                a.dtype,
-                a.compute,
-                range=a.range,
-                samples=a.samples,
-                seed=a.seed,
-                params=a.params or None,
-                grid=a.grid,
-                progress=progress,
-                reference=a.reference,
-                grad=a.grad,
-                device=a.device,
-                dump=a.dump,
-                dump_dtype=a.dump_dtype,
-                semantics=a.semantics,
-                backward=a.backward,
-                out_dtype=a.out_dtype,
-                **({"distribution": a.distribution} if a.distribution else {}),
-                workers=workers,
-            )
+                if a.cflags is not None:
+                    raise BadOptionError(
+                        "key 'cflags' applies to C kernels (c:FILE.c:FUNCTION) of float audits"
+                    )
+                res = gate_formats.run(a)
+            else:
+                for k, default in (("blocks", "normal:std=1"), ("scale_rule", "ocp")):
+                    if getattr(a, k) != default:
+                        raise BadOptionError(
+                            f"key '{k}' applies to block-scaled outputs (out_dtype = mxfp8_e4m3, ...), "
+                            "not to a float audit"
+                        )
+                res = sweep(
+                    a.run_targets or a.targets,
+                    a.dtype,
+                    a.compute,
+                    range=a.range,
+                    samples=a.samples,
+                    seed=a.seed,
+                    params=a.params or None,
+                    grid=a.grid,
+                    progress=progress,
+                    reference=a.reference,
+                    grad=a.grad,
+                    device=a.device,
+                    dump=a.dump,
+                    dump_dtype=a.dump_dtype,
+                    semantics=a.run_semantics or a.semantics,
+                    backward=a.backward,
+                    out_dtype=a.out_dtype,
+                    cflags=None if a.cflags is None else shlex.join(a.cflags),
+                    **({"distribution": a.distribution} if a.distribution else {}),
+                    workers=workers,
+                )
+            _as_written(a, res)
+            for r in res:
+                n = _input_count(r)
+                if not n:
+                    raise BadOptionError(
+                        f"{r.candidate} [{r.dtype}] was audited over 0 inputs: zero inputs prove nothing"
+                    )
         except ActauditError as e:
             raise type(e)(f"{spec.path}: audit '{a.name}': {e}") from None
         out.append((a, res))
     return out
 
 
+def _input_count(r) -> int:
+    from . import gate_formats
+
+    if gate_formats.is_format_result(r):
+        return int(getattr(r, "count", None) or getattr(r, "elements", 0) or 0)
+    return int(r.domain.count)
+
+
+def _as_written(a: Audit, results) -> None:
+    """Name each result by the target and semantics as the spec writes them (paths resolved
+    against the spec's directory only to run them), so baseline keys do not depend on
+    where the spec is read from."""
+    names = dict(zip(a.run_targets, a.targets))
+    sems = {}
+    if a.run_semantics:
+        for run, written in zip(a.run_semantics, a.semantics or []):
+            sems[semantics_mod.parse(run).canonical()] = semantics_mod.parse(written)
+    for r in results:
+        r.candidate = names.get(r.candidate, r.candidate)
+        sem = getattr(r, "semantics", None)
+        if sem is not None and sem.canonical() in sems:
+            r.semantics = sems[sem.canonical()]
+
+
 # --------------------------------------------------------------- baseline
-def entry_key(audit: str, r: SweepResult) -> str:
-    """The result's id: audit/candidate/dtype[->out_dtype]/compute[/params][@semantics],
-    parameters written exactly (repr), so that nearby values never share an entry."""
+def entry_key(audit: str, r: SweepResult, cflags: list | None = None) -> str:
+    """The result's id: audit/candidate/dtype[->out_dtype]/compute[/params][@semantics]
+    [ cflags=FLAGS], parameters written exactly (repr), so that nearby values never share an
+    entry; a C kernel's flags (``cflags``) each as its own word (shell-quoted)."""
     from . import gate_formats
 
     if gate_formats.is_format_result(r):
@@ -382,14 +477,16 @@ def entry_key(audit: str, r: SweepResult) -> str:
     p = ",".join(f"{k}={float(v)!r}" for k, v in sorted(r.params.items()))
     sem = "" if r.semantics is None else f"@{r.semantics.canonical()}"  # ieee: today's keys
     dt = r.dtype + (f"->{r.out_dtype}" if r.out_dtype else "")
-    return f"{audit}/{r.candidate}/{dt}/{r.compute}" + (f"/{p}" if p else "") + sem
+    fl = f" cflags={shlex.join(cflags)}" if cflags is not None and str(r.candidate).startswith("c:") else ""
+    return f"{audit}/{r.candidate}/{dt}/{r.compute}" + (f"/{p}" if p else "") + sem + fl
 
 
-def entry(r: SweepResult) -> dict:
+def entry(r: SweepResult, a: Audit | None = None) -> dict:
+    """The baseline entry of result ``r``; with its audit ``a``, its identity too."""
     from . import gate_formats
 
     if gate_formats.is_format_result(r):
-        return gate_formats.entry(r)
+        return gate_formats.entry(r, a)
     d = r.to_dict()
     return {
         "candidate": r.candidate,
@@ -397,8 +494,7 @@ def entry(r: SweepResult) -> dict:
         "compute": r.compute,
         "params": r.params,
         **({} if r.semantics is None else {"semantics": r.semantics.canonical()}),
-        "inputs": d["inputs"],
-        "seed": None,
+        **({} if a is None else {"identity": gate_identity.float_identity(r, a)}),
         **{m: d[m] for m in METRICS},
         **{c: d[c] for c in COUNTS},
         **weighting_mod.baseline_entry(r.weighted),
@@ -418,14 +514,15 @@ def entry(r: SweepResult) -> dict:
     }
 
 
-def make_baseline(spec: Spec, runs) -> dict:
+def make_baseline(spec: Spec, runs, diff_runs=()) -> dict:
+    from . import gate_diff
+
     entries = {}
     for a, results in runs:
         for r in results:
-            e = entry(r)
-            if e.get("kind") != "quant":  # quantized audits are exhaustive: no seed
-                e["seed"] = a.seed
-            entries[entry_key(a.name, r)] = e
+            entries[entry_key(a.name, r, a.cflags)] = entry(r, a)
+    for d, r in diff_runs:
+        entries[gate_diff.entry_key(d, r)] = gate_diff.entry(d, r)
     return {"schema": BASELINE_SCHEMA, "actaudit": __version__, "spec": str(spec.path), "entries": entries}
 
 
@@ -438,11 +535,28 @@ def load_baseline(path: Path) -> dict:
     refused with one line naming the file and the key."""
     if not Path(path).exists():
         raise BadFileError(f"{path}: baseline not found (run 'actaudit baseline')")
-    doc = load_json(path, MAX_FILE, "baseline")
-    if not isinstance(doc, dict) or doc.get("schema") != BASELINE_SCHEMA:
+    doc = load_json(path, MAX_FILE, "baseline", unique_keys=True)
+    if not isinstance(doc, dict):
+        raise BadFileError(f"{path}: must be a JSON object (a baseline of 'actaudit baseline')")
+    if "schema" not in doc:
+        raise BadFileError(f"{path}: key 'schema' is missing (re-record with actaudit baseline)")
+    if doc["schema"] != BASELINE_SCHEMA:
         raise BadFileError(
-            f"{path}: key 'schema' must be '{BASELINE_SCHEMA}' (record it again with 'actaudit baseline')"
+            f"{path}: key 'schema' is {json.dumps(doc['schema'])}, not '{BASELINE_SCHEMA}', the "
+            "schema this actaudit reads (re-record with actaudit baseline)"
         )
+    for k in doc:
+        if k not in BASELINE_KEYS:
+            raise BadFileError(
+                f"{path}: key '{k}' is unknown in a baseline (known: {', '.join(BASELINE_KEYS)})"
+            )
+    for k in BASELINE_KEYS:
+        if k not in doc:
+            raise BadFileError(f"{path}: key '{k}' is missing")
+    if not isinstance(doc["actaudit"], str) or not doc["actaudit"]:
+        raise BadFileError(f"{path}: key 'actaudit' must be the version string of the actaudit that wrote it")
+    if not isinstance(doc["spec"], str):
+        raise BadFileError(f"{path}: key 'spec' must be a string")
     ents = doc.get("entries")
     if not isinstance(ents, dict):
         raise BadFileError(f"{path}: key 'entries' must be an object")
@@ -470,16 +584,23 @@ def _check_entry(path, where: str, e) -> None:
     if not isinstance(e, dict):
         bad("", "must be an object")
     if "kind" in e:
-        if e["kind"] not in ("quant", "blocks"):
-            bad("kind", "must be 'quant' or 'blocks' (or absent: a float audit)")
+        if e["kind"] not in ("quant", "blocks", "diff"):
+            bad("kind", "must be 'quant', 'blocks' or 'diff' (or absent: a float audit)")
+        if e["kind"] == "diff":
+            from . import gate_diff
+
+            return gate_diff.check_entry(path, where, e)
         from . import gate_formats
 
         return gate_formats.check_entry(path, where, e)
-    for m in (
-        METRICS + COUNTS + ("findings", "finding_counts", "clip", "candidate", "dtype", "compute", "params")
-    ):
-        if m not in e:
+    for k in e:
+        if k not in FLOAT_ENTRY_KEYS and k != "weighted":
+            bad(k, f"is unknown in a float entry (known: {', '.join(FLOAT_ENTRY_KEYS)}, weighted)")
+    for m in FLOAT_ENTRY_KEYS:
+        if m not in e and m not in ("semantics", "identity"):
             bad(m, "is missing")
+    if "semantics" in e and not isinstance(e["semantics"], str):
+        bad("semantics", "must be a string")
     for m in METRICS:
         if not _number(e[m]):
             bad(m, "must be a number >= 0, 'inf' or 'nan'")
@@ -524,6 +645,9 @@ def _check_entry(path, where: str, e) -> None:
                 bad(f"clip.{k}", "must be one of none, clamp, identity, constant")
         if not isinstance(c.get("note", ""), str):
             bad("clip.note", "must be a string")
+    if "identity" not in e:
+        bad("identity", "is missing (what produced the entry: re-record with actaudit baseline)")
+    gate_identity.check(path, where, e["identity"], "float")
 
 
 # ---------------------------------------------------------------- compare
@@ -651,6 +775,16 @@ def tolerance_failures(a: Audit, r: SweepResult) -> list[str]:
 
 
 def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], list[str]]:
+    if base.get("kind") != now.get("kind"):
+        return [
+            f"the baseline entry is a {base.get('kind') or 'float'} audit, this is a "
+            f"{now.get('kind') or 'float'} audit; re-record with actaudit baseline"
+        ], []
+    differs = gate_identity.difference(*(_described(e) for e in (now, base)))
+    if differs:  # other inputs, another candidate...: nothing to compare, never "improved"
+        return [differs], []
+    if now.get("kind") == "diff":  # its expectation is checked on each run
+        return [], []
     if "kind" in now or "kind" in base:
         from . import gate_formats
 
@@ -704,36 +838,89 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
     return fails, better
 
 
-def compare(spec: Spec, runs, baseline: dict, strict: bool = False) -> list[Change]:
-    """One Change per result of the run, then one per baseline entry that the spec no
-    longer produces ('removed'; a failure with ``strict``)."""
+# the fields of an entry that say what it is (not what it measured): compared with the identity
+DESCRIBED = (
+    "candidate",
+    "dtype",
+    "out_dtype",
+    "rule",
+    "compute",
+    "params",
+    "semantics",
+    "inputs",
+    "elements",
+    "blocks",
+)
+
+
+def _described(e: dict) -> dict:
+    """The entry's identity, and its descriptive fields (as 'entry.FIELD')."""
+    return {**{f"entry.{k}": e.get(k) for k in DESCRIBED if k in e}, **e["identity"]}
+
+
+def compare(spec: Spec, runs, baseline: dict, strict: bool = False, diff_runs=None) -> list[Change]:
+    """One Change per result of the run (audits, then ``[[diff]]`` entries when
+    ``diff_runs`` is given), then one per baseline entry that the spec no longer produces
+    ('removed'; a failure with ``strict``).  A baseline written by another actaudit
+    version: a 'warning' Change first (a failure with ``strict``)."""
+    from . import gate_diff
+
     out = []
     ents = baseline["entries"]
     seen = set()
+    version = baseline.get("actaudit")
+    if version != __version__:
+        out.append(
+            Change(
+                "baseline",
+                "baseline",
+                "fail" if strict else "warning",
+                [
+                    f"recorded by actaudit {version}, this is actaudit {__version__}"
+                    + ("" if strict else " (--strict fails on this)")
+                    + "; re-record with actaudit baseline"
+                ],
+            )
+        )
+
+    def judge(key, name, fails, now):
+        seen.add(key)
+        ch = Change(key, name, "ok")
+        better: list[str] = []
+        base = ents.get(key)
+        if base is None:
+            fails.append("not in the baseline (run 'actaudit baseline')")
+        else:
+            f2, better = _against_baseline(spec, now, base)
+            fails += f2
+        if fails:
+            ch.status, ch.messages = "fail", fails
+        elif better:
+            ch.status, ch.messages = "improved", better
+        out.append(ch)
+
     for a, results in runs:
         for r in results:
-            key = entry_key(a.name, r)
-            seen.add(key)
-            ch = Change(key, r.candidate, "ok")
-            fails = tolerance_failures(a, r)
-            better: list[str] = []
-            base = ents.get(key)
-            if base is None:
-                fails.append("not in the baseline (run 'actaudit baseline')")
-            else:
-                f2, better = _against_baseline(spec, entry(r), base)
-                fails += f2
-            if fails:
-                ch.status, ch.messages = "fail", fails
-            elif better:
-                ch.status, ch.messages = "improved", better
-            out.append(ch)
+            judge(entry_key(a.name, r, a.cflags), r.candidate, tolerance_failures(a, r), entry(r, a))
+    for d, r in diff_runs or ():
+        judge(
+            gate_diff.entry_key(d, r),
+            f"{r.a} vs {r.b}",
+            gate_diff.expectation_failures(d, r),
+            gate_diff.entry(d, r),
+        )
     for key in ents:
-        if key not in seen:
+        if key not in seen and (diff_runs is not None or ents[key].get("kind") != "diff"):
+            e = ents[key]
             out.append(
                 Change(
                     key,
-                    str(ents[key]["candidate"]),
+                    str(
+                        e.get(
+                            "candidate",
+                            f"{e.get('identity', {}).get('a')} vs {e.get('identity', {}).get('b')}",
+                        )
+                    ),
                     "fail" if strict else "removed",
                     [
                         "in the baseline but no longer in the spec"
@@ -750,17 +937,24 @@ def baseline_command(
     """Sweep the spec and write its baseline.  Results that break their own tolerances
     are refused (BaselineRefused, listing them), unless ``force``: then written, and the
     list returned for the caller to show."""
+    from . import gate_diff
+
     spec = load_spec(spec_path, reference)
     runs = run_spec(spec, progress)
+    diff_runs = gate_diff.run_all(spec.path, spec.diffs, progress)
     broken = [
-        f"{entry_key(a.name, r)}: {m}"
+        f"{entry_key(a.name, r, a.cflags)}: {m}"
         for a, results in runs
         for r in results
         for m in tolerance_failures(a, r)
+    ] + [
+        f"{gate_diff.entry_key(d, r)}: {m}"
+        for d, r in diff_runs
+        for m in gate_diff.expectation_failures(d, r)
     ]
     if broken and not force:
         raise BaselineRefused(broken)
-    doc = make_baseline(spec, runs)
+    doc = make_baseline(spec, runs, diff_runs)
     path = Path(out) if out else spec.baseline
     write_baseline(path, doc)
     return path, len(doc["entries"]), broken
@@ -787,14 +981,15 @@ def check_command(
     strict: bool = False,
     require_certified: bool = False,
 ) -> tuple[Spec, list[Change]]:
+    from . import gate_diff
+
     spec = load_spec(spec_path, reference)
     base = load_baseline(Path(baseline_path) if baseline_path else spec.baseline)
     certified = require_certified or spec.require_certified
     # (require_certified: in this process, so that every oracle table the sweeps use is seen)
     runs = run_spec(spec, progress, 1 if certified else None)
-    from .gate_diff import run as run_diffs
-
-    changes = compare(spec, runs, base, strict) + run_diffs(spec.path, spec.diffs, progress)
+    diff_runs = gate_diff.run_all(spec.path, spec.diffs, progress)
+    changes = compare(spec, runs, base, strict, diff_runs)
     if certified:
         from .certify import uncertified_used_tables
 

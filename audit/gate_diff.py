@@ -9,20 +9,33 @@
     # optional: compute, reference, range = [lo, hi], grid, params = { ... }
 
 ``actaudit check`` runs them with the audits; an expectation not met is a failure line
-(``FAIL diff/compiled-silu/bf16: ...``).  They need no baseline.
+(``FAIL diff/compiled-silu/bf16: ...``).  ``actaudit baseline`` records each one's identity
+(both implementations and their own identity, formats, parameters, range, grid, how many
+inputs): a diff whose identity differs from the baseline's (a narrowed range, another
+implementation) fails too.  A diff over zero inputs is an error, never "identical".
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from . import gate_identity
 from .errors import ActauditError, BadFileError
+from .gate_schema import SPEC_KEYS, refuse_unknown
 
-DIFF_KEYS = {"name", "a", "b", "dtype", "compute", "reference", "range", "grid", "params", "expect"}
-EXPECT = ("identical", "not-worse")
+DIFF_KEYS = set(SPEC_KEYS["diff"])
+EXPECT = SPEC_KEYS["diff"]["expect"].allowed
+
+
+def _num(v) -> bool:
+    import math
+
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def parse(p: Path, raws, where: str) -> list[dict]:
+    from .gate import resolve_target
+
     if raws is None:
         return []
     if not isinstance(raws, list):
@@ -36,9 +49,7 @@ def parse(p: Path, raws, where: str) -> list[dict]:
 
         if not isinstance(raw, dict):
             raise BadFileError(f"{p}: key '{w}' must be a table")
-        unknown = set(raw) - DIFF_KEYS
-        if unknown:
-            bad(sorted(unknown)[0], f"is unknown (known: {', '.join(sorted(DIFF_KEYS))})")
+        refuse_unknown(p, raw, "diff", w)
         for k in ("name", "a", "b", "dtype"):
             if k not in raw:
                 bad(k, "is missing")
@@ -49,25 +60,23 @@ def parse(p: Path, raws, where: str) -> list[dict]:
             bad("name", f"duplicate name '{raw['name']}'")
         names.add(raw["name"])
         dt = [raw["dtype"]] if isinstance(raw["dtype"], str) else raw["dtype"]
-        if not isinstance(dt, list) or not dt or not all(isinstance(d, str) for d in dt):
+        if not isinstance(dt, list) or not dt or not all(isinstance(d, str) and d for d in dt):
             bad("dtype", "must be a string or a non-empty list of strings")
         for k in ("compute", "reference"):
-            if k in raw and not isinstance(raw[k], str):
-                bad(k, "must be a string")
+            if k in raw and not (isinstance(raw[k], str) and raw[k]):
+                bad(k, "must be a non-empty string")
         rng = raw.get("range")
         if rng is not None and not (
-            isinstance(rng, list)
-            and len(rng) == 2
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rng)
+            isinstance(rng, list) and len(rng) == 2 and all(_num(v) for v in rng) and rng[0] < rng[1]
         ):
-            bad("range", "must be [lo, hi]")
-        if "grid" in raw and (not isinstance(raw["grid"], int) or isinstance(raw["grid"], bool)):
-            bad("grid", "must be an integer")
+            bad("range", "must be [lo, hi] with finite lo < hi")
+        if "grid" in raw and (
+            not isinstance(raw["grid"], int) or isinstance(raw["grid"], bool) or not 2 <= raw["grid"] < 2**31
+        ):
+            bad("grid", "must be an integer >= 2")
         params = raw.get("params", {})
-        if not isinstance(params, dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in params.values()
-        ):
-            bad("params", "must be a table of numbers")
+        if not isinstance(params, dict) or not all(_num(v) for v in params.values()):
+            bad("params", "must be a table of finite numbers")
         expect = raw.get("expect", "identical")
         if expect not in EXPECT:
             bad("expect", f"must be one of {', '.join(EXPECT)}")
@@ -76,30 +85,31 @@ def parse(p: Path, raws, where: str) -> list[dict]:
                 "name": raw["name"],
                 "a": raw["a"],
                 "b": raw["b"],
+                "run_a": resolve_target(p, raw["a"]),
+                "run_b": resolve_target(p, raw["b"]),
                 "dtype": dt,
                 "compute": raw.get("compute"),
                 "reference": raw.get("reference"),
                 "range": None if rng is None else (float(rng[0]), float(rng[1])),
                 "grid": raw.get("grid"),
-                "params": dict(params),
+                "params": {k: float(v) for k, v in params.items()},
                 "expect": expect,
             }
         )
     return out
 
 
-def run(spec_path: Path, entries: list[dict], progress=None) -> list:
-    """One Change per entry and format: 'fail' when the expectation is not met."""
+def run_all(spec_path: Path, entries: list[dict], progress=None) -> list:
+    """(entry, DiffResult) per entry and format; zero inputs are an error."""
     from .diff import diff
-    from .gate import Change
 
     out = []
     for d in entries:
         for f in d["dtype"]:
             try:
                 r = diff(
-                    d["a"],
-                    d["b"],
+                    d.get("run_a", d["a"]),
+                    d.get("run_b", d["b"]),
                     f,
                     d["compute"],
                     range=d["range"],
@@ -110,22 +120,47 @@ def run(spec_path: Path, entries: list[dict], progress=None) -> list:
                 )
             except ActauditError as e:
                 raise type(e)(f"{spec_path}: diff '{d['name']}': {e}") from None
-            key = f"diff/{d['name']}/{r.dtype}"
-            ch = Change(key, f"{r.a} vs {r.b}", "ok")
-            ok = (
-                r.verdict == "identical"
-                if d["expect"] == "identical"
-                else r.verdict in ("identical", "A better", "same error")
-            )
-            if not ok:
-                iv = r.intervals[0] if r.intervals else None
-                where = f"; first at [{iv['lo']:g}, {iv['hi']:g}]" if iv else ""
-                ch.status = "fail"
-                ch.messages.append(
-                    f"{r.a} vs {r.b} [{r.dtype}/{r.compute}]: expected {d['expect']}, "
-                    f"got {r.verdict}: {r.differing} of {r.count} inputs differ "
-                    f"(A closer at {r.a_closer}, B at {r.b_closer}), max distance "
-                    f"{r.max_distance} ULP{where}"
-                )
-            out.append(ch)
+            # named as the spec writes them (paths resolved only to run them)
+            for side in ("a", "b"):
+                if getattr(r, side) == d.get(f"run_{side}"):
+                    setattr(r, side, d[side])
+            out.append((d, r))
     return out
+
+
+def entry_key(d: dict, r) -> str:
+    return f"diff/{d['name']}/{r.dtype}"
+
+
+def entry(d: dict, r) -> dict:
+    """A diff's baseline entry: what it compared (its expectation is checked on each run)."""
+    return {"kind": "diff", "identity": gate_identity.diff_identity(d, r)}
+
+
+def check_entry(path, where: str, e: dict) -> None:
+    for k in e:
+        if k not in ("kind", "identity"):
+            raise BadFileError(
+                f"{path}: key '{where}.{k}' is unknown in a diff entry (known: identity, kind)"
+            )
+    if "identity" not in e:
+        raise BadFileError(f"{path}: key '{where}.identity' is missing")
+    gate_identity.check(path, where, e["identity"], "diff")
+
+
+def expectation_failures(d: dict, r) -> list[str]:
+    ok = (
+        r.verdict == "identical"
+        if d["expect"] == "identical"
+        else r.verdict in ("identical", "A better", "same error")
+    )
+    if ok:
+        return []
+    iv = r.intervals[0] if r.intervals else None
+    where = f"; first at [{iv['lo']:g}, {iv['hi']:g}]" if iv else ""
+    return [
+        f"{r.a} vs {r.b} [{r.dtype}/{r.compute}]: expected {d['expect']}, "
+        f"got {r.verdict}: {r.differing} of {r.count} inputs differ "
+        f"(A closer at {r.a_closer}, B at {r.b_closer}), max distance "
+        f"{r.max_distance} ULP{where}"
+    ]

@@ -41,6 +41,40 @@ TOLERANCES = {
     "blocks": {"max_elem_ulp", "scale_diff_blocks", "nan"},
 }
 DEFAULT_ELEMENTS = 1 << 16
+ENTRY_KEYS = {
+    "quant": (
+        "kind",
+        "identity",
+        "candidate",
+        "dtype",
+        "out_dtype",
+        "compute",
+        "params",
+        "inputs",
+        *QUANT_UP,
+        *QUANT_DOWN,
+        *QUANT_COUNTS,
+        "findings",
+        "finding_counts",
+        "worst",
+    ),
+    "blocks": (
+        "kind",
+        "identity",
+        "candidate",
+        "dtype",
+        "out_dtype",
+        "rule",
+        "compute",
+        "params",
+        "inputs",
+        "elements",
+        "blocks",
+        *BLOCK_UP,
+        *BLOCK_COUNTS,
+        "worst_block",
+    ),
+}
 
 
 def kind_of(a) -> str | None:
@@ -118,11 +152,15 @@ def entry_key(audit: str, r) -> str:
     return f"{audit}/{r.candidate}/{r.dtype}->{r.out_dtype}{rule}/{r.compute}" + (f"/{p}" if p else "")
 
 
-def entry(r) -> dict:
+def entry(r, a=None) -> dict:
+    """The baseline entry of a quant or blocks result; with its audit ``a``, its identity."""
+    from . import gate_identity
+
     d = r.to_dict()
     if isinstance(r, quant_mod.QuantResult):
         return {
             "kind": "quant",
+            **({} if a is None else {"identity": gate_identity.quant_identity(r)}),
             "candidate": r.candidate,
             "dtype": r.dtype,
             "out_dtype": r.out_dtype,
@@ -136,6 +174,7 @@ def entry(r) -> dict:
         }
     return {
         "kind": "blocks",
+        **({} if a is None else {"identity": gate_identity.blocks_identity(r, a)}),
         "candidate": r.candidate,
         "dtype": r.dtype,
         "out_dtype": r.out_dtype,
@@ -167,10 +206,20 @@ def check_entry(path, where: str, e: dict) -> None:
     def bad(k, msg):
         raise BadFileError(f"{path}: key '{where}.{k}' {msg}")
 
+    from . import gate_identity
+
     kind = e["kind"]
     up, down, counts = (
         (QUANT_UP, QUANT_DOWN, QUANT_COUNTS) if kind == "quant" else (BLOCK_UP, (), BLOCK_COUNTS)
     )
+    known = ENTRY_KEYS[kind]
+    for k in e:
+        if k not in known:
+            bad(k, f"is unknown in a {kind} entry (known: {', '.join(known)})")
+    for k in known:
+        if k not in e:
+            bad(k, "is missing")
+    gate_identity.check(path, where, e["identity"], kind)
     for m in up + down + counts + ("candidate", "dtype", "out_dtype", "compute", "params"):
         if m not in e:
             bad(m, "is missing")

@@ -276,6 +276,12 @@ def read_dump(path, fmt: Format, raw_dtype: str | None = None) -> Dump:
             raise BadFileError(f"{p}: special input {a!r} appears more than once")
         seen.add(k)
     x, y = x[fin], y[fin]
+    if not len(x):  # zero inputs prove nothing: never an empty pass or "identical"
+        raise BadFileError(
+            f"{p}: no finite inputs"
+            + (f" (only the non-finite {', '.join(repr(a) for a, _ in specials)})" if specials else "")
+            + ": a dump must hold the outputs at the inputs it is audited over"
+        )
     bits = fmt.to_bits(x)
     order = np.argsort(fmt.ordinal(x) * 2 + (~np.signbit(x)).astype(np.int64), kind="stable")
     x, y, bits = x[order], y[order], bits[order]

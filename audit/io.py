@@ -278,11 +278,29 @@ def load_npz(path, limit: int, what: str = "file", keys=None) -> dict:
     return out
 
 
-def load_json(path, limit: int, what: str = "file"):
-    """A JSON document of at most ``limit`` bytes (nesting bounded by the recursion limit)."""
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def load_json(path, limit: int, what: str = "file", unique_keys: bool = False):
+    """A JSON document of at most ``limit`` bytes (nesting bounded by the recursion limit);
+    ``unique_keys``: an object that gives a key twice is refused (JSON would keep the last)."""
     text = read_text(path, limit, what)
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique if unique_keys else None)
+    except _DuplicateKey as e:
+        raise BadFileError(
+            f"{path}: key '{e.args[0]}' appears twice in one object (refused: the last copy would win)"
+        ) from None
     except json.JSONDecodeError as e:
         raise BadFileError(f"{path}: corrupted JSON ({e.msg} at line {e.lineno})") from None
     except RecursionError:

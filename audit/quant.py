@@ -395,6 +395,7 @@ def audit_codes(
         in_hex=in_hex,
     )
     res.findings = _findings(res, ref, out, (t_raw < out.qmin - 0.5) | (t_raw > out.qmax + 0.5))
+    res.identity = dict(getattr(cand, "identity", None) or {})  # (audit/gate_identity.py)
     res.seconds = time.perf_counter() - t0
     return res
 

@@ -58,6 +58,7 @@ class SweepResult:
     out_dtype: str | None = None  # the output format (--out-dtype) when it differs from dtype
     param_effect: dict | None = None  # swept parameter -> its effect (audit/param_effect.py)
     weighted: dict | None = None  # figures weighted by --distribution (audit/weighting.py)
+    identity: dict = field(default_factory=dict)  # the candidate's own identity (Candidate.identity)
 
     @property
     def formats_label(self) -> str:
@@ -456,6 +457,7 @@ def run_candidate(
         0.0,
         points if keep_points else None,
         out_dtype=storage.name if inputs else None,
+        identity=dict(cand.identity),
     )
     if outputs:
         res._outputs = param_effect.merged_outputs(merged.outputs, merged.done)

@@ -27,6 +27,8 @@ def render(changes) -> str:
     fails = [c for c in changes if c.status == "fail"]
     better = [c for c in changes if c.status == "improved"]
     removed = [c for c in changes if c.status == "removed"]
+    warned = [c for c in changes if c.status == "warning"]  # (a baseline of another version)
+    changes = [c for c in changes if c.status != "warning"]
     head = "FAILED" if fails else "passed"
     lines = [
         f"## actaudit check: {head}",
@@ -35,6 +37,7 @@ def render(changes) -> str:
         f"{len(changes) - len(fails) - len(better) - len(removed)} unchanged.",
         "",
     ]
+    lines += [f"Warning: {'; '.join(c.messages)}" for c in warned] + ([""] if warned else [])
     if removed:
         lines += [f"{len(removed)} baseline results are no longer in the spec.", ""]
     if fails or better or removed:

@@ -136,7 +136,11 @@ def test_block_inputs_changed_fail_closed(tmp_path, monkeypatch, capsys):
     project(tmp_path, monkeypatch, capsys, BSPEC)
     (tmp_path / "actaudit.toml").write_text(BSPEC.replace("seed = 3", "seed = 4"))
     code, out, _ = run(capsys, "check")
-    assert code == 1 and "the inputs changed (normal:std=2 (seed 3) -> normal:std=2 (seed 4))" in out
+    (line,) = [x for x in out.splitlines() if x.startswith("FAIL")]
+    assert code == 1 and "re-record with actaudit baseline" in line and "improved " not in out
+    assert (
+        '"normal:std=2 (seed 4)" (baseline "normal:std=2 (seed 3)")' in line and "seed 4 (baseline 3)" in line
+    )
 
 
 @pytest.mark.parametrize(
