@@ -1,0 +1,135 @@
+"""Targets that are not catalog formulas: inference engines, framework ops, Python callables.
+
+* ``ort:OP`` -- ONNX Runtime's CPU execution provider (:mod:`audit.engines.ort`).
+* ``torch:NAME`` -- torch.nn.functional.NAME (:mod:`audit.engines.torch`).
+* ``jax:NAME`` -- jax.nn.NAME (:mod:`audit.engines.jax`).
+* ``pkg.module:function`` / ``pkg.module:NAME`` -- a Python callable or a Candidate
+  (:mod:`audit.engines.callables`); ``c:FILE.c:FUNCTION`` (audit/ckernels.py),
+  ``torch-compile:`` and ``torch-bwd:`` (audit/consistency.py), ``lut:`` (audit/lut.py).
+
+Engines declared through :mod:`audit.engines.base` (an :class:`~audit.engines.base.Engine`
+with its op table) are registered here by prefix in :data:`ENGINE_MODULES`: the module is
+imported on first use and must define ``ENGINE``, an Engine instance.  Adding an engine is
+one module and one line here (see docs/reference/engines.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..candidates import Candidate
+from ..errors import BadOptionError
+from ..formats import Format
+from .base import SESSIONS, Engine, EngineError, engine_candidates, split_target, takes
+from .callables import UserFunctionError, _need, is_external, load_callable, wrap_callable
+from .jax import JAX_OPS, jax_candidate
+from .torch import TORCH_OPS, torch_candidate
+
+# target prefix -> module of audit.engines defining ENGINE (declared engines only)
+ENGINE_MODULES: dict[str, str] = {
+    "ort": "ort",
+}
+_LOADED: dict[str, Engine] = {}
+
+
+def register(prefix: str, module: str) -> None:
+    """Declare an engine module (``audit.engines.MODULE`` or a dotted path) for ``prefix``."""
+    ENGINE_MODULES[prefix] = module
+    _LOADED.pop(prefix, None)
+
+
+def is_engine(target) -> bool:
+    return isinstance(target, str) and target.partition(":")[0].strip() in ENGINE_MODULES
+
+
+def get_engine(prefix: str) -> Engine:
+    """The Engine of a prefix (its module imported; the engine itself is imported on use)."""
+    if prefix not in _LOADED:
+        if prefix not in ENGINE_MODULES:
+            raise BadOptionError(f"unknown engine '{prefix}' (known: {', '.join(ENGINE_MODULES)})")
+        name = ENGINE_MODULES[prefix]
+        mod = importlib.import_module(name if "." in name else f"{__name__}.{name}")
+        _LOADED[prefix] = mod.ENGINE
+    return _LOADED[prefix]
+
+
+def engines() -> list[Engine]:
+    """Every declared engine (installed or not)."""
+    return [get_engine(p) for p in ENGINE_MODULES]
+
+
+def target_takes(target: str, key: str) -> bool:
+    """Whether an engine target takes -p ``key`` (an attribute of its op or an option)."""
+    prefix, op, _ = split_target(target)
+    return takes(get_engine(prefix), op, key)
+
+
+def candidates_of(target: str, fmt: Format, params: dict | None = None, reference: str | None = None):
+    """The candidates of an engine target (one per combination of listed -p values)."""
+    return engine_candidates(get_engine(split_target(target)[0]), target, fmt, params, reference)
+
+
+def external_candidate(
+    target: str,
+    reference: str | None,
+    fmt: Format,
+    device: str = "cpu",
+    timeout: float | None = None,
+    cflags: str | None = None,
+    params: dict | None = None,
+) -> Candidate:
+    """The candidate of any external target (``params``: -p values, for engine targets)."""
+    kind, _, name = target.partition(":")
+    if is_engine(target):
+        found = candidates_of(target, fmt, params, reference)
+        if len(found) != 1:
+            raise BadOptionError(f"{target}: {len(found)} attribute combinations; give one value each here")
+        return found[0]
+    if kind == "c":  # a C kernel, c:FILE.c:FUNCTION (audit/ckernels.py)
+        from ..ckernels import c_candidate
+
+        return c_candidate(target, reference, fmt, cflags)
+    if kind == "torch":
+        return torch_candidate(name, fmt, device, reference)
+    if kind == "jax":
+        return jax_candidate(name, fmt, reference)
+    if kind == "torch-compile":  # torch.compile of the op (audit/consistency.py)
+        from ..consistency import compiled_candidate
+
+        return compiled_candidate(name, fmt, reference)
+    if kind == "torch-bwd":  # PyTorch's backward kernel of the op, through autograd
+        from ..consistency import torch_backward_candidate
+
+        return torch_backward_candidate(name, fmt, device)
+    obj = load_callable(target)
+    if isinstance(obj, Candidate):  # a formula candidate (a fitted kernel's CANDIDATE)
+        if reference is not None and obj.reference != reference:
+            raise BadOptionError(f"{target} approximates {obj.reference}, not --reference {reference}")
+        return obj
+    if reference is None:
+        raise BadOptionError(f"{target}: give the function's reference with --reference (e.g. gelu)")
+    return wrap_callable(obj, reference, fmt, target, "user callable", timeout)
+
+
+__all__ = [
+    "ENGINE_MODULES",
+    "SESSIONS",
+    "Engine",
+    "EngineError",
+    "JAX_OPS",
+    "TORCH_OPS",
+    "UserFunctionError",
+    "candidates_of",
+    "engines",
+    "external_candidate",
+    "get_engine",
+    "is_engine",
+    "is_external",
+    "jax_candidate",
+    "load_callable",
+    "register",
+    "target_takes",
+    "torch_candidate",
+    "wrap_callable",
+    "_need",
+]

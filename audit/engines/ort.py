@@ -1,0 +1,280 @@
+"""``ort:OP``: ONNX Runtime's CPU execution provider on a single-op model.
+
+The model is built in memory with ``onnx.helper``: one node, its input a graph input of no
+fixed shape (never an initializer, so never constant-folded), one output.  The session runs
+on the CPU execution provider with one intra-op thread and one inter-op thread, sequential
+execution, and graph optimizations off (``ORT_DISABLE_ALL``) unless ``-p ort.optimize=``
+``basic|extended|all`` asks for them (to audit the fused path).  ORT still inserts the casts
+its partitioner needs where the CPU provider has no kernel for a type (fp16 on most
+activations): the fp16 result is then fp32 kernel between casts, reported as it is.
+
+Quantized ops (QLinearSigmoid, QLinearLeakyRelu) read int8/uint8 codes with the scale and
+zero point of ``--dtype int8:scale=S,zero=Z`` (the same for input and output) and are
+audited by :mod:`audit.quant` (:func:`quant_candidate`).
+
+Dispatch: MLAS picks its kernels from CPUID at start-up; :func:`dispatch` reads the flags
+of /proc/cpuinfo (x86) and names the path MLAS takes for the float activations: ``avx512f``
+(AVX-512F present), ``avx2-fma`` (AVX2 and FMA), ``sse2`` otherwise (or the machine name).
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+
+import numpy as np
+
+from ..errors import BadOptionError
+from .base import Attr, Engine, EngineError, Op, Session, SessionKey, one_line
+
+MS = "com.microsoft"
+FLOATS = ("fp32", "fp16")  # probed on onnxruntime 1.32 (CPU EP): see docs/reference/engines.md
+F64 = ("fp32", "fp16", "fp64")  # ops whose CPU kernels also take double
+
+_ELEM = {  # actaudit format -> onnx TensorProto element type name
+    "fp32": "FLOAT",
+    "fp16": "FLOAT16",
+    "bf16": "BFLOAT16",
+    "fp64": "DOUBLE",
+    "fp8_e4m3": "FLOAT8E4M3FN",
+    "fp8_e5m2": "FLOAT8E5M2",
+    "fp8_e4m3fnuz": "FLOAT8E4M3FNUZ",
+    "fp8_e5m2fnuz": "FLOAT8E5M2FNUZ",
+    "int8": "INT8",
+    "uint8": "UINT8",
+}
+
+
+def _pinned(name: str, default: float, why: str) -> Attr:
+    """An attribute the reference cannot follow: only its default is audited."""
+    return Attr(name, float, default, choices=(default,), doc=why)
+
+
+_SELU_A = 1.67326319217681884765625  # ONNX's defaults (float32 values)
+_SELU_G = 1.05070102214813232421875
+_SIXTH = float(np.float32(1 / 6))
+
+_OPS = [
+    Op(
+        "Gelu",
+        "gelu",
+        FLOATS,
+        (Attr("approximate", str, "none", ("none", "tanh"), doc="'tanh': the tanh approximation"),),
+        note="ai.onnx opset 20",
+    ),
+    Op("Sigmoid", "sigmoid", F64),
+    Op("Tanh", "tanh", F64),
+    Op("Erf", "erf", FLOATS),
+    Op("Exp", "exp", F64),
+    Op("Elu", "elu", FLOATS, (Attr("alpha", float, 1.0, ref_param="alpha"),)),
+    Op(
+        "Selu",
+        "selu",
+        FLOATS,
+        (
+            _pinned("alpha", _SELU_A, "selu's reference fixes alpha"),
+            _pinned("gamma", _SELU_G, "selu's reference fixes gamma"),
+        ),
+    ),
+    Op("Celu", "celu", ("fp32",), (Attr("alpha", float, 1.0, ref_param="alpha"),)),
+    Op("Softplus", "softplus", FLOATS),
+    Op("Softsign", "softsign", FLOATS),
+    Op(
+        "HardSigmoid",
+        "hardsigmoid",
+        FLOATS,
+        (
+            _pinned(
+                "alpha",
+                _SIXTH,
+                "hardsigmoid is relu6(x + 3) / 6: alpha = 1/6 (ONNX's default 0.2 is another function)",
+            ),
+            _pinned("beta", 0.5, "hardsigmoid's reference fixes beta = 0.5"),
+        ),
+        note="alpha defaults to float32(1/6), not ONNX's 0.2, to compute the reference's function",
+    ),
+    Op("HardSwish", "hardswish", FLOATS),
+    Op("Mish", "mish", FLOATS, note="ai.onnx opset 18"),
+    Op("LeakyRelu", "leaky_relu", FLOATS, (Attr("alpha", float, 0.01, ref_param="alpha"),)),
+    Op("Relu", "relu", F64),
+    Op(
+        "ThresholdedRelu",
+        "relu",
+        FLOATS,
+        (_pinned("alpha", 0.0, "ThresholdedRelu(alpha = 0) is relu; other thresholds have no reference"),),
+        note="audited at alpha = 0 (relu); ONNX's default is 1",
+    ),
+    Op("com.microsoft.Gelu", "gelu", FLOATS, domain=MS, node="Gelu", note="com.microsoft Gelu (erf)"),
+    Op("FastGelu", "gelu", F64, domain=MS, note="com.microsoft FastGelu (tanh approximation), no bias"),
+    Op("BiasGelu", "gelu", FLOATS, domain=MS, note="com.microsoft BiasGelu with a zero bias"),
+    Op(
+        "QuickGelu",
+        "silu",
+        F64,
+        (Attr("alpha", float, 1.702, ref_param="beta"),),
+        domain=MS,
+        note="x * sigmoid(alpha x): silu with beta = alpha",
+    ),
+    Op("QLinearSigmoid", "sigmoid", ("int8", "uint8"), domain=MS, quantized=True),
+    Op(
+        "QLinearLeakyRelu",
+        "leaky_relu",
+        ("int8", "uint8"),
+        (Attr("alpha", float, 0.01, ref_param="alpha"),),
+        domain=MS,
+        quantized=True,
+    ),
+]
+# ai.onnx's Gelu is 'Gelu', com.microsoft's 'com.microsoft.Gelu'; the other names are unique
+OPS = {o.name: o for o in _OPS}
+
+
+class OrtEngine(Engine):
+    prefix = "ort"
+    name = "onnxruntime"
+    module = "onnxruntime"
+    ops = OPS
+    options = (
+        Attr(
+            "optimize",
+            str,
+            "off",
+            ("off", "basic", "extended", "all"),
+            doc="graph optimization level: off (ORT_DISABLE_ALL, the default) to all (ORT_ENABLE_ALL)",
+        ),
+    )
+
+    def version(self) -> str:
+        return self.load().__version__
+
+    def dispatch(self) -> str:
+        return dispatch()
+
+    def build(self, key: SessionKey) -> Session:
+        ort = self.load()
+        onnx = _need_onnx()
+        op = OPS[key.op]
+        model = make_model(op, key.attrs, key.dtype)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.log_severity_level = 3
+        level = key.opts["optimize"]
+        so.graph_optimization_level = {
+            "off": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+        }[level]
+        try:
+            sess = ort.InferenceSession(
+                onnx.serializer_bytes(model)
+                if hasattr(onnx, "serializer_bytes")
+                else model.SerializeToString(),
+                so,
+                providers=["CPUExecutionProvider"],
+            )
+        except Exception as e:
+            raise EngineError(
+                f"ort:{key.op}: onnxruntime {ort.__version__} refused the {key.dtype} model: {one_line(e)}"
+            ) from None
+        run = _runner(sess, op, key.dtype)
+        prec = "fp32 kernel between casts" if key.dtype == "fp16" and _has_casts(sess) else key.dtype
+        return Session(run, prec, {"providers": sess.get_providers()})
+
+
+def _has_casts(sess) -> bool:
+    """Whether ORT ran fp16 through inserted casts (its profile is not exposed; the CPU EP
+    registers no fp16 kernel for these activations: see docs/reference/engines.md)."""
+    return True
+
+
+def _need_onnx():
+    from .callables import _need
+
+    return _need("onnx", "engines")
+
+
+def make_model(op: Op, attrs: dict, dtype: str):
+    """The single-op ONNX model of ``op`` with ``attrs`` on a ``dtype`` tensor of any shape."""
+    onnx = _need_onnx()
+    from onnx import TensorProto, helper
+
+    elem = getattr(TensorProto, _ELEM[dtype])
+    x = helper.make_tensor_value_info("x", elem, None)
+    y = helper.make_tensor_value_info("y", elem, None)
+    inputs, inits = ["x"], []
+    graph_inputs = [x]
+    if op.name == "BiasGelu":
+        graph_inputs.append(helper.make_tensor_value_info("bias", elem, None))
+        inputs.append("bias")
+    if op.quantized:
+        # x_scale, x_zero_point, y_scale, y_zero_point as graph inputs (never folded)
+        for n, t in (("xs", TensorProto.FLOAT), ("xz", elem), ("ys", TensorProto.FLOAT), ("yz", elem)):
+            graph_inputs.append(helper.make_tensor_value_info(n, t, []))
+        inputs += ["xs", "xz", "ys", "yz"]
+    kw = {k: v for k, v in attrs.items()}
+    node = helper.make_node(op.node_type, inputs, ["y"], domain=op.domain or None, **kw)
+    graph = helper.make_graph([node], f"actaudit_{op.node_type}", graph_inputs, [y], initializer=inits)
+    opsets = [helper.make_opsetid("", 20)]
+    if op.domain:
+        opsets.append(helper.make_opsetid(op.domain, 1))
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="actaudit")
+    model.ir_version = min(model.ir_version, 10)
+    del onnx
+    return model
+
+
+def _runner(sess, op: Op, dtype: str):
+    np_dt = {"fp32": np.float32, "fp16": np.float16, "fp64": np.float64}.get(dtype)
+    if np_dt is None:
+        raise BadOptionError(f"ort:{op.name}: no numpy carrier for {dtype}")
+
+    if op.name == "BiasGelu":
+
+        def run(arr):
+            a = np.ascontiguousarray(arr, dtype=np_dt)
+            shp = a.shape
+            a1 = a.reshape(1) if a.ndim == 0 else a
+            bias = np.zeros(a1.shape[-1:], np_dt)
+            return sess.run(None, {"x": a1, "bias": bias})[0].reshape(shp)
+
+        return run
+
+    def run(arr):
+        return sess.run(None, {"x": np.ascontiguousarray(arr, dtype=np_dt)})[0]
+
+    return run
+
+
+# ---------------------------------------------------------------------- dispatch
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset:
+    """The CPU's feature flags (/proc/cpuinfo; empty where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def dispatch(flags: frozenset | None = None) -> str:
+    """The code path MLAS takes for its float activation kernels on this machine: MLAS uses
+    its AVX-512F kernels where the CPU has AVX-512F, its AVX2/FMA3 kernels where it has AVX2
+    and FMA, SSE2 otherwise (platform.cpp: MlasPlatform's CPUID checks)."""
+    m = platform.machine().lower()
+    if m not in ("x86_64", "amd64", "i386", "i686"):
+        return m or "unknown"
+    f = cpu_flags() if flags is None else flags
+    if "avx512f" in f:
+        return "avx512f"
+    if "avx2" in f and "fma" in f:
+        return "avx2-fma"
+    return "sse2"
+
+
+ENGINE = OrtEngine()
