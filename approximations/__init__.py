@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     lut,
     misc,
     mish,
+    mlas,
     piecewise,
     rsqrt,
     sigmoid,
