@@ -133,3 +133,23 @@ __all__ = [
     "wrap_callable",
     "_need",
 ]
+
+
+def engine_function(target: str, fmt: Format):
+    """(fn(array of fmt's dtype, **attributes) -> array, reference) of an engine target: the
+    op's session for the target's attributes updated with ``attributes`` (layout, length
+    and parameter-effect checks call it on arrays of any shape)."""
+    from .base import SESSIONS, check_dtype, resolve_key
+
+    prefix, op_name, own = split_target(target)
+    engine = get_engine(prefix)
+    op = engine.op(op_name)
+    check_dtype(engine, op, fmt.name)
+    engine.load()
+
+    def fn(arr, **kw):
+        key, _ = resolve_key(engine, op, fmt.name, {**own, **kw})
+        out = SESSIONS.get(engine, key).run(arr)
+        return out
+
+    return fn, op.reference

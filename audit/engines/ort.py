@@ -167,27 +167,52 @@ class OrtEngine(Engine):
             "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
             "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
         }[level]
-        try:
-            sess = ort.InferenceSession(
-                onnx.serializer_bytes(model)
-                if hasattr(onnx, "serializer_bytes")
-                else model.SerializeToString(),
-                so,
-                providers=["CPUExecutionProvider"],
-            )
-        except Exception as e:
-            raise EngineError(
-                f"ort:{key.op}: onnxruntime {ort.__version__} refused the {key.dtype} model: {one_line(e)}"
-            ) from None
+        import os
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="actaudit-ort-") as tmp:
+            # the graph ORT will run (its inserted casts, function expansions, fusions)
+            so.optimized_model_filepath = os.path.join(tmp, "run.onnx")
+            try:
+                sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            except Exception as e:
+                raise EngineError(
+                    f"ort:{key.op}: onnxruntime {ort.__version__} refused the {key.dtype} model: {one_line(e)}"
+                ) from None
+            try:
+                ran = onnx.load(so.optimized_model_filepath).graph.node
+                nodes = [_node_text(n) for n in ran]
+            except Exception:  # the file is ORT's; its absence only costs the description
+                nodes = []
         run = _runner(sess, op, key.dtype)
-        prec = "fp32 kernel between casts" if key.dtype == "fp16" and _has_casts(sess) else key.dtype
-        return Session(run, prec, {"providers": sess.get_providers()})
+        return Session(run, precision_text(op, key.dtype, nodes), {"graph": nodes})
 
 
-def _has_casts(sess) -> bool:
-    """Whether ORT ran fp16 through inserted casts (its profile is not exposed; the CPU EP
-    registers no fp16 kernel for these activations: see docs/reference/engines.md)."""
-    return True
+_CAST_TO = {1: "fp32", 10: "fp16", 16: "bf16", 11: "fp64"}
+
+
+def _node_text(n) -> str:
+    if n.op_type == "Cast":
+        to = next((a.i for a in n.attribute if a.name == "to"), None)
+        return f"Cast(->{_CAST_TO.get(to, to)})"
+    return n.op_type
+
+
+def precision_text(op: Op, dtype: str, nodes: list) -> str:
+    """What ORT runs, in words: the dtype itself where the graph is the op alone, else the
+    nodes it runs ('fp32 kernel between casts', a function body, a fusion)."""
+    if nodes == [op.node_type]:
+        return dtype
+    if (
+        len(nodes) == 3
+        and nodes[1] == op.node_type
+        and nodes[0].startswith("Cast")
+        and nodes[2].startswith("Cast")
+    ):
+        return f"{nodes[0][7:-1]} kernel between casts"
+    if not nodes:
+        return f"{dtype} (graph not reported)"
+    return "graph " + " ".join(nodes)
 
 
 def _need_onnx():
@@ -234,7 +259,7 @@ def _runner(sess, op: Op, dtype: str):
     if op.name == "BiasGelu":
 
         def run(arr):
-            a = np.ascontiguousarray(arr, dtype=np_dt)
+            a = np.require(arr, dtype=np_dt, requirements="C")
             shp = a.shape
             a1 = a.reshape(1) if a.ndim == 0 else a
             bias = np.zeros(a1.shape[-1:], np_dt)
@@ -243,7 +268,8 @@ def _runner(sess, op: Op, dtype: str):
         return run
 
     def run(arr):
-        return sess.run(None, {"x": np.ascontiguousarray(arr, dtype=np_dt)})[0]
+        # np.require keeps a 0-d array 0-d (np.ascontiguousarray would make it 1-d)
+        return sess.run(None, {"x": np.require(arr, dtype=np_dt, requirements="C")})[0]
 
     return run
 
