@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
+
 from ..candidates import Candidate
 from ..errors import BadOptionError
 from ..formats import Format
@@ -153,3 +155,73 @@ def engine_function(target: str, fmt: Format):
         return out
 
     return fn, op.reference
+
+
+def quant_candidate(target: str, inq, outq, params: dict | None = None):
+    """(audit.quant.QuantCandidate, reference, reference parameters) of a quantized engine op
+    (ort:QLinearSigmoid): input codes of ``inq`` in, output codes of ``outq`` out, the scales
+    and zero points fed as tensors with every call."""
+    from ..quant import QuantCandidate, QuantFormat
+    from ..references import get_reference
+    from .base import SESSIONS, EngineInfo, resolve_key
+
+    prefix, op_name, own = split_target(target)
+    engine = get_engine(prefix)
+    op = engine.op(op_name)
+    if not op.quantized:
+        raise BadOptionError(
+            f"{target} takes {', '.join(op.dtypes)} values; quantized codes are for "
+            f"{', '.join(n for n, o in engine.ops.items() if o.quantized) or 'no op'}"
+        )
+    if not isinstance(inq, QuantFormat) or inq.kind not in op.dtypes:
+        raise BadOptionError(f"{target} takes {' or '.join(op.dtypes)} codes: --dtype int8:scale=S,zero=Z")
+    if outq.kind != inq.kind:
+        raise BadOptionError(f"{target} writes the codes of its input type ({inq.kind}), not {outq.kind}")
+    engine.load()
+    from .base import engine_params
+
+    given = {**engine_params(engine, op, params or {}), **own}
+    for k, v in given.items():
+        if isinstance(v, (list, tuple)):
+            raise BadOptionError(f"{target}: one value of '{k}' per quantized audit")
+    key, given = resolve_key(engine, op, inq.kind, given)
+    session = SESSIONS.get(engine, key)
+    info = EngineInfo(
+        engine.name,
+        engine.version(),
+        op.name,
+        key.attrs,
+        inq.name,
+        key.opts,
+        session.precision,
+        engine.dispatch(),
+    )
+    ctype = np.int8 if inq.kind == "int8" else np.uint8
+
+    def fn(codes, _x):
+        out = session.run_quant(np.asarray(codes).astype(ctype), inq.scale, inq.zero, outq.scale, outq.zero)
+        out = np.asarray(out)
+        if out.shape != np.shape(codes):
+            raise EngineError(
+                f"{target}: {engine.name} returned shape {out.shape}, expected {np.shape(codes)}"
+            )
+        return out.astype(np.float64)
+
+    ref_params = dict(op.ref_params)
+    for a in op.attrs:
+        if a.ref_param is not None:
+            ref_params[a.ref_param] = key.attrs[a.name]
+    label = f"{prefix}:{op.name}" + (
+        f"[{','.join(f'{k}={v}' for k, v in sorted(given.items()))}]" if given else ""
+    )
+    qc = QuantCandidate(
+        label,
+        op.reference,
+        f"{op.name} on {inq.kind} codes",
+        f"{engine.name} {info.version} {op.domain}.{op.name} precision {info.precision}, dispatch {info.dispatch}",
+        fn,
+        "native",
+    )
+    qc.identity = info.to_dict()
+    get_reference(op.reference)
+    return qc, get_reference(op.reference), ref_params

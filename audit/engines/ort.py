@@ -184,6 +184,10 @@ class OrtEngine(Engine):
                 nodes = [_node_text(n) for n in ran]
             except Exception:  # the file is ORT's; its absence only costs the description
                 nodes = []
+        if op.quantized:
+            out = Session(_refuse_floats(op), precision_text(op, key.dtype, nodes), {"graph": nodes})
+            out.run_quant = _quant_runner(sess)  # type: ignore[attr-defined]
+            return out
         run = _runner(sess, op, key.dtype)
         return Session(run, precision_text(op, key.dtype, nodes), {"graph": nodes})
 
@@ -249,6 +253,29 @@ def make_model(op: Op, attrs: dict, dtype: str):
     model.ir_version = min(model.ir_version, 10)
     del onnx
     return model
+
+
+def _refuse_floats(op: Op):
+    def run(arr):
+        raise BadOptionError(f"ort:{op.name} reads quantized codes: --dtype int8:scale=S,zero=Z")
+
+    return run
+
+
+def _quant_runner(sess):
+    def run(codes, xs, xz, ys, yz):
+        return sess.run(
+            None,
+            {
+                "x": codes,
+                "xs": np.array(xs, np.float32),
+                "xz": np.array(xz, codes.dtype),
+                "ys": np.array(ys, np.float32),
+                "yz": np.array(yz, codes.dtype),
+            },
+        )[0]
+
+    return run
 
 
 def _runner(sess, op: Op, dtype: str):
