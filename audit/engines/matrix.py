@@ -118,8 +118,8 @@ def run(
 ) -> Matrix:
     """Sweep every engine op computing ``reference`` and the catalog's best candidate on
     ``dtype``'s inputs (all of them for 16 bits and fewer; sampled or ``exhaustive`` fp32)."""
-    from ..sweep import sweep as run_sweep
     from ..candidates import catalog
+    from ..sweep import sweep as run_sweep
 
     ref = get_reference(reference)
     fmt = get_format(dtype)
