@@ -109,7 +109,9 @@ def test_mlas_candidate_is_bit_identical_to_onnxruntime(cid):
     both_nan = np.isnan(want) & np.isnan(got)
     bad = np.flatnonzero((wb != gb) & ~both_nan)
     assert len(X) > 250_000
-    assert not len(bad), f"{cid}: {len(bad)} inputs differ, first x = {X[bad[0]]!r}: {got[bad[0]]!r} vs {want[bad[0]]!r}"
+    assert not len(bad), (
+        f"{cid}: {len(bad)} inputs differ, first x = {X[bad[0]]!r}: {got[bad[0]]!r} vs {want[bad[0]]!r}"
+    )
 
 
 def test_the_fidelity_inputs_reach_each_branch():
