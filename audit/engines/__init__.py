@@ -30,6 +30,8 @@ from .torch import TORCH_OPS, torch_candidate
 # target prefix -> module of audit.engines defining ENGINE (declared engines only)
 ENGINE_MODULES: dict[str, str] = {
     "ort": "ort",
+    "openvino": "openvino",
+    "litert": "litert",
 }
 _LOADED: dict[str, Engine] = {}
 
