@@ -7,18 +7,17 @@ import json
 import subprocess
 import sys
 
+import ai_edge_litert.interpreter as litert  # engines are installed in CI: an import error fails
 import ml_dtypes
 import mpmath as mp
 import numpy as np
+import openvino as ov
 import pytest
 
 import audit
 from audit.engines import get_engine
 from audit.engines.base import SESSIONS, SessionKey
 from audit.errors import ActauditError
-
-import ai_edge_litert.interpreter as litert  # engines are installed in CI: an import error fails
-import openvino as ov
 
 
 def all_bf16() -> np.ndarray:
