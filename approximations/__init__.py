@@ -24,4 +24,5 @@ from . import (  # noqa: F401
     silu,
     softplus,
     tanh,
+    xla,
 )

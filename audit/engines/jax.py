@@ -31,6 +31,7 @@ JAX_OPS = {
     "hard_tanh": ("hardtanh", {}),
     "log_sigmoid": ("logsigmoid", {}),
     "soft_sign": ("softsign", {}),
+    "erf": ("erf", {}),  # jax.scipy.special.erf (not in jax.nn)
 }
 
 
@@ -40,7 +41,10 @@ def jax_candidate(name: str, fmt: Format, reference: str | None = None) -> Candi
     if name not in JAX_OPS:
         raise UnknownNameError(f"unknown jax op '{name}' (known: {', '.join(JAX_OPS)})")
     ref, kw = JAX_OPS[name]
-    op = getattr(jax.nn, name if name != "gelu_tanh" else "gelu")
+    if name == "erf":
+        op = importlib.import_module("jax.scipy.special").erf
+    else:
+        op = getattr(jax.nn, name if name != "gelu_tanh" else "gelu")
 
     def call(arr):
         return np.asarray(op(jnp.asarray(arr), **kw)).astype(fmt.dtype)
