@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     misc,
     mish,
     mlas,
+    onednn,
     piecewise,
     rsqrt,
     sigmoid,
