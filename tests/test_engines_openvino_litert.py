@@ -240,3 +240,82 @@ def test_unknown_op_is_one_line():
         from audit.formats import get_format
 
         audit.engines.candidates_of("openvino:Gleu", get_format("fp32"))
+
+
+# ------------------------------------------------------------- LiteRT integer kernels
+def own_quant_interpreter(name, inq, outq, resolver):
+    from audit.engines.litert import OPS, make_model
+
+    content = make_model(OPS[name], {a.name: a.default for a in OPS[name].attrs}, "q", (inq, outq))
+    interp = litert.Interpreter(model_content=content, num_threads=1, experimental_op_resolver_type=resolver)
+    return interp
+
+
+def run_interp(interp, codes):
+    i = interp.get_input_details()[0]
+    interp.resize_tensor_input(i["index"], [codes.size])
+    interp.allocate_tensors()
+    interp.set_tensor(i["index"], codes)
+    interp.invoke()
+    return interp.get_tensor(interp.get_output_details()[0]["index"]).astype(np.int64)
+
+
+@pytest.mark.parametrize(
+    "name,kind,ins,outs,ref",
+    [
+        ("LOGISTIC", "int8", (0.0625, 0), (1 / 256, -128), lambda v: 1 / (1 + mp.exp(-v))),
+        ("TANH", "int16", (2.0**-12, 0), (2.0**-15, 0), mp.tanh),
+    ],
+)
+def test_litert_integer_kernels_against_mpmath(name, kind, ins, outs, ref):
+    """Every input code through an interpreter built here (reference resolver) and the
+    sweep's figures recomputed from mpmath's correctly quantized codes."""
+    from audit.quant import parse_quant
+
+    inq = parse_quant(f"{kind}:scale={ins[0]!r},zero={ins[1]}")
+    outq = parse_quant(f"{kind}:scale={outs[0]!r},zero={outs[1]}")
+    lo, hi = (-128, 127) if kind == "int8" else (-32768, 32767)
+    codes = np.arange(lo, hi + 1).astype(np.int8 if kind == "int8" else np.int16)
+    got = run_interp(own_quant_interpreter(name, inq, outq, litert.OpResolverType.BUILTIN_REF), codes)
+    mp.mp.prec = 80
+    want = []
+    for q in codes.astype(np.int64):
+        y = ref(mp.mpf(int(q) - ins[1]) * mp.mpf(ins[0])) / mp.mpf(outs[0]) + outs[1]
+        want.append(int(min(max(mp.nint(y), lo), hi)))  # nearest, ties to even (mpmath nint)
+    want = np.array(want)
+    correct = float(np.mean(got == want))
+    (res,) = audit.quant.sweep(
+        [f"litert:{name}[litert.resolver=reference]"], dtype=inq.name, out_dtype=outq.name
+    )
+    assert abs(res.correct_fraction - correct) < 1e-12, (res.correct_fraction, correct)
+    assert res.to_dict()["correct_code_fraction"] == pytest.approx(correct, abs=1e-12)
+    assert res.identity["engine"] == "litert" and res.identity["dtype"] == inq.name
+
+
+def test_litert_integer_kernels_refuse_other_output_scales_and_bind_them():
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "audit.cli",
+            "sweep",
+            "litert:LOGISTIC",
+            "--dtype",
+            "int8:scale=0.0625,zero=0",
+        ],
+        # no --out-dtype: the output codes would be the input format, which LOGISTIC refuses
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "scale 0.00390625 and zero point -128" in r.stderr
+    # sessions are keyed by the full quantized formats: two input scales, two sessions
+    from audit.engines.base import SESSIONS
+
+    before = SESSIONS.builds
+    for s in ("0.0625", "0.125"):
+        audit.quant.sweep(
+            ["litert:LOGISTIC"], dtype=f"int8:scale={s},zero=0", out_dtype="int8:scale=0.00390625,zero=-128"
+        )
+    assert SESSIONS.builds - before == 2

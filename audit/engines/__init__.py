@@ -170,13 +170,14 @@ def quant_candidate(target: str, inq, outq, params: dict | None = None):
     prefix, op_name, own = split_target(target)
     engine = get_engine(prefix)
     op = engine.op(op_name)
-    if not op.quantized:
+    codes = op.dtypes if op.quantized else op.qdtypes
+    if not codes:
         raise BadOptionError(
             f"{target} takes {', '.join(op.dtypes)} values; quantized codes are for "
-            f"{', '.join(n for n, o in engine.ops.items() if o.quantized) or 'no op'}"
+            f"{', '.join(n for n, o in engine.ops.items() if o.quantized or o.qdtypes) or 'no op'}"
         )
-    if not isinstance(inq, QuantFormat) or inq.kind not in op.dtypes:
-        raise BadOptionError(f"{target} takes {' or '.join(op.dtypes)} codes: --dtype int8:scale=S,zero=Z")
+    if not isinstance(inq, QuantFormat) or inq.kind not in codes:
+        raise BadOptionError(f"{target} takes {' or '.join(codes)} codes: --dtype int8:scale=S,zero=Z")
     if outq.kind != inq.kind:
         raise BadOptionError(f"{target} writes the codes of its input type ({inq.kind}), not {outq.kind}")
     engine.load()
@@ -186,7 +187,9 @@ def quant_candidate(target: str, inq, outq, params: dict | None = None):
     for k, v in given.items():
         if isinstance(v, (list, tuple)):
             raise BadOptionError(f"{target}: one value of '{k}' per quantized audit")
-    key, given = resolve_key(engine, op, inq.kind, given)
+    key, given = resolve_key(
+        engine, op, f"{inq.name}->{outq.name}" if engine.quant_in_model else inq.kind, given
+    )
     session = SESSIONS.get(engine, key)
     info = EngineInfo(
         engine.name,
@@ -198,7 +201,7 @@ def quant_candidate(target: str, inq, outq, params: dict | None = None):
         session.precision,
         engine.dispatch(),
     )
-    ctype = np.int8 if inq.kind == "int8" else np.uint8
+    ctype = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16}[inq.kind]
 
     def fn(codes, _x):
         out = session.run_quant(np.asarray(codes).astype(ctype), inq.scale, inq.zero, outq.scale, outq.zero)

@@ -90,6 +90,7 @@ class Op:
     attrs: tuple = ()  # Attr
     domain: str = ""  # the engine's namespace of the op (ONNX: '' or 'com.microsoft')
     quantized: bool = False  # takes quantized codes (--dtype int8:scale=S,zero=Z)
+    qdtypes: tuple = ()  # quantized code types a float op also takes (LiteRT's int8 LOGISTIC)
     ref_params: dict = field(default_factory=dict)  # fixed reference parameters
     note: str = ""
     node: str = ""  # the engine's node type when it differs from name ('Gelu')
@@ -165,6 +166,9 @@ class Engine:
     extra: str = "engines"  # the pip extra that installs it
     ops: dict = {}  # op name -> Op
     options: tuple = ()  # Attr, given as -p PREFIX.NAME=VALUE
+    # quantization parameters are part of the model (LiteRT): the session key's dtype is then
+    # the full 'IN->OUT' quantized format names, so a session never serves other scales
+    quant_in_model: bool = False
 
     def load(self):
         """The engine's Python module (one line, exit 2, when it is not installed)."""
@@ -338,7 +342,7 @@ def check_dtype(engine: Engine, op: Op, fmt_name: str) -> None:
     if fmt_name not in op.dtypes:
         raise BadOptionError(
             f"{engine.prefix}:{op.name} takes {', '.join(op.dtypes)}, not {fmt_name}"
-            + (" (quantized codes: --dtype int8:scale=S,zero=Z)" if op.quantized else "")
+            + (" (quantized codes: --dtype int8:scale=S,zero=Z)" if op.quantized or op.qdtypes else "")
         )
 
 

@@ -28,17 +28,27 @@ import numpy as np
 from .base import Attr, Engine, EngineError, Op, Session, SessionKey, one_line
 
 _OPS = [
-    Op("LOGISTIC", "sigmoid", ("fp32",)),
-    Op("TANH", "tanh", ("fp32",)),
+    Op("LOGISTIC", "sigmoid", ("fp32",), qdtypes=("int8", "int16")),
+    Op("TANH", "tanh", ("fp32",), qdtypes=("int8", "int16")),
     Op(
         "GELU",
         "gelu",
         ("fp32",),
         (Attr("approximate", str, "false", ("false", "true"), doc="GeluOptions.approximate (tanh form)"),),
+        qdtypes=("int8",),
     ),
-    Op("HARD_SWISH", "hardswish", ("fp32",)),
-    Op("ELU", "elu", ("fp32",), note="alpha is 1 (the op has no options)"),
+    Op("HARD_SWISH", "hardswish", ("fp32",), qdtypes=("int8",)),
+    Op("ELU", "elu", ("fp32",), note="alpha is 1 (the op has no options)", qdtypes=("int8",)),
 ]
+
+# the output quantization each integer kernel requires (TFLite's quantization spec:
+# tensorflow/lite/kernels/activations.cc checks these and refuses others)
+FIXED_OUTPUT = {
+    ("LOGISTIC", "int8"): (1 / 256, -128),
+    ("LOGISTIC", "int16"): (1 / 32768, 0),
+    ("TANH", "int8"): (1 / 128, 0),
+    ("TANH", "int16"): (1 / 32768, 0),
+}
 OPS = {o.name: o for o in _OPS}
 
 RESOLVERS = ("xnnpack", "builtin", "reference")
@@ -49,6 +59,7 @@ class LiteRtEngine(Engine):
     name = "litert"
     module = "ai_edge_litert.interpreter"
     ops = OPS
+    quant_in_model = True  # scales and zero points are tensor parameters of the .tflite
     options = (
         Attr(
             "resolver",
@@ -69,7 +80,8 @@ class LiteRtEngine(Engine):
 
     def build(self, key: SessionKey) -> Session:
         interp_mod = self.load()
-        content = make_model(OPS[key.op], key.attrs, key.dtype)
+        quant = _quant_formats(key)
+        content = make_model(OPS[key.op], key.attrs, key.dtype, quant)
         resolver = key.opts["resolver"]
         kind = {
             "xnnpack": interp_mod.OpResolverType.BUILTIN,
@@ -92,6 +104,10 @@ class LiteRtEngine(Engine):
             precision = "xnnpack delegate" if delegated else f"builtin kernel ({key.op} not delegated)"
         else:
             precision = f"{resolver} kernel"
+        if quant is not None:
+            session = Session(_refuse_floats(key.op), f"{quant[0].kind}, {precision}", {"nodes": ran})
+            session.run_quant = _quant_runner(interp, quant)  # type: ignore[attr-defined]
+            return session
         return Session(_runner(interp), f"fp32, {precision}", {"nodes": ran})
 
 
@@ -128,24 +144,54 @@ def _version() -> str:
         return "unknown"
 
 
-def make_model(op: Op, attrs: dict, dtype: str) -> bytes:
-    """The ``.tflite`` flatbuffer of a single ``op`` on a float32 vector of any length."""
+def _quant_formats(key: SessionKey):
+    """(input, output) QuantFormat of a quantized session key ('IN->OUT'), or None."""
+    if "->" not in key.dtype:
+        return None
+    from ..quant import parse_quant
+
+    inq, outq = (parse_quant(t) for t in key.dtype.split("->"))
+    need = FIXED_OUTPUT.get((key.op, inq.kind))
+    if need is not None and (outq.scale, outq.zero) != (float(np.float32(need[0])), need[1]):
+        raise EngineError(
+            f"litert:{key.op} on {inq.kind} writes codes of scale {need[0]:g} and zero point {need[1]} "
+            f"(TFLite's quantization spec): --out-dtype {inq.kind}:scale={need[0]!r},zero={need[1]}"
+        )
+    if inq.kind == "int16" and (inq.zero != 0 or outq.zero != 0):
+        raise EngineError(f"litert:{key.op} on int16 takes symmetric codes: zero=0")
+    return inq, outq
+
+
+# TFLite op versions whose kernels take integer codes (register.cc: int8 from version 2, int16
+# from version 3 for LOGISTIC and TANH; HARD_SWISH and ELU take int8 at version 1)
+_QVERSION = {("LOGISTIC", "int16"): 3, ("TANH", "int16"): 3, ("HARD_SWISH", "int8"): 1, ("ELU", "int8"): 1}
+
+
+def make_model(op: Op, attrs: dict, dtype: str, quant=None) -> bytes:
+    """The ``.tflite`` flatbuffer of a single ``op`` on a vector of any length: float32, or
+    the integer codes of ``quant`` = (input, output) QuantFormat."""
     import flatbuffers
     from ai_edge_litert import schema_py_generated as S
 
-    if dtype != "fp32":
+    if quant is None and dtype != "fp32":
         raise EngineError(f"litert:{op.name} takes fp32, not {dtype}")
     code = getattr(S.BuiltinOperator, op.name)
     oc = S.OperatorCodeT()
     oc.builtinCode = code
     oc.deprecatedBuiltinCode = min(code, S.BuiltinOperator.PLACEHOLDER_FOR_GREATER_OP_CODES)
-    oc.version = 1
+    oc.version = 1 if quant is None else _QVERSION.get((op.name, quant[0].kind), 2)
 
-    def tensor(name: bytes, buf: int):
+    def tensor(name: bytes, buf: int, q=None):
         t = S.TensorT()
         t.shape = [1]
         t.shapeSignature = [-1]
         t.type = S.TensorType.FLOAT32
+        if q is not None:
+            t.type = S.TensorType.INT8 if q.kind == "int8" else S.TensorType.INT16
+            qp = S.QuantizationParametersT()
+            qp.scale = [float(q.scale)]
+            qp.zeroPoint = [int(q.zero)]
+            t.quantization = qp
         t.buffer = buf
         t.name = name
         return t
@@ -160,7 +206,8 @@ def make_model(op: Op, attrs: dict, dtype: str) -> bytes:
         opts.approximate = attrs["approximate"] == "true"
         node.builtinOptions = opts
     sg = S.SubGraphT()
-    sg.tensors = [tensor(b"x", 1), tensor(b"y", 2)]
+    qin, qout = quant if quant is not None else (None, None)
+    sg.tensors = [tensor(b"x", 1, qin), tensor(b"y", 2, qout)]
     sg.inputs = [0]
     sg.outputs = [1]
     sg.operators = [node]
@@ -176,14 +223,14 @@ def make_model(op: Op, attrs: dict, dtype: str) -> bytes:
     return bytes(b.Output())
 
 
-def _runner(interp):
+def _runner(interp, carrier=np.float32):
     inp = interp.get_input_details()[0]["index"]
     out = interp.get_output_details()[0]["index"]
     state = {"n": 1}
 
     def run(arr: np.ndarray) -> np.ndarray:
         shape = arr.shape
-        flat = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)
+        flat = np.ascontiguousarray(arr, dtype=carrier).reshape(-1)
         if flat.size == 0:
             return np.asarray(arr).copy()
         if flat.size != state["n"]:
@@ -193,6 +240,27 @@ def _runner(interp):
         interp.set_tensor(inp, flat)
         interp.invoke()
         return np.array(interp.get_tensor(out), copy=True).reshape(shape)
+
+    return run
+
+
+def _refuse_floats(op_name: str):
+    def run(arr):
+        raise EngineError(f"litert:{op_name}: this session reads quantized codes")
+
+    return run
+
+
+def _quant_runner(interp, quant):
+    """run_quant(codes, in_scale, in_zero, out_scale, out_zero): the model's own scales must
+    be the ones asked for (they are baked into the .tflite; the session key binds them)."""
+    inq, outq = quant
+    inner = _runner(interp, np.int8 if inq.kind == "int8" else np.int16)
+
+    def run(codes, xs, xz, ys, yz):
+        if (float(xs), int(xz), float(ys), int(yz)) != (inq.scale, inq.zero, outq.scale, outq.zero):
+            raise EngineError("litert: quantization parameters differ from the model's")
+        return inner(np.asarray(codes))
 
     return run
 
