@@ -473,6 +473,11 @@ GELU_TANH_FITTING = _f32(0x3D372713)
 GELU_TANH_SQRT_2_OVER_PI = _f32(0x3F4C422A)
 
 
+def _lookup(m, row: np.ndarray, idx: np.ndarray):
+    """row[idx] as values of the compute format (vpermt2ps: exact float32 table entries)."""
+    return m.const(row[idx].astype(np.float64))
+
+
 def _bits(v) -> np.ndarray:
     return np.asarray(v.a, dtype=np.float32).view(np.uint32)
 
@@ -488,9 +493,9 @@ def tanh_onednn_avx512(x, m):
     idx = (((b - TANH_IDX_BIAS) & TANH_IDX_MASK) >> np.uint32(22)) & np.uint32(31)
     s = (b & TANH_IDX_MASK).view(np.float32).astype(np.float64)
     r = ax - m.const(s)  # exact: s is |x| with its low mantissa bits cleared
-    p = m.const(TANH_POL[6][idx].astype(np.float64))
+    p = _lookup(m, TANH_POL[6], idx)
     for d in (5, 4, 3, 2, 1, 0):
-        p = m.fma(p, r, TANH_POL[d][idx].astype(np.float64))
+        p = m.fma(p, r, _lookup(m, TANH_POL[d], idx))
     a = np.asarray(ax.a)
     dst = m.where(TANH_SATURATION_LBOUND > a, p, 1.0)
     dst = m.where(TANH_LINEAR_UBOUND > a, ax, dst)
@@ -527,9 +532,9 @@ def gelu_onednn_erf(x, m):
     idx = (b + GELU_ERF_IDX_BIAS) >> np.int32(21)  # int32 wrap-around add, arithmetic shift
     idx = np.minimum(np.maximum(idx, 1), 24)
     idx = np.where(GELU_ERF_RBOUND < np.asarray(ax.a), 23, idx)
-    p = m.const(GELU_ERF_POL[5][idx].astype(np.float64))
+    p = _lookup(m, GELU_ERF_POL[5], idx)
     for d in (4, 3, 2, 1, 0):
-        p = m.fma(p, ax, GELU_ERF_POL[d][idx].astype(np.float64))
+        p = m.fma(p, ax, _lookup(m, GELU_ERF_POL[d], idx))
     p = _xor_sign(m, p, x)
     return (x * (p + 1.0)) * 0.5
 

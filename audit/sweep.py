@@ -779,7 +779,13 @@ def sweep(
             for t in external
         ]
         for t in engine_targets:
-            ext += engines_mod.candidates_of(t, st, eng_params, reference)
+            prec = f"{t.partition(':')[0].strip()}.precision"
+            if computes and engines_mod.target_takes(t, prec):
+                # --compute sets an engine's precision option (OpenVINO's INFERENCE_PRECISION_HINT)
+                for cf in computes:
+                    ext += engines_mod.candidates_of(t, st, {**eng_params, prec: cf.name}, reference)
+            else:
+                ext += engines_mod.candidates_of(t, st, eng_params, reference)
         for t in external + engine_targets if ext else []:
             bad = sorted({f for sem in sems for f in sem.op_flags})
             if bad:  # the kernel's own machine computes it: these flags would change nothing
