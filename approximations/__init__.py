@@ -17,10 +17,13 @@ from . import (  # noqa: F401
     lut,
     misc,
     mish,
+    mlas,
+    onednn,
     piecewise,
     rsqrt,
     sigmoid,
     silu,
     softplus,
     tanh,
+    xla,
 )

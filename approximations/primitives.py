@@ -129,8 +129,9 @@ def erf_rational(z, m):
     return x * horner(x2, ERF_ALPHA, m) / horner(x2, ERF_BETA, m)
 
 
-# Eigen / XLA / ONNX Runtime MLAS float tanh: odd 13/6 rational, input clamped
-# to +-9 (MLAS) -- Eigen clamps at +-7.90531110763549805, where it reaches 1.
+# Eigen's float tanh coefficients (also MLAS's MlasTanhConstants): odd 13/6 rational,
+# Eigen clamps at +-7.90531110763549805, where it reaches 1 (MLAS at +-9, with FMA:
+# approximations/mlas.py).
 TANH_ALPHA = (
     -2.76076847742355e-16,
     2.00018790482477e-13,

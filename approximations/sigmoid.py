@@ -106,7 +106,9 @@ LOGISTIC_BETA = (
     "sigmoid.rational",
     reference="sigmoid",
     formula="0.5 + x P(x^2) / Q(x^2), x clamped to [-18, 18] (degree 9/10)",
-    source="ONNX Runtime MLAS logistic.cpp (MlasLogisticConstants), after Eigen's float logistic",
+    source="the constants of ONNX Runtime MLAS logistic.cpp (MlasLogisticConstants, after Eigen's "
+    "float logistic) in the portable C kernel's form (no FMA, clamped to [0, 1]); ONNX Runtime's "
+    "x86-64 kernel is sigmoid.mlas (FMA3, no upper clamp)",
 )
 def sigmoid_rational(x, m):
     xc = m.clip(x, -18.0, 18.0)

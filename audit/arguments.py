@@ -33,7 +33,7 @@ def split_targets(targets) -> tuple[list[str], list, list]:
     names, funcs, cands = [], [], []
     for t in items:
         if isinstance(t, str):
-            names.extend(n.strip() for n in t.split(",") if n.strip())
+            names.extend(n.strip() for n in split_names(t) if n.strip())
         elif isinstance(t, Candidate):
             cands.append(t)
         elif callable(t):
@@ -43,6 +43,24 @@ def split_targets(targets) -> tuple[list[str], list, list]:
                 f"a target must be a name, a callable or a Candidate, not {type(t).__name__} ({t!r:.60})"
             )
     return names, funcs, cands
+
+
+def split_names(text: str) -> list[str]:
+    """'a,ort:Gelu[approximate=tanh,ort.optimize=all],b' -> the names (commas inside
+    brackets belong to a target's attributes)."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return out
 
 
 def integer(name: str, v, lo: int | None = None, hi: int | None = None):
@@ -85,7 +103,8 @@ def input_range(r):
 
 
 def params(p):
-    """None or {name: number or list of numbers}, every number finite."""
+    """None or {name: number or list of numbers}, every number finite (a string: an engine
+    attribute, checked by the engine; a catalog candidate refuses it)."""
     if p is None:
         return None
     if not isinstance(p, dict):
@@ -96,7 +115,9 @@ def params(p):
             not isinstance(k, str)
             or not vals
             or not all(
-                isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in vals
+                isinstance(x, str)
+                or (isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x))
+                for x in vals
             )
         ):
             raise BadParameterError(f"parameter {k!r:.40}: a finite number or a list of them, got {v!r:.60}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -75,6 +76,8 @@ class Candidate:
             if k not in out:
                 known = ", ".join(out) or "none"
                 raise BadParameterError(f"{self.id} has no parameter '{k}' (parameters: {known})")
+            if any(isinstance(e, str) for e in (v if isinstance(v, (list, tuple)) else [v])):
+                raise BadParameterError(f"{self.id}: parameter '{k}' takes a number, got {v!r:.40}")
             out[k] = v
         return out
 
@@ -190,18 +193,26 @@ def resolve(names) -> list[Candidate]:
     return out
 
 
-def _number(k: str, v: str) -> float:
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+
+
+def _number(k: str, v: str) -> float | str:
+    """A number, or a word (an engine attribute's string: approximate=tanh); every use
+    checks the type it takes."""
     try:
         val = float(v)
     except ValueError:
+        if _WORD.match(v) and v.lower().lstrip("+-") not in ("nan", "inf", "infinity"):
+            return v
         raise BadParameterError(f"parameter '{k}': '{v}' is not a number") from None
     if not math.isfinite(val):
         raise BadParameterError(f"parameter '{k}' must be finite, got '{v}'")
     return val
 
 
-def parse_param(text: str) -> tuple[str, float | list[float]]:
-    """'limit=8' -> ('limit', 8.0); 'beta=0.5,1,2' -> ('beta', [0.5, 1.0, 2.0])."""
+def parse_param(text: str) -> tuple[str, float | str | list]:
+    """'limit=8' -> ('limit', 8.0); 'beta=0.5,1,2' -> ('beta', [0.5, 1.0, 2.0]);
+    'approximate=tanh' -> ('approximate', 'tanh') (strings: engine attributes only)."""
     if "=" not in text:
         raise BadParameterError(f"parameter '{text}' is not NAME=VALUE")
     k, v = (s.strip() for s in text.split("=", 1))

@@ -504,6 +504,48 @@ def print_diff(r) -> None:
     sys.stdout.write(diff_report.text(r, shutil.get_terminal_size((80, 24)).columns))
 
 
+@app.command("engines")
+def engines_cmd(
+    reference: str = typer.Argument(..., help="The function: gelu, tanh, sigmoid, erf, ..."),
+    dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format of the inputs."),
+    samples: int | None = typer.Option(None, "--samples", help="Sample size for fp32."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
+    exhaustive: bool = typer.Option(False, "--exhaustive", help="Every fp32 input (of --range)."),
+    range_: str | None = typer.Option(None, "--range", "-r", help="Restrict inputs to LO:HI."),
+    json_out: str | None = typer.Option(None, "--json", help="Write the JSON document to PATH, or '-'."),
+    report_dir: Path | None = typer.Option(
+        None, "--report", help="Write the matrix as an HTML report to DIR."
+    ),
+):
+    """Every installed engine's ops for REFERENCE (ONNX Runtime, PyTorch, JAX, ...) and the
+    catalog's best candidate, on the same inputs, in one table."""
+    from .engines import matrix
+
+    with _progress() as bar:
+        m = matrix.run(
+            reference,
+            dtype,
+            samples=samples,
+            seed=seed,
+            exhaustive=exhaustive,
+            range=parse_range(range_),
+            keep_points=report_dir is not None,
+            progress=bar,
+        )
+    if report_dir is not None:
+        from reports import engines_html
+
+        engines_html.build(m, report_dir, _command_line())
+    doc = matrix.document(m, command=_command_line())
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+        return 0
+    if json_out:
+        write_text(json_out, dumps(doc))
+    sys.stdout.write(matrix.table(m))
+    return 0
+
+
 @app.command()
 def consistency(
     target: str = typer.Argument(..., help="Catalog candidate, torch:NAME, jax:NAME or pkg.module:function."),

@@ -151,6 +151,10 @@ def _callable(target: str, fmt: Format):
     """(fn(numpy array, **params) -> numpy array, reference name or None) of an external
     target; None for a catalog candidate."""
     kind, _, name = target.partition(":")
+    from . import engines
+
+    if engines.is_engine(target):
+        return engines.engine_function(target, fmt)
     if kind == "torch":
         return _torch_op(name, fmt)
     if kind == "jax":
@@ -305,7 +309,7 @@ def layout_check(
     """Call a torch:/jax: op or a callable on the same values in different shapes."""
     if not adapters.is_external(target):
         raise BadOptionError(
-            "the layout check applies to torch:NAME, jax:NAME and pkg.module:function "
+            "the layout check applies to engine ops (ort:OP), torch:NAME, jax:NAME and pkg.module:function "
             "(catalog formulas have no tensor layout)"
         )
     if not 1 <= max_length <= 4096:

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import adapters, golden, oracle
 from .candidates import Candidate, resolve
-from .errors import BadOptionError
+from .errors import BadOptionError, BadParameterError
 from .formats import Format, get_format
 from .inputs import Domain, domain, pair_domain, special_inputs
 from .io import json_number
@@ -142,21 +142,30 @@ def _same_bits(fmt: Format, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, n
         return eq | (na & nb), zs
 
 
-def load(target: str, fmt: Format, reference: str | None, device: str = "cpu"):
-    """A candidate from any target; (candidate, dump domain or None)."""
+def load(target: str, fmt: Format, reference: str | None, device: str = "cpu", params: dict | None = None):
+    """A candidate from any target; (candidate, dump domain or None).  params: the -p values,
+    of which an engine target (ort:OP) takes those its op has."""
     if target.startswith("dump:"):
         if reference is None:
             raise BadOptionError(f"{target}: give the dump's function with --reference (e.g. gelu)")
         d = golden.read_dump(target[5:], fmt)
         return golden.dump_candidate(d, reference)
     if adapters.is_external(target):
-        return adapters.external_candidate(target, reference, fmt, device), None
+        return adapters.external_candidate(target, reference, fmt, device, params=params), None
     found = resolve([target])
     if len(found) != 1:
         raise BadOptionError(
             f"'{target}' names {len(found)} candidates; diff takes one each (e.g. {found[0].id})"
         )
     return found[0], None
+
+
+def _engine_keys(c) -> set:
+    """The -p names an engine candidate took (its attributes and PREFIX.options)."""
+    key = getattr(c, "session_key", None)
+    if key is None:
+        return set()
+    return set(key.attrs) | {f"{key.engine}.{k}" for k in key.opts}
 
 
 def diff(
@@ -183,8 +192,13 @@ def diff(
     input x (and x2), the distance and which is closer (0 same bits, 1 A, 2 B, 3 tie), as
     ``points`` (for reports; at most KEEP_LIMIT inputs)."""
     fmt = get_format(dtype)
-    ca, da = load(a, fmt, reference, device)
-    cb, db = load(b, fmt, reference, device)
+    both = {**(params or {}), **(params_b or {})}
+    ca, da = load(a, fmt, reference, device, params)
+    cb, db = load(b, fmt, reference, device, both)
+    for k in both:
+        taken = [c for c in (ca, cb) if k in c.params or k in _engine_keys(c)]
+        if not taken:
+            raise BadParameterError(f"neither {ca.id} nor {cb.id} takes a parameter '{k}'")
     if ca.reference != cb.reference:
         raise BadOptionError(
             f"{ca.id} approximates {ca.reference} and {cb.id} {cb.reference}: "

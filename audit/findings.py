@@ -449,7 +449,9 @@ def with_hidden_text(h: dict) -> dict:
 
 
 def _lossy_constant(t, fmt: Format) -> dict | None:
-    c, r = float(t.exact), float(np.asarray(t.out))
+    if np.size(t.exact) != 1 or np.size(t.out) != 1:  # a table of constants (per-input lookups)
+        return None
+    c, r = float(np.asarray(t.exact).reshape(())), float(np.asarray(t.out).reshape(()))
     if c == 0 or c == r:
         return None
     what = None

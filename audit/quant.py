@@ -275,6 +275,7 @@ class QuantResult:
     n_mpmath: int = 0
     seconds: float = 0.0
     in_hex: object = field(default=None, repr=False)
+    identity: dict = field(default_factory=dict)  # an engine op's (audit/engines)
 
     @property
     def valid(self) -> np.ndarray:
@@ -340,6 +341,7 @@ class QuantResult:
             "worst": self.worst,
             "oracle_mpmath_count": self.n_mpmath,
             "findings": self.findings,
+            **({"identity": self.identity} if self.identity else {}),
         }
 
 
@@ -483,7 +485,15 @@ def sweep(
         n.strip() for t in names for n in (t.split(",") if not t.startswith("lut:") else [t]) if n.strip()
     ]
     out = []
+    from . import engines
+
     for n in names:
+        if engines.is_engine(n):  # a quantized engine op (ort:QLinearSigmoid)
+            qc, ref, rp = engines.quant_candidate(n, inq, outq, params)
+            res = audit_codes(ref, inq, outq, qc, rp)
+            res.identity = qc.identity
+            out.append(res)
+            continue
         if n.startswith("tflite16:"):
             from . import lut as lut_mod
 

@@ -18,11 +18,12 @@ import numpy as np
 
 from . import adapters, arguments, golden, oracle, param_effect
 from . import clip as clip_mod
+from . import engines as engines_mod
 from . import findings as findings_mod
 from . import semantics as semantics_mod
 from . import weighting as weighting_mod
 from .candidates import Candidate, catalog, families, resolve
-from .errors import BadOptionError, UnknownNameError
+from .errors import BadOptionError, BadParameterError, UnknownNameError
 from .executors import EXECUTORS, run_chunks
 from .formats import Format, get_format, parse_formats
 from .inputs import CHUNK, Domain, domain, pair_domain, special_inputs
@@ -159,6 +160,7 @@ class SweepResult:
             "semantics": semantics_mod.result_json(self.semantics, self.stochastic, self.changed),
             **({"param_effect": self.param_effect} if self.param_effect else {}),
             **({"weighted": weighting_mod.to_json(self.weighted)} if self.weighted else {}),
+            **({"identity": self.identity} if self.identity else {}),
         }
 
 
@@ -679,10 +681,23 @@ def sweep(
     if funcs and reference is None:
         raise BadOptionError("a callable target needs reference= (the function it computes, e.g. 'gelu')")
     external = [n for n in names if adapters.is_external(n)]
-    cands = resolve([n for n in names if not adapters.is_external(n)]) if len(external) < len(names) else []
+    engine_targets = [n for n in external if engines_mod.is_engine(n)]
+    external = [n for n in external if n not in engine_targets]
+    eng_params = {
+        k: v for k, v in (params or {}).items() if any(engines_mod.target_takes(t, k) for t in engine_targets)
+    }
+    if params is not None:  # the -p values no engine target takes go to the others
+        params = {k: v for k, v in params.items() if k not in eng_params}
+        for k, v in params.items():
+            if any(isinstance(e, str) for e in (v if isinstance(v, (list, tuple)) else [v])):
+                raise BadParameterError(
+                    f"parameter '{k}': '{v}' is not a number (and no engine target takes it)"
+                )
+    formulas = [n for n in names if not adapters.is_external(n)]
+    cands = resolve(formulas) if formulas else []
     cands += [c for c in objs if c not in cands]
     if grad:
-        if external or funcs or dump is not None:
+        if external or engine_targets or funcs or dump is not None:
             raise BadOptionError("--grad applies to catalog candidates")
         cands = grad_candidates(cands)
     if backward:
@@ -693,7 +708,7 @@ def sweep(
                 "--grad and --backward exclude each other (--grad sweeps f'(x), "
                 "--backward dy * f'(x) over pairs)"
             )
-        if external or dump is not None:
+        if external or engine_targets or dump is not None:
             raise BadOptionError("--backward applies to catalog candidates")
         cands = backward_candidates(cands)
     if reference is not None:
@@ -718,7 +733,7 @@ def sweep(
             raise BadOptionError("a dump holds one format: give a single --dtype")
         if reference is None:
             raise BadOptionError("--dump needs --reference (the function the device computed)")
-    if not cands and not external and not funcs and dump is None:
+    if not cands and not external and not engine_targets and not funcs and dump is None:
         raise UnknownNameError("no candidate given")
     if samples is not None and all(st.enumerable for st in storages):
         raise BadOptionError(
@@ -784,7 +799,15 @@ def sweep(
             else adapters.external_candidate(t, reference, st, device, timeout, cflags)
             for t in external
         ]
-        for t in external if ext else []:
+        for t in engine_targets:
+            prec = f"{t.partition(':')[0].strip()}.precision"
+            if computes and engines_mod.target_takes(t, prec):
+                # --compute sets an engine's precision option (OpenVINO's INFERENCE_PRECISION_HINT)
+                for cf in computes:
+                    ext += engines_mod.candidates_of(t, st, {**eng_params, prec: cf.name}, reference)
+            else:
+                ext += engines_mod.candidates_of(t, st, eng_params, reference)
+        for t in external + engine_targets if ext else []:
             bad = sorted({f for sem in sems for f in sem.op_flags})
             if bad:  # the kernel's own machine computes it: these flags would change nothing
                 raise BadOptionError(

@@ -283,7 +283,24 @@ def compact(results, width: int = 80) -> str:
     out += _wrap(legend(used), width, "")
     for note in _sem_notes(results):
         out += _wrap(note, width, "")
+    for note in engine_notes(results):
+        out += _wrap(note, width, "  ")
     return "\n".join(out) + "\n"
+
+
+def engine_notes(results) -> list[str]:
+    """One line per engine result: what it is bound to (engine, version, precision, dispatch)."""
+    seen, out = set(), []
+    for r in results:
+        ident = getattr(r, "identity", None)
+        if not ident or r.candidate in seen:
+            continue
+        seen.add(r.candidate)
+        out.append(
+            f"{r.candidate}: {ident.get('engine')} {ident.get('version')}, {ident.get('dtype')} "
+            f"as {ident.get('precision')}, dispatch {ident.get('dispatch')}"
+        )
+    return out
 
 
 def _sem_notes(results) -> list[str]:
