@@ -1,22 +1,31 @@
-"""The README's examples run as written: every code block, in order, in one fresh directory.
+"""The documentation's examples run as written: every code block of README.md, CONTRIBUTING.md
+and docs/**/*.md, in order, each file in its own fresh directory (one oracle cache shared by all).
 
 * ``bash`` blocks and blocks without a language: each command is run (``actaudit ...`` as
   ``python -m audit.cli ...`` from this source tree) and must exit 0. A line ``$ COMMAND``
-  is followed by the output the README shows: the real output (at COLUMNS=80) must equal it
+  is followed by the output the page shows: the real output (at COLUMNS=80) must equal it
   line for line, where a line ``...`` stands for any number of lines.
 * ``python`` blocks are executed; one whose first line is ``# file: NAME`` is also saved as
-  NAME (a module that later commands import).
+  NAME (a module that later commands of the same page import).
 * ``output`` blocks show what the ``python`` block just before them prints: its real
   standard output must equal it line for line (``...`` as above).
 * ``toml`` blocks are parsed; one whose first line starts with ``# NAME.toml`` is saved as NAME.toml.
 * ``text`` blocks are command synopses: every ``--option`` they show must be in the command's
   ``--help``.
+* ``mermaid`` blocks are diagrams: not run.
+* A block right after a line ``<!-- not run: REASON -->`` is not run (the marker for blocks
+  that are not meant to run; the reason is required). Any other language fails the test.
+* A line ``--8<-- "FILE:SECTION"`` includes a section of another file (pymdownx.snippets): it
+  is tested where it is written, in that file.
 
-Exemptions, each stated in the README: the set-up commands of its first block (``pip install``
-and the test suite itself, see EXEMPT); a block introduced by "the docs test runs this block
-with `ARGS` appended" runs with ARGS appended; the placeholder scheduler address
+Exemptions, each stated on its page: the set-up commands of the README's first block (``pip
+install`` and the test suite itself, see EXEMPT); a block introduced by "the docs test runs
+this block with `ARGS` appended" runs with ARGS appended; the placeholder scheduler address
 ``tcp://host:8786`` must give the one-line error (exit 2); a missing optional extra ("X is not
 installed: pip install ...", exit 2) is accepted.
+
+``python tests/test_docs.py --update`` rewrites the output shown after each ``$ actaudit`` line
+(see update_docs).
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOC_FILES = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
+NOT_RUN = re.compile(r"^<!-- not run: \S.* -->$")
 
 # Commands that are not run, and why (exact command texts, not patterns).
 EXEMPT = {
@@ -47,36 +58,56 @@ APPENDED = re.compile(r"docs test runs this block with `([^`]+)` appended")
 
 
 def parse_blocks(text: str):
-    """(language, lines, first line number, the prose since the previous block)."""
+    """(language, lines, first line number, the prose since the previous block); a block
+    after a ``<!-- not run: REASON -->`` line has the language ``not-run``."""
     out, lines, i, prose = [], text.splitlines(), 0, []
     while i < len(lines):
-        m = re.match(r"^```(\w*)\s*$", lines[i])
+        m = re.match(r"^\s*```(\w*)\s*$", lines[i])
         if not m:
             prose.append(lines[i])
             i += 1
             continue
+        indent = len(lines[i]) - len(lines[i].lstrip())
         start, body = i + 1, []
         i += 1
-        while i < len(lines) and not lines[i].startswith("```"):
-            body.append(lines[i])
+        while i < len(lines) and not lines[i].lstrip().startswith("```"):
+            body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i].lstrip())
             i += 1
-        out.append((m.group(1) or "", body, start + 1, " ".join(prose)))
+        skipped = bool(prose) and NOT_RUN.match(prose[-1].strip()) is not None
+        out.append(("not-run" if skipped else m.group(1) or "", body, start + 1, " ".join(prose)))
         prose = []
         i += 1
     return out
 
 
-BLOCKS = parse_blocks(README.read_text())
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("readme")
+BLOCKS = parse_blocks(README.read_text())  # the README's alone
+ALL_BLOCKS = [(_rel(f), *b) for f in DOC_FILES if f.exists() for b in parse_blocks(f.read_text())]
+
+
+_WORKDIRS: dict = {}
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("docs-cache")
+
+
+def _workdir(page: str, tmp_path_factory, cache_dir: Path) -> Path:
+    """The fresh directory in which one page's blocks run, in order."""
+    if page in _WORKDIRS:
+        return _WORKDIRS[page]
+    d = tmp_path_factory.mktemp(page.replace("/", "_").replace(".md", ""))
     # the project's own gate (`actaudit check` in the first block) reads its spec and baseline
     shutil.copy(ROOT / "pyproject.toml", d / "pyproject.toml")
     (d / "data").mkdir()
     shutil.copy(ROOT / "data" / "baseline.json", d / "data" / "baseline.json")
-    shutil.copytree(ROOT / "examples", d / "examples")  # the example C kernels the README audits
+    shutil.copytree(ROOT / "examples", d / "examples")  # the example C kernels the pages audit
+    (d / ".cache").symlink_to(cache_dir, target_is_directory=True)  # one oracle cache for all
+    _WORKDIRS[page] = d
     return d
 
 
@@ -109,7 +140,7 @@ def _commands(line: str) -> list[str]:
 def _run(cmd: str, workdir: Path, extra: list[str]) -> subprocess.CompletedProcess:
     argv = shlex.split(cmd)
     assert argv[0] == "actaudit", (
-        f"README command {cmd!r}: only actaudit commands are run "
+        f"command {cmd!r}: only actaudit commands are run "
         "(add an exemption to EXEMPT, with its reason, or make it one)"
     )
     argv = [sys.executable, "-m", "audit.cli", *argv[1:], *extra]
@@ -144,12 +175,18 @@ _PYTHON_OUT: dict = {}  # the standard output of the latest python block, for an
 
 
 def _ids():
-    return [f"README.md:{line}:{lang or 'plain'}" for lang, _, line, _ in BLOCKS]
+    return [f"{page}:{line}:{lang or 'plain'}" for page, lang, _, line, _ in ALL_BLOCKS]
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=_ids())
-def test_readme_block(block, workdir, capsys):
-    lang, body, line, prose = block
+@pytest.mark.parametrize("block", ALL_BLOCKS, ids=_ids())
+def test_docs_block(block, tmp_path_factory, cache_dir, capsys):
+    page, lang, body, line, prose = block
+    workdir = _workdir(page, tmp_path_factory, cache_dir)
+    where = f"{page}:{line}"
+    if lang in ("not-run", "mermaid"):
+        return
+    if any(x.lstrip().startswith('--8<-- "') for x in body):
+        pytest.fail(f"{where}: a snippet include inside a code block")
     if lang in ("", "bash", "sh"):
         m = APPENDED.search(" ".join(prose.split()))
         extra = shlex.split(m.group(1)) if m else []
@@ -175,13 +212,13 @@ def test_readme_block(block, workdir, capsys):
             text=True,
             timeout=600,
         )
-        assert p.returncode == 0, f"README.md:{line}: python block failed\n{p.stderr[-3000:]}"
-        _PYTHON_OUT["last"] = [x.rstrip() for x in p.stdout.splitlines()]
+        assert p.returncode == 0, f"{where}: python block failed\n{p.stderr[-3000:]}"
+        _PYTHON_OUT[page] = [x.rstrip() for x in p.stdout.splitlines()]
     elif lang == "output":
-        got = _PYTHON_OUT.pop("last", None)
-        assert got is not None, f"README.md:{line}: an output block must follow a python block"
+        got = _PYTHON_OUT.pop(page, None)
+        assert got is not None, f"{where}: an output block must follow a python block"
         shown = [x.rstrip() for x in body]
-        assert matches(shown, got), f"README.md:{line}: the python block above prints:\n" + "\n".join(got)
+        assert matches(shown, got), f"{where}: the python block above prints:\n" + "\n".join(got)
     elif lang == "toml":
         src = "\n".join(body) + "\n"
         tomllib.loads(src)
@@ -192,8 +229,8 @@ def test_readme_block(block, workdir, capsys):
         _synopsis(body, capsys)
     else:
         pytest.fail(
-            f"README.md:{line}: a ```{lang} block: give it a language this test runs "
-            "(bash, python, output, toml, text)"
+            f"{where}: a ```{lang} block: give it a language this test runs "
+            "(bash, python, output, toml, text, mermaid) or mark it <!-- not run: REASON -->"
         )
 
 
@@ -210,7 +247,7 @@ def _shown_output(body: list[str], workdir: Path, extra: list[str]) -> None:
         _check_rc(cmd, p)
         got = [x.rstrip() for x in p.stdout.splitlines()]
         assert matches(shown, got), (
-            f"$ {cmd}\nREADME shows:\n" + "\n".join(shown) + "\n\nthe command prints:\n" + "\n".join(got)
+            f"$ {cmd}\nthe page shows:\n" + "\n".join(shown) + "\n\nthe command prints:\n" + "\n".join(got)
         )
 
 
@@ -249,18 +286,19 @@ def test_first_screen_is_the_first_command_at_80_columns():
     assert text.index(f"$ {first_cmd}") < text.index("## ")
 
 
-def update_readme() -> None:
-    """`python tests/test_readme.py --update`: rewrite the output shown after each `$ actaudit`
-    line of the README with what the command prints now (at 80 columns, in a fresh directory),
-    for blocks that do not elide lines with '...'. Read the diff before committing it."""
+def update_file(path: Path) -> bool:
+    """Rewrite the output shown after each `$ actaudit` line of one page with what the command
+    prints now (at 80 columns, in a fresh directory holding the page's `# file:` modules), for
+    blocks that do not elide lines with '...'. True if the file changed."""
     import tempfile
 
-    lines = README.read_text().splitlines()
+    text = path.read_text()
+    lines = text.splitlines()
     out, i = [], 0
     with tempfile.TemporaryDirectory() as d:
         work = Path(d)
         shutil.copytree(ROOT / "examples", work / "examples")
-        for lang, body, _, _ in BLOCKS:  # the modules the README's commands import
+        for lang, body, _, _ in parse_blocks(text):  # the modules the page's commands import
             m = re.match(r"# file: ([\w.]+)", body[0]) if lang == "python" and body else None
             if m:
                 (work / m.group(1)).write_text("\n".join(body) + "\n")
@@ -276,9 +314,22 @@ def update_readme() -> None:
                     i = j
                     continue
             i += 1
-    README.write_text("\n".join(out) + "\n")
+    new = "\n".join(out) + "\n"
+    if new != text:
+        path.write_text(new)
+    return new != text
+
+
+def update_docs(paths=None) -> None:
+    """`python tests/test_docs.py --update [FILE...]`: update_file for README.md, CONTRIBUTING.md
+    and every page of docs/ (or the files named). Read the diff before committing it."""
+    for f in [Path(p).resolve() for p in paths] if paths else DOC_FILES:
+        if f.exists() and update_file(f):
+            print(f"updated {_rel(f)}")
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--update"]:
-        update_readme()
+    if sys.argv[1:2] == ["--update"]:
+        update_docs(sys.argv[2:])
+    else:
+        sys.exit("usage: python tests/test_docs.py --update [FILE...]")
