@@ -160,7 +160,10 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
         doc = doc.get("tool", {}).get("actaudit")
         if not isinstance(doc, dict):
             raise BadFileError(f"{p}: no [tool.actaudit] section")
-    key = lambda k: f"{where}.{k}" if where else k
+
+    def key(k):
+        return f"{where}.{k}" if where else k
+
     raws = doc.get("audit")
     if not isinstance(raws, list) or not raws:
         raise BadFileError(f"{p}: key '{key('audit')}' must be a non-empty array of tables ([[audit]])")

@@ -803,7 +803,7 @@ def sweep(
                             semantics_mod.run_with(
                                 sem,
                                 c,
-                                lambda cs: run_candidate(
+                                lambda cs, st=st, cf=cf, c=c, p=p, doms=doms: run_candidate(
                                     cs,
                                     out_fmt or st,
                                     cf,

@@ -797,12 +797,12 @@ def test_golden_with_inputs_in_fp32_is_correctly_rounded(tmp_path, capsys):
     assert x.tolist() == xs.astype(np.float64).tolist()  # the inputs, in their own order
     f32 = get_format("fp32")
     with mp.workprec(200):
-        for xi, yi, h, l in zip(x.tolist(), y.tolist(), hi.tolist(), lo.tolist()):
+        for xi, yi, h, lw in zip(x.tolist(), y.tolist(), hi.tolist(), lo.tolist()):
             g = mp.mpf(xi) * mp.ncdf(mp.mpf(xi))  # GELU, independently of the tool's erfc form
             assert is_nearest_even(f32, g, yi), xi
             if g != 0:  # README: exact to the fast path's bound, 2^-45 (1 + x^2/2), <= 2^-36
                 bound = min(mp.mpf(2) ** -45 * (1 + mp.mpf(xi) ** 2 / 2), mp.mpf(2) ** -36)
-                assert abs((mp.mpf(h) + mp.mpf(l) - g) / g) <= bound, xi
+                assert abs((mp.mpf(h) + mp.mpf(lw) - g) / g) <= bound, xi
     # 2^-149: GELU = 2^-150 + a positive x^2 term: just above the tie, rounds up to 2^-149
     assert y[2] == 2.0**-149
 

@@ -71,7 +71,8 @@ def parse_blocks(text: str):
         start, body = i + 1, []
         i += 1
         while i < len(lines) and not lines[i].lstrip().startswith("```"):
-            body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i].lstrip())
+            line = lines[i]
+            body.append(line[indent:] if not indent or line[:indent].isspace() else line.lstrip())
             i += 1
         skipped = bool(prose) and NOT_RUN.match(prose[-1].strip()) is not None
         out.append(("not-run" if skipped else m.group(1) or "", body, start + 1, " ".join(prose)))

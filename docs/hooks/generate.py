@@ -49,8 +49,9 @@ def commands() -> dict:
     _path()
     import typer.main
 
-    from audit.cli import app
+    from audit.cli import _docs_epilogs, app
 
+    _docs_epilogs()  # each command's help ends with its page, as `--help` shows it
     return dict(typer.main.get_command(app).commands)
 
 
@@ -261,7 +262,9 @@ def render_gate_keys() -> str:
     if isinstance(schema, dict):  # the gate's own schema, where it exposes one
         out += ["| key | meaning |", "|---|---|"]
         for k, v in schema.items():
-            out.append(f"| `{k}` | {cell(v if not isinstance(v, set | list | tuple) else ', '.join(map(str, v)))} |")
+            out.append(
+                f"| `{k}` | {cell(v if not isinstance(v, set | list | tuple) else ', '.join(map(str, v)))} |"
+            )
         return "\n".join(out)
     sections = [
         ("`[[audit]]` (`[[tool.actaudit.audit]]`)", sorted(gate.AUDIT_KEYS)),
