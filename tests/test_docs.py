@@ -334,3 +334,111 @@ if __name__ == "__main__":
         update_docs(sys.argv[2:])
     else:
         sys.exit("usage: python tests/test_docs.py --update [FILE...]")
+
+
+# --------------------------------------------------------------------- the generated reference
+def _hook():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_generate", ROOT / "docs" / "hooks" / "generate.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _markers() -> dict:
+    """page -> the generated sections its source asks for."""
+    out: dict = {}
+    for f in (ROOT / "docs").rglob("*.md"):
+        for m in re.finditer(r"^<!-- generated: ([\w-]+) -->$", f.read_text(), re.M):
+            out.setdefault(m.group(1), []).append(_rel(f))
+    return out
+
+
+def test_generated_pages_list_every_candidate_and_every_command():
+    """The catalog page holds every registered candidate (id, formula, source), the CLI page
+    every command of the Typer app, each with every option; both are asked for by a page."""
+    from audit.candidates import REGISTRY, catalog
+
+    hook = _hook()
+    marks = _markers()
+    assert set(marks) == set(hook.RENDER), marks
+    catalog()
+    page = hook.render_catalog()
+    assert len(REGISTRY) > 100
+    for cid, c in REGISTRY.items():
+        assert f"### `{cid}`" in page, cid
+        assert hook.cell(c.formula) in page and hook.cell(c.source) in page, cid
+    import typer.main
+
+    from audit.cli import app
+
+    cli_page = hook.render_cli()
+    for name, cmd in typer.main.get_command(app).commands.items():
+        assert f"## actaudit {name}\n" in cli_page, name
+        for p in cmd.params:
+            for opt in getattr(p, "opts", []):
+                if opt.startswith("--"):
+                    assert f"`{opt}`" in cli_page, (name, opt)
+
+
+def test_generated_formats_and_semantics_follow_their_definitions():
+    from audit import semantics
+    from audit.formats import FORMATS
+
+    hook = _hook()
+    formats = hook.render_formats()
+    for name, f in FORMATS.items():
+        row = next(x for x in formats.splitlines() if x.startswith(f"| `{name}` |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[2:6] == [str(f.bits), str(f.p), str(f.emin), str(f.emax)], name
+        assert float(cells[6]) == float(f"{f.max_finite:.6g}"), name
+    sem = hook.render_semantics()
+    for flag in semantics.FLAGS:
+        assert f"| `{flag}` |" in sem
+    for prof, (flags, _) in semantics.PROFILES.items():
+        assert f"| `{prof}` | {f'`{flags}`' if flags else 'none'} |" in sem
+
+
+def test_every_command_help_ends_with_its_docs_page(capsys):
+    """`actaudit COMMAND --help` ends with the path of an existing page, named in DOCS_PAGES."""
+    import typer.main
+
+    from audit.cli import DOCS_PAGES, app, main
+
+    names = list(typer.main.get_command(app).commands)
+    assert set(names) <= set(DOCS_PAGES), set(names) - set(DOCS_PAGES)
+    for name in names:
+        assert main([name, "--help"]) == 0
+        last = capsys.readouterr().out.strip().splitlines()[-1].strip()
+        assert last == f"Docs: {DOCS_PAGES[name]}", (name, last)
+        assert (ROOT / DOCS_PAGES[name]).is_file(), DOCS_PAGES[name]
+
+
+def test_list_family_filters_the_catalog(capsys):
+    """`actaudit list FAMILY` shows exactly the family's candidates; a reference name gives
+    the candidates approximating it; an unknown name is one line and exit 2."""
+    from audit.candidates import REGISTRY, catalog
+    from audit.cli import main
+
+    catalog()
+    for fam in ("gelu", "swish", "lut"):
+        assert main(["list", fam, "--json"]) == 0
+        got = [c["id"] for c in __import__("json").loads(capsys.readouterr().out)]
+        assert got == [i for i in REGISTRY if i.split(".")[0] == fam], fam
+    assert main(["list", "gelu_bias"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"{sum(i.startswith('gelu_bias.') for i in REGISTRY)} candidates")
+    assert main(["list", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("actaudit: error: unknown family or reference 'nosuch'") and err.count("\n") == 1
+
+
+def test_ci_runs_the_readme_test_command_last():
+    """`.ci/run` ends with exactly the README's test command (its first block's second line),
+    after lint, types and the docs build."""
+    ci = [x for x in (ROOT / ".ci" / "run").read_text().splitlines() if x.strip()]
+    assert ci[-1] == BLOCKS[0][1][1]
+    for step in ("ruff check .", "ruff format --check .", "mypy", "mkdocs build --strict"):
+        assert step in ci[:-1], step
+    assert len(README.read_text().splitlines()) <= 200

@@ -154,9 +154,9 @@ def render_formats() -> str:
     from audit.quant import RANGES
 
     out = [
-        "| format | aliases | bits | p | emin | emax | bias | max | smallest subnormal | "
+        "| format | aliases | bits | p | emin | emax | max | smallest subnormal | "
         "inf | NaN | -0 | overflow | description | source |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f in FORMATS.values():
         d = f.to_dict()
@@ -171,7 +171,6 @@ def render_formats() -> str:
                     str(d["precision"]),
                     str(d["emin"]),
                     str(d["emax"]),
-                    str(1 - d["emin"]),
                     f"{d['max_finite']:.6g}",
                     f"{d['smallest_subnormal']:.6g}",
                     yes[bool(d["has_inf"])],
