@@ -305,13 +305,15 @@ def update_file(path: Path) -> bool:
                 (work / m.group(1)).write_text("\n".join(body) + "\n")
         while i < len(lines):
             out.append(lines[i])
-            if lines[i].startswith("$ actaudit"):
+            head = lines[i].lstrip()
+            pad = lines[i][: len(lines[i]) - len(head)]
+            if head.startswith("$ actaudit"):
                 j = i + 1
-                while j < len(lines) and not lines[j].startswith(("$ ", "```")):
+                while j < len(lines) and not lines[j].lstrip().startswith(("$ ", "```")):
                     j += 1
-                if "..." not in lines[i + 1 : j]:
-                    p = _run(lines[i][2:], work, [])
-                    out += [x.rstrip() for x in p.stdout.splitlines()]
+                if "..." not in [x.strip() for x in lines[i + 1 : j]]:
+                    p = _run(head[2:], work, [])
+                    out += [(pad + x).rstrip() for x in p.stdout.splitlines()]
                     i = j
                     continue
             i += 1
@@ -367,7 +369,7 @@ def test_generated_pages_list_every_candidate_and_every_command():
     page = hook.render_catalog()
     assert len(REGISTRY) > 100
     for cid, c in REGISTRY.items():
-        assert f"### `{cid}`" in page, cid
+        assert f"#### `{cid}`" in page, cid
         assert hook.cell(c.formula) in page and hook.cell(c.source) in page, cid
     import typer.main
 

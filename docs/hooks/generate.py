@@ -125,9 +125,9 @@ def render_catalog() -> str:
         out.append(f"| [{fam}](#family-{fam}) | `{cs[0].reference}` | {links} |")
     out.append("")
     for fam, cs in fams.items():
-        out += [f"## {fam} {{ #family-{fam} }}", ""]
+        out += [f"### {fam} {{ #family-{fam} }}", ""]
         for c in cs:
-            out += [f"### `{c.id}` {{ #{c.id.replace('.', '')} }}", ""]
+            out += [f"#### `{c.id}` {{ #{c.id.replace('.', '')} }}", ""]
             rows = [
                 ("family", code(c.family)),
                 ("reference", code(c.reference)),
