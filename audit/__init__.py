@@ -22,6 +22,8 @@ from .references import REFERENCES, get_reference  # noqa: E402
 from .sweep import SweepResult, document, sweep  # noqa: E402
 
 __all__ = [
+    "inputs",
+    "sweep_module",
     "sweep",
     "SweepResult",
     "document",

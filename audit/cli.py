@@ -870,7 +870,7 @@ def fit(
         highlight=False,
         soft_wrap=True,
     )
-    for key, pth in paths.items():
+    for pth in paths.values():
         out.print(f"wrote {pth}", markup=False, highlight=False)
     sys.stdout.write(summary(results))
     return 0 if results[0].max_ulp <= 0.5 and results[0].nan_count == 0 else 1
@@ -1334,9 +1334,16 @@ def write_csv(results: list[SweepResult], path: Path) -> None:
 
 
 @app.command("list")
-def list_(json_: bool = typer.Option(False, "--json", help="Print the candidates as JSON.")):
+def list_(
+    family: str | None = typer.Argument(
+        None, help="Only this family (gelu), or the candidates of this reference (silu)."
+    ),
+    json_: bool = typer.Option(False, "--json", help="Print the candidates as JSON."),
+):
     """List families, candidates (formula, source, parameters) and formats."""
     cands = sorted(catalog().values(), key=lambda c: c.family)  # stable: variants keep their order
+    if family is not None:
+        cands = _of_family(cands, family)
     if json_:
         sys.stdout.write(dumps([c.to_dict() for c in cands]))
         return
@@ -1345,6 +1352,8 @@ def list_(json_: bool = typer.Option(False, "--json", help="Print the candidates
     from reports.listing import candidates_text
 
     sys.stdout.write(candidates_text(cands, shutil.get_terminal_size((80, 24)).columns))
+    if family is not None:
+        return
     import textwrap
 
     print(
@@ -1354,6 +1363,24 @@ def list_(json_: bool = typer.Option(False, "--json", help="Print the candidates
             break_on_hyphens=False,
         )
     )
+
+
+def _of_family(cands: list, name: str) -> list:
+    """The candidates of family NAME, or else those approximating reference NAME."""
+    import difflib
+
+    from .errors import UnknownNameError
+
+    name = name.strip()
+    found = [c for c in cands if c.family == name] or [c for c in cands if c.reference == name]
+    if not found:
+        known = sorted({c.family for c in cands} | {c.reference for c in cands})
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownNameError(
+            f"unknown family or reference '{name}'{hint} (run 'actaudit list' to see them)"
+        )
+    return found
 
 
 @app.command()
@@ -1374,6 +1401,35 @@ def formats(json_: bool = typer.Option(False, "--json", help="Print as JSON.")):
     print(f"block-scaled outputs (--out-dtype):\n  {', '.join(MX)}, nvfp4")
 
 
+# The page of the documentation each command's --help ends with (a path in the repository;
+# tests/test_docs.py checks that every command has one and that it exists).
+DOCS_PAGES = {
+    "sweep": "docs/getting-started/first-sweep.md",
+    "diff": "docs/how-to/compare-implementations.md",
+    "consistency": "docs/how-to/check-consistency.md",
+    "clip": "docs/concepts/findings.md",
+    "suggest": "docs/how-to/pick-or-fit-a-replacement.md",
+    "fit": "docs/how-to/pick-or-fit-a-replacement.md",
+    "selftest": "docs/design/robustness.md",
+    "lut": "docs/concepts/lookup-tables.md",
+    "golden": "docs/how-to/audit-a-device-dump.md",
+    "report": "docs/getting-started/first-report.md",
+    "baseline": "docs/how-to/gate-a-repository.md",
+    "check": "docs/how-to/gate-a-repository.md",
+    "list": "docs/reference/catalog.md",
+    "formats": "docs/reference/formats.md",
+    "engines": "docs/how-to/audit-an-engine.md",
+}
+
+
+def _docs_epilogs() -> None:
+    """End each command's --help with the path of its page (docs/reference/cli.md if none)."""
+    for info in app.registered_commands:
+        name = info.name or (info.callback.__name__ if info.callback else "")
+        if info.epilog is None:
+            info.epilog = f"Docs: {DOCS_PAGES.get(name.replace('_', '-'), 'docs/reference/cli.md')}"
+
+
 def main(argv=None) -> int:
     """Entry point: run the app, turning user errors into one line and exit code 2.
 
@@ -1383,6 +1439,7 @@ def main(argv=None) -> int:
     from .signals import TERMINATED as terminated
     from .signals import Terminated, handlers
 
+    _docs_epilogs()
     try:
         with handlers():
             rv = app(args=argv, prog_name="actaudit", standalone_mode=False)

@@ -162,11 +162,11 @@ class Ops:
 
     def binary(self, name: str, fn, v: Val, other, swap: bool = False) -> Val:
         o = self.lift(other)
-        l, r = (o, v) if swap else (v, o)
-        return self.op(name, fn(l.a, r.a), (l.a, r.a))
+        lhs, r = (o, v) if swap else (v, o)
+        return self.op(name, fn(lhs.a, r.a), (lhs.a, r.a))
 
-    def compare(self, fn, l: Val, r) -> np.ndarray:
-        return fn(l.a, self.lift(r).a)
+    def compare(self, fn, lhs: Val, r) -> np.ndarray:
+        return fn(lhs.a, self.lift(r).a)
 
     def const(self, c: float) -> Val:
         """A constant, rounded to the compute format as a kernel would store it."""
@@ -427,13 +427,13 @@ class SemOps(Ops):
     # operations --------------------------------------------------------------
     def binary(self, name: str, fn, v: Val, other, swap: bool = False) -> Val:
         o = super().lift(other)
-        l, r = (o, v) if swap else (v, o)
+        lhs, r = (o, v) if swap else (v, o)
         kind = name if name in ("+", "-") else "other"
-        self.use(l, kind)
+        self.use(lhs, kind)
         self.use(r, kind)
-        la, ra = self._daz(l.a), self._daz(r.a)
+        la, ra = self._daz(lhs.a), self._daz(r.a)
         if self.plan is not None and name in ("+", "-"):
-            for first, prod, rest in ((True, l, ra), (False, r, la)):
+            for first, prod, rest in ((True, lhs, ra), (False, r, la)):
                 if isinstance(prod, PVal) and prod.fused is not None:
                     p, q = prod.fused
                     if name == "-":
@@ -458,9 +458,9 @@ class SemOps(Ops):
             return PVal(out.a, self, pid, (la, ra) if fuse else None)
         return out
 
-    def compare(self, fn, l: Val, r) -> np.ndarray:
-        self.use(l, "other")
-        return fn(self._daz(l.a), self._daz(self.lift(r).a))
+    def compare(self, fn, lhs: Val, r) -> np.ndarray:
+        self.use(lhs, "other")
+        return fn(self._daz(lhs.a), self._daz(self.lift(r).a))
 
     def fma(self, a, b, c) -> Val:
         ins = tuple(self._daz(self.lift(v).a) for v in (a, b, c))

@@ -246,7 +246,10 @@ def diff(
         ga = ca.evaluate(x, fmt, cf, pa, x2)
         gb = cb.evaluate(x, fmt, cf, pb, x2)
         ov = oracle.evaluate(ref, fmt, x, ref_params, x2)
-        settle_a = lambda idx: oracle.settle(ref, fmt, ov, idx, x, ref_params, x2)  # noqa: E731
+
+        def settle_a(idx, ov=ov, x=x, x2=x2):  # bound now: the errors may settle lazily, later
+            return oracle.settle(ref, fmt, ov, idx, x, ref_params, x2)
+
         ea = point_errors(x, ga, ov, fmt, x2, settle_a)
         eb = point_errors(x, gb, ov, fmt, x2, settle_a)
         _fold(res, fmt, x, x2, ga, gb, ea, eb)
@@ -404,7 +407,10 @@ def _specials(ca: Candidate, cb: Candidate, fmt: Format, cf: Format, pa, pb, ref
     for v, a, b in zip(xs, ga.tolist(), gb.tolist()):
         exp = float(fmt.round([ca.ref.special(v, ref_params)])[0])
         same_ab = (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
-        ok = lambda g: (math.isnan(g) and math.isnan(exp)) or g == exp  # noqa: E731
+
+        def ok(g, exp=exp):
+            return (math.isnan(g) and math.isnan(exp)) or g == exp
+
         closer = None if same_ab or ok(a) == ok(b) else ("A" if ok(a) else "B")
         out.append({"x": v, "a": a, "b": b, "expected": exp, "same": same_ab, "closer": closer})
     return out

@@ -164,7 +164,10 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
         doc = doc.get("tool", {}).get("actaudit")
         if not isinstance(doc, dict):
             raise BadFileError(f"{p}: no [tool.actaudit] section")
-    key = lambda k: f"{where}.{k}" if where else k
+
+    def key(k):
+        return f"{where}.{k}" if where else k
+
     refuse_unknown(p, doc, "spec", where)
     raws = doc.get("audit")
     if not isinstance(raws, list) or not raws:

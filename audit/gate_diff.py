@@ -44,7 +44,7 @@ def parse(p: Path, raws, where: str) -> list[dict]:
     for i, raw in enumerate(raws):
         w = f"{where}[{i}]"
 
-        def bad(k, msg):
+        def bad(k, msg, w=w):
             raise BadFileError(f"{p}: key '{w}.{k}' {msg}")
 
         if not isinstance(raw, dict):

@@ -90,8 +90,12 @@ SPEC_KEYS: dict[str, dict[str, Key]] = {
         ),
         "max_elem_ulp": Key("number", "block-scaled audits: largest element ULP error allowed (>= 0)"),
         "scale_diff_blocks": Key("number", "block-scaled audits: most blocks whose scale may differ (>= 0)"),
-        "weighted_mean_ulp": Key("number", "audits with a distribution: largest weighted mean ULP error (>= 0)"),
-        "weighted_p99_ulp": Key("number", "audits with a distribution: largest weighted p99 ULP error (>= 0)"),
+        "weighted_mean_ulp": Key(
+            "number", "audits with a distribution: largest weighted mean ULP error (>= 0)"
+        ),
+        "weighted_p99_ulp": Key(
+            "number", "audits with a distribution: largest weighted p99 ULP error (>= 0)"
+        ),
         "weighted_nan": Key("number", "audits with a distribution: largest probability of a NaN, in [0, 1]"),
         "weighted_underflow": Key(
             "number", "audits with a distribution: largest probability of a flushed result, in [0, 1]"

@@ -92,8 +92,8 @@ def exact_ulp(fmt: Format, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     out = fmt.ulp(hi)
     idx = np.flatnonzero(lo)  # lo is nonzero only where mpmath or a double-double decided
     if len(idx):
-        h, l = hi[idx], lo[idx]
-        below = (np.sign(l) != np.sign(h)) & (np.frexp(h)[0] == np.copysign(0.5, h))
+        h, lw = hi[idx], lo[idx]
+        below = (np.sign(lw) != np.sign(h)) & (np.frexp(h)[0] == np.copysign(0.5, h))
         sel = idx[below]
         out[sel] = fmt.ulp(np.nextafter(hi[sel], 0))
     return out
@@ -200,8 +200,8 @@ def saturated(fmt: Format, got, hi, lo, correct) -> np.ndarray:
     cand = np.flatnonzero(correct & (np.abs(got) == m))
     if not len(cand):
         return cand
-    h, l = np.abs(hi[cand]), lo[cand] * np.sign(hi[cand])
-    return cand[(h > thr) | ((h == thr) & (l >= 0))]
+    h, lw = np.abs(hi[cand]), lo[cand] * np.sign(hi[cand])
+    return cand[(h > thr) | ((h == thr) & (lw >= 0))]
 
 
 def _ordinals(fmt: Format, v: np.ndarray) -> np.ndarray:

@@ -334,11 +334,11 @@ def _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded, x2=None):
     rounding error.  An input whose T is within that margin of a boundary (a true tie)
     stays with mpmath."""
     idx = np.flatnonzero(amb)
-    h, l, err = ref.fast_dd(x[idx], **params) if x2 is None else ref.fast_dd(x[idx], x2[idx], **params)
+    h, lw, err = ref.fast_dd(x[idx], **params) if x2 is None else ref.fast_dd(x[idx], x2[idx], **params)
     with np.errstate(all="ignore"):
-        ok = np.isfinite(h) & np.isfinite(l) & np.isfinite(err) & (np.abs(l) <= np.abs(h) * 2.0**-20)
-        idx, h, l, err = idx[ok], h[ok], l[ok], err[ok]
-        s = h + l
+        ok = np.isfinite(h) & np.isfinite(lw) & np.isfinite(err) & (np.abs(lw) <= np.abs(h) * 2.0**-20)
+        idx, h, lw, err = idx[ok], h[ok], lw[ok], err[ok]
+        s = h + lw
         r = fmt.round(s)
         o = fmt.ordinal(np.where(np.isfinite(r), r, 0.0))
         fin = np.isfinite(r) & (o > -fmt.max_ordinal) & (o < fmt.max_ordinal)
@@ -347,15 +347,15 @@ def _settle_dd(ref, fmt, x, params, amb, unsure, hi, lo, rounded, x2=None):
         decided = np.full(len(idx), True)
         out = r.copy()
         for m, step in (((r + below) / 2, below), ((r + above) / 2, above)):
-            d = (h - m) + l  # h - m: Sterbenz-exact, or tiny multiples of F's ulp
-            margin = err + (np.abs(h - m) + np.abs(l)) * 2.0**-50
+            d = (h - m) + lw  # h - m: Sterbenz-exact, or tiny multiples of F's ulp
+            margin = err + (np.abs(h - m) + np.abs(lw)) * 2.0**-50
             sure = np.abs(d) > margin
             decided &= sure
             cross = sure & ((d > 0) == (m > r))  # T beyond this boundary, away from r
             out = np.where(cross, step, out)
         decided &= fin
         sel = idx[decided]
-        s, l2 = s[decided], (h - s + l)[decided]  # fl(h + l) plus its remainder (|h| >> |l|)
+        s, l2 = s[decided], (h - s + lw)[decided]  # fl(h + l) plus its remainder (|h| >> |l|)
         rounded[sel] = out[decided]
         hi[sel] = s
         lo[sel] = l2

@@ -849,7 +849,7 @@ def sweep(
                             semantics_mod.run_with(
                                 sem,
                                 c,
-                                lambda cs: run_candidate(
+                                lambda cs, st=st, cf=cf, c=c, p=p, doms=doms, wd=wd: run_candidate(
                                     cs,
                                     out_fmt or st,
                                     cf,

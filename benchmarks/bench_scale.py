@@ -76,12 +76,12 @@ def main() -> None:
     print("(a) exhaustive fp16 sweep (63,488 inputs, findings and clip included) vs naive mpmath")
     print(f"{'candidate':<24}{'actaudit s':>12}{'naive s (est.)':>16}{'ratio':>10}")
     ratios = []
-    for fam, cands in sorted(families().items()):
+    for _fam, cands in sorted(families().items()):
         c = cands[0]
         if c.arity != 1:
             continue
         audit.sweep(c.id, dtype="fp16")  # the oracle table is cached on disk: time warm runs
-        ours = timed(lambda: audit.sweep(c.id, dtype="fp16"), args.repeat)
+        ours = timed(lambda c=c: audit.sweep(c.id, dtype="fp16"), args.repeat)
         naive = naive_seconds_per_input(c.ref, fmt, sample) * len(allx)
         ratios.append(naive / ours)
         print(f"{c.id:<24}{ours:>12.3f}{naive:>16.1f}{naive / ours:>10.0f}")

@@ -30,7 +30,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-COPY = ("audit", "approximations", "reports", "tests", "data", "examples", "pyproject.toml", "README.md")
+# what the tests read: the docs pages too (tests/test_docs.py, test_claims and test_hostile_gate
+# read their examples from docs/)
+COPY = (
+    "audit",
+    "approximations",
+    "reports",
+    "tests",
+    "data",
+    "examples",
+    "docs",
+    "pyproject.toml",
+    "README.md",
+    "CONTRIBUTING.md",
+    "mkdocs.yml",
+    ".ci",
+)
 ORACLE_FILES = {"audit/formats.py", "audit/oracle.py", "audit/references.py"}
 
 T_CLAIMS = "tests/test_claims.py"

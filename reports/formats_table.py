@@ -194,7 +194,10 @@ def _b_worst(r) -> str:
 
 def block_compact(results, width: int = 80) -> str:
     out: list[str] = []
-    key = lambda r: (r.dtype, r.out_dtype, r.rule, r.compute, r.inputs, r.elements, r.blocks)
+
+    def key(r):
+        return (r.dtype, r.out_dtype, r.rule, r.compute, r.inputs, r.elements, r.blocks)
+
     for (dt, odt, rule, cp, inp, n, nb), rs in _groups(results, key).items():
         if out:
             out.append("")

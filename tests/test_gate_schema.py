@@ -79,7 +79,13 @@ def test_unknown_keys_in_pyproject_are_refused(tmp_path, monkeypatch, capsys):
         '[[tool.actaudit.audit]]\nname = "t"\ntargets = ["relu.max"]\ndtype = "fp8_e4m3"\n'
     )
     code, _, err = run(capsys, "baseline")
-    one_error(code, err, "pyproject.toml", "'tool.actaudit.slak'", "known: audit, baseline, diff, require_certified, slack")
+    one_error(
+        code,
+        err,
+        "pyproject.toml",
+        "'tool.actaudit.slak'",
+        "known: audit, baseline, diff, require_certified, slack",
+    )
 
 
 def test_the_schema_is_one_data_structure():

@@ -335,7 +335,7 @@ def test_devices_and_descriptors_count_as_special_targets(tmp_path):
         (["sweep", "gelu", "--samples", "abc"], "--samples"),
         (["report", "gelu", "--dtype", "fp16"], "--out"),
         (["diff", "gelu.tanh"], "Missing argument"),
-        (["list", "gelu"], "unexpected extra argument"),
+        (["list", "gelu", "silu"], "unexpected extra argument"),  # list takes one FAMILY
     ],
 )
 def test_usage_errors_are_one_line(capsys, args, needle):

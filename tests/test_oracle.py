@@ -177,13 +177,13 @@ def test_every_fast_path_meets_its_bound(name):
         assert np.all(at <= ref.rel_err)
         bound = np.maximum(at, oracle.MIN_REL_ERR)
     with mp.workprec(160):
-        for xi, vi, bound in zip(x.tolist(), v.tolist(), bound.tolist()):
+        for xi, vi, bnd in zip(x.tolist(), v.tolist(), bound.tolist()):
             if math.isnan(vi):  # the fast path declines: mpmath decides
                 continue
             e = ref.mp(mp.mpf(xi), **params)
             if math.isinf(vi) and abs(e) > mp.mpf(np.finfo(np.float64).max):
                 continue  # beyond float64: inf rounds as the exact value does in F <= fp32
-            assert abs(mp.mpf(vi) - e) <= abs(e) * bound + mp.mpf(2) ** -1000, (name, xi, vi)
+            assert abs(mp.mpf(vi) - e) <= abs(e) * bnd + mp.mpf(2) ** -1000, (name, xi, vi)
 
 
 @pytest.mark.parametrize("name", UNIVARIATE)

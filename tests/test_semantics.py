@@ -86,11 +86,16 @@ def test_ftz_is_after_rounding():
 
 def test_daz_reads_subnormal_operands_as_zero():
     # fp16: 2^-24 (subnormal) * 2^10 = 2^-14 exactly under IEEE; 0 under daz
-    f = lambda x, m: x * m.const(2.0**10)
+    def f(x, m):
+        return x * m.const(2.0**10)
+
     assert run_formula(f, [2.0**-24], F16, "ieee")[0] == 2.0**-14
     assert run_formula(f, [2.0**-24], F16, "daz")[0] == 0
+
     # comparisons read through daz: -2^-24 < 0 is false once it is read as -0
-    g = lambda x, m: m.where(x < 0.0, m.const(1.0), m.const(2.0))
+    def g(x, m):
+        return m.where(x < 0.0, m.const(1.0), m.const(2.0))
+
     assert run_formula(g, [-(2.0**-24)], F16, "ieee")[0] == 1.0
     assert run_formula(g, [-(2.0**-24)], F16, "daz")[0] == 2.0
 
@@ -98,7 +103,9 @@ def test_daz_reads_subnormal_operands_as_zero():
 def test_conversion_flags():
     # storage fp16, compute fp32: an fp16 subnormal input is normal in fp32, so only daz_in
     # flushes it; x/1 returns it unchanged otherwise
-    f = lambda x, m: x * 1.0
+    def f(x, m):
+        return x * 1.0
+
     x = [2.0**-20]
     assert run_formula(f, x, F32, "ftz,daz", storage=F16)[0] == 2.0**-20
     assert run_formula(f, x, F32, "daz_in", storage=F16)[0] == 0
@@ -108,22 +115,32 @@ def test_conversion_flags():
 
 # ------------------------------------------------------------ saturation
 def test_saturation_of_operations_and_nan():
-    f = lambda x, m: x + x  # 60000 + 60000 overflows fp16
+    def f(x, m):
+        return x + x  # 60000 + 60000 overflows fp16
+
     assert run_formula(f, [60000.0, -60000.0], F16, "ieee").tolist() == [math.inf, -math.inf]
     assert run_formula(f, [60000.0, -60000.0], F16, "saturate").tolist() == [65504.0, -65504.0]
-    g = lambda x, m: x - x  # inf - inf = NaN; saturation mode: 0 (CANN), or kept
+
+    def g(x, m):
+        return x - x  # inf - inf = NaN; saturation mode: 0 (CANN), or kept
+
     assert math.isnan(run_formula(g, [math.inf], F16, "ieee")[0])
     assert run_formula(g, [math.inf], F16, "saturate")[0] == 0
     assert math.isnan(run_formula(g, [math.inf], F16, "saturate,sat_nan=keep")[0])
+
     # E4M3FN has no inf: 400 * 2 = 800 rounds to NaN in IEEE-like rounding, 448 saturated
-    h = lambda x, m: x * 2.0
+    def h(x, m):
+        return x * 2.0
+
     assert math.isnan(run_formula(h, [384.0], E4M3, "ieee")[0])
     assert run_formula(h, [-384.0], E4M3, "saturate")[0] == -448.0
 
 
 def test_saturation_scope_ops_vs_conversion():
     # compute fp32, storage fp16: 1e5 is finite in fp32, overflows only in the conversion
-    f = lambda x, m: x * 2.0
+    def f(x, m):
+        return x * 2.0
+
     x = [50000.0]
     assert run_formula(f, x, F32, "saturate_ops", storage=F16)[0] == math.inf
     assert run_formula(f, x, F32, "saturate_out", storage=F16)[0] == 65504.0
@@ -148,17 +165,24 @@ B32 = float(np.array([0x337FE962], dtype=np.uint32).view(np.float32)[0])
 def test_contract_fuses_a_single_use_product():
     # a b + 1 with a = 0x3f800b50, b = 0x337fe962: the exact value is just above the
     # midpoint 1 + 2^-24; one rounding gives 1 + 2^-23, rounding the product first gives 1
-    f = lambda x, m: x * m.const(B32) + 1.0
+    def f(x, m):
+        return x * m.const(B32) + 1.0
+
     assert run_formula(f, [A32], F32, "ieee")[0] == 1.0
     assert run_formula(f, [A32], F32, "contract")[0] == 1 + 2.0**-23
+
     # 1 - a (-b): c - a*b is fma(-a, b, c)
-    g = lambda x, m: 1.0 - x * m.const(-B32)
+    def g(x, m):
+        return 1.0 - x * m.const(-B32)
+
     assert run_formula(g, [A32], F32, "contract")[0] == 1 + 2.0**-23
 
 
 def test_contract_looks_through_a_negation():
     # -(a (-b)) + 1 = a b + 1 exactly: fused, one rounding gives 1 + 2^-23 (as above)
-    f = lambda x, m: -(x * m.const(-B32)) + 1.0
+    def f(x, m):
+        return -(x * m.const(-B32)) + 1.0
+
     assert run_formula(f, [A32], F32, "ieee")[0] == 1.0
     assert run_formula(f, [A32], F32, "contract")[0] == 1 + 2.0**-23
 
@@ -524,7 +548,9 @@ def test_round_in_truncates_the_inputs():
     # storage fp32, compute bf16: 1 + 2^-8 + 2^-20 rounds up to 1 + 2^-7 in bf16 (above the
     # midpoint 1 + 2^-8), truncates to 1; 1 + 2^-8 exactly (a tie) goes away from zero to
     # 1 + 2^-7 with rna, to even (1) with rne
-    f = lambda x, m: x * 1.0
+    def f(x, m):
+        return x * 1.0
+
     x = [1 + 2.0**-8 + 2.0**-20, 1 + 2.0**-8]
     assert run_formula(f, x, BF16, "ieee", storage=F32).tolist() == [1 + 2.0**-7, 1.0]
     assert run_formula(f, x, BF16, "round_in=rtz", storage=F32).tolist() == [1.0, 1.0]
@@ -544,7 +570,10 @@ def test_new_primitives_exp2_rsqrt_sigmoid():
         ("rsqrt", 4.0, 0.5, 0.5 + 2.0**-11),
         ("sigmoid", 0.0, 0.5, 0.5 + 2.0**-11),
     ):
-        f = lambda t, m: getattr(m, prim)(t)
+
+        def f(t, m, prim=prim):
+            return getattr(m, prim)(t)
+
         assert run_formula(f, [x], F16, "ieee")[0] == want
         assert run_formula(f, [x], F16, sem)[0] == moved
     assert S.parse("sigmoid=sigmoid.rational").prim("sigmoid") == "sigmoid.rational"
