@@ -10,12 +10,16 @@ scalar fallback (fmaf from libm there).  Never compile it with -ffast-math or
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+import numpy as np
 
 from .ir import CMP_OPS, INT_OPS, Program
 
+_COMMON = ["-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math"]  # no FP traps: selects if-convert
 FLAGS = {
-    "avx2": ["-O3", "-march=x86-64-v3", "-ffp-contract=off", "-fno-math-errno"],
-    "avx512": ["-O3", "-march=x86-64-v4", "-mprefer-vector-width=512", "-ffp-contract=off", "-fno-math-errno"],
+    "avx2": ["-O3", "-march=x86-64-v3", *_COMMON],
+    "avx512": ["-O3", "-march=x86-64-v4", "-mprefer-vector-width=512", *_COMMON],
     "scalar": ["-O2", "-fno-tree-vectorize", "-ffp-contract=off"],
 }
 
@@ -106,3 +110,45 @@ def source(prog: Program, header: str = "") -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+@dataclass
+class Compiled:
+    fn: object  # ctypes function (const T *x, T *y, size_t n)
+    vectorized: str  # gcc's -fopt-info-vec line for the kernel's loop ("" when not vectorized)
+    flags: list
+    path: str
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        xa = np.ascontiguousarray(x)
+        y = np.empty_like(xa)
+        self.fn(xa.ctypes.data, y.ctypes.data, xa.size)
+        return y
+
+
+def compile_source(src: str, name: str, build: str, tmpdir, cc: str = "gcc") -> Compiled:
+    """Compile ``src`` with the flags its header names for ``build`` (avx2, avx512, scalar)
+    into a shared library in tmpdir, load it, and say whether gcc vectorized the loop."""
+    import ctypes
+    import subprocess
+    from pathlib import Path
+
+    d = Path(tmpdir)
+    c = d / f"{name}-{build}.c"
+    c.write_text(src)
+    so = d / f"{name}-{build}.so"
+    flags = FLAGS[build]
+    r = subprocess.run(
+        [cc, *flags, "-fopt-info-vec-optimized", "-shared", "-fPIC", "-o", str(so), str(c), "-lm"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"{cc} failed on {c}: {r.stderr.strip()[:2000]}")
+    vec = next((ln for ln in r.stderr.splitlines() if "loop vectorized" in ln), "")
+    lib = ctypes.CDLL(str(so))
+    fn = getattr(lib, name)
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    fn.restype = None
+    return Compiled(fn, vec, flags, str(so))
