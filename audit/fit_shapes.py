@@ -396,7 +396,9 @@ def _fit_poly(prog: ir.Program, tag: str, tg: Targets, degree: int, progress=Non
         got = ir.evaluate(prog, x32[idx])[prog.out].view(np.uint32)
         bad = ~_same_bits(got, w_)
         if progress:
-            progress(f"{tg.reference} {tg.dtype} {tag} degree {degree} round {rounds}", int((~bad).sum()), len(bad))
+            progress(
+                f"{tg.reference} {tg.dtype} {tag} degree {degree} round {rounds}", int((~bad).sum()), len(bad)
+            )
         if not bad.any():
             break
         weight[bad] *= 0.5
@@ -421,7 +423,9 @@ def verify(prog: ir.Program, tg: Targets) -> int:
     return int((~_same_bits(ir.run(prog, tg.x32).view(np.uint32), tg.y_bits)).sum())
 
 
-def fit_vector(reference: str, dtype: str, *, max_degree: int = 9, min_degree: int = 2, progress=None) -> VectorFit:
+def fit_vector(
+    reference: str, dtype: str, *, max_degree: int = 9, min_degree: int = 2, progress=None
+) -> VectorFit:
     """Fit the vector shape of reference in dtype: each polynomial at the smallest degree
     that makes every input it decides correctly rounded (fewest operations: the fastest of
     the shape), then the whole kernel verified at every input."""
@@ -444,8 +448,14 @@ def fit_vector(reference: str, dtype: str, *, max_degree: int = 9, min_degree: i
                 coefs = ir.coefficients(prog, tag)
                 break
         if coefs is None:
-            return VectorFit(shape, None, False, f"{tag}: no degree up to {max_degree} passes", tried,
-                             seconds=time.perf_counter() - t0)
+            return VectorFit(
+                shape,
+                None,
+                False,
+                f"{tag}: no degree up to {max_degree} passes",
+                tried,
+                seconds=time.perf_counter() - t0,
+            )
     prog = build(shape, {g: ir.coefficients(prog, g) for g in prog.polys})
     bad = ~_same_bits(ir.run(prog, tg.x32).view(np.uint32), tg.y_bits)
     if 0 < bad.sum() <= MAX_EXCEPTIONS * len(tags) and np.all(np.isfinite(tg.x[bad])):
@@ -476,7 +486,11 @@ def header(fit: VectorFit) -> str:
         f"emulator of this operation list.\n"
         f"Shape: {describe(fit)}.\n"
         f"The output is the {s.dtype} value RN(f(x)) itself"
-        + (" (16-bit codes in and out)." if p.in_type == "u16" else ", stored as fp32 (input: a value of the format).")
+        + (
+            " (16-bit codes in and out)."
+            if p.in_type == "u16"
+            else ", stored as fp32 (input: a value of the format)."
+        )
     )
 
 
@@ -487,3 +501,130 @@ def describe(fit: VectorFit) -> str:
         f"{p.name}: {degs}, {len(s.exceptions)} exceptions, saturated from |x| >= {s.cut:g}; "
         f"{sum(p.counts().values())} ops/element " + str(p.counts())
     )
+
+
+# ------------------------------------------------------------------ as shipped
+BUILDS = ("avx512", "avx2", "scalar")
+_NEEDS = {"avx512": ("avx512f", "avx512bw", "avx512vl", "avx512dq", "fma"), "avx2": ("avx2", "fma", "f16c")}
+
+
+def runnable_builds() -> list:
+    """The builds this CPU can run (x86-64 flags from /proc/cpuinfo; scalar always)."""
+    import platform
+
+    flags: set = set()
+    if platform.machine() in ("x86_64", "AMD64"):
+        try:
+            with open("/proc/cpuinfo") as fh:
+                for line in fh:
+                    if line.startswith("flags"):
+                        flags = set(line.split(":", 1)[1].split())
+                        break
+        except OSError:
+            pass
+    return [b for b in BUILDS if b == "scalar" or all(f in flags for f in _NEEDS[b])]
+
+
+def _codes_check(k, tg: Targets) -> int:
+    """Wrong results of a compiled u16 kernel over all 65,536 codes (NaN codes: any NaN)."""
+    import ml_dtypes
+
+    np16 = ml_dtypes.bfloat16 if tg.dtype == "bf16" else np.float16
+    codes = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    got = k(codes)
+    with np.errstate(invalid="ignore"):
+        xv = codes.view(np16).astype(np.float32)
+    key = {int(b): i for i, b in enumerate(tg.x32.view(np.uint32)) if np.isfinite(tg.x[i])}
+    fin = np.isfinite(xv)
+    want = tg.y.astype(np16).view(np.uint16)
+    idx = np.array([key[int(b)] for b in xv[fin].view(np.uint32)])
+    wrong = int(np.sum(got[fin] != want[idx]))
+    nan_in = np.isnan(xv)
+    wrong += int(np.sum(~np.isnan(got[nan_in].view(np16).astype(np.float32))))
+    inf_in = np.isinf(xv)
+    lim = {True: _special_values(tg.reference)[1][0], False: _special_values(tg.reference)[1][1]}
+    for code, v in zip(codes[inf_in], xv[inf_in]):
+        w = np.array([lim[bool(v > 0)]]).astype(np16).view(np.uint16)[0]
+        wrong += int(got[int(code)] != w)
+    return wrong
+
+
+def verify_c(fit: VectorFit, tmpdir, builds=None, time_n: int = 0) -> list:
+    """The emitted C, compiled with the flags its header names for each build this CPU runs,
+    run on every input (fp32 in/out: every finite value, +-inf, NaN; u16 in/out: all 65,536
+    codes) and compared bit for bit with RN_F(f(x)) from the oracle.  ``time_n`` > 0: also
+    the median ns/element over that many inputs uniform in [-8, 8] (5 runs)."""
+    from .emit import c as emit_c
+
+    tg = targets(fit.shape.reference, fit.shape.dtype)
+    prog16 = native(fit.program, fit.shape)
+    out = []
+    for build in builds or runnable_builds():
+        row = {"build": build, "flags": emit_c.FLAGS[build]}
+        for variant, prog in (("f32", fit.program), ("u16", prog16)):
+            k = emit_c.compile_source(emit_c.source(prog, header(fit)), prog.name, build, tmpdir)
+            if variant == "f32":
+                wrong = int((~_same_bits(k(tg.x32).view(np.uint32), tg.y_bits)).sum())
+            else:
+                wrong = _codes_check(k, tg)
+            row[variant] = {"wrong": wrong, "vectorized": bool(k.vectorized)}
+            if time_n:
+                row[variant]["ns_per_element"] = _time(k, tg.dtype, variant, time_n)
+        out.append(row)
+    return out
+
+
+def _time(k, dtype: str, variant: str, n: int) -> float:
+    import statistics
+
+    import ml_dtypes
+
+    np16 = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
+    xr = np.random.default_rng(0).uniform(-8, 8, n).astype(np16)
+    x = np.ascontiguousarray(xr.astype(np.float32) if variant == "f32" else xr.view(np.uint16))
+    y = np.empty_like(x)
+    k.fn(x.ctypes.data, y.ctypes.data, n)
+    ts = []
+    for _ in range(5):
+        t = time.perf_counter()
+        k.fn(x.ctypes.data, y.ctypes.data, n)
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts) / n * 1e9
+
+
+def files(fit: VectorFit, emit_targets) -> list:
+    """[(file name, text)] of the emitted sources (NAME.c, NAME_u16.c, NAME.cu, ...)."""
+    from . import emit
+
+    out = []
+    for t in emit_targets:
+        for prog in (fit.program, native(fit.program, fit.shape)):
+            out.append((prog.name + emit.suffix(t), emit.emit(prog, t, header(fit))))
+    return out
+
+
+def to_dict(fit: VectorFit, checks: list | None = None) -> dict:
+    s, p = fit.shape, fit.program
+    doc = {
+        "schema": "actaudit.fit-vector/1",
+        "ok": fit.ok,
+        "message": fit.message,
+        "seconds": round(fit.seconds, 3),
+        "tried": fit.tried,
+    }
+    if p is not None:
+        doc["kernel"] = {
+            "name": p.name,
+            "reference": s.reference,
+            "dtype": s.dtype,
+            "compute": "fp32",
+            "degrees": s.degrees,
+            "saturation_cut": s.cut,
+            "exceptions": [list(e) for e in s.exceptions],
+            "ops": p.counts(),
+            "ops_total": sum(p.counts().values()),
+            "verified_inputs": fit.verified,
+        }
+    if checks is not None:
+        doc["compiled"] = checks
+    return doc

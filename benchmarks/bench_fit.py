@@ -93,7 +93,18 @@ def table_kernel(ref: str, dtype: str, tmp: Path):
     src.write_text(fit.c_source(k))
     so = tmp / f"{k.name}.so"
     subprocess.run(
-        ["gcc", "-O3", "-march=x86-64-v4", "-ffp-contract=off", "-shared", "-fPIC", "-o", str(so), str(src), "-lm"],
+        [
+            "gcc",
+            "-O3",
+            "-march=x86-64-v4",
+            "-ffp-contract=off",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(so),
+            str(src),
+            "-lm",
+        ],
         check=True,
     )
     fn = getattr(ctypes.CDLL(str(so)), k.name)
@@ -107,7 +118,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--n", type=int, default=1 << 22)
     ap.add_argument("--targets", default=",".join(f"{r}:{d}" for r in fs.SUPPORTED for d in fs.DTYPES))
-    ap.add_argument("--before", default="", help="targets (ref:dtype,...) to time audit/fit.py's table kernel for")
+    ap.add_argument(
+        "--before", default="", help="targets (ref:dtype,...) to time audit/fit.py's table kernel for"
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="actaudit-bench-fit-"))
     before = {tuple(t.split(":")) for t in args.before.split(",") if t}
