@@ -49,7 +49,6 @@ LN2_LO = float(np.float32(math.log(2) - LN2_HI))
 TINY = 2.0**-149
 TIGHTEN_ROUNDS = 14
 MAX_EXCEPTIONS = 8  # per polynomial: more and a higher degree is tried
-_DEBUG: dict = {}
 
 
 # ------------------------------------------------------------------ building blocks
@@ -323,9 +322,11 @@ class PolyFit:
     rounds: int
 
 
-def _fit_poly(prog: ir.Program, tag: str, tg: Targets, degree: int, progress=None) -> PolyFit:
-    from .fit import _lp
-
+def _intervals(prog: ir.Program, tag: str, tg: Targets):
+    """The inputs whose result depends on polynomial ``tag``, their expected bits, and the
+    [mid -+ half] of fp32 values of the polynomial that make the whole kernel return them
+    (binary search on fp32 ordinals from the ideal value), with t; and how many inputs have
+    no such value near the ideal."""
     x32 = tg.x32
     want = tg.y_bits
     env = ir.evaluate(prog, x32)
@@ -341,7 +342,7 @@ def _fit_poly(prog: ir.Program, tag: str, tg: Targets, degree: int, progress=Non
     dep = (o0 != out(idx, p0[idx] * np.float32(0.5))) | (o0 != out(idx, p0[idx] * np.float32(2)))
     idx = idx[dep]
     if not len(idx):
-        return PolyFit(tag, degree, 0, 0, 0)
+        return idx, want[idx], np.zeros(0), np.zeros(0), np.zeros(0), 0
     w_ = want[idx]
     base = _ord(p0[idx])
     ok = _same_bits(out(idx, p0[idx]), w_)
@@ -371,8 +372,22 @@ def _fit_poly(prog: ir.Program, tag: str, tg: Targets, degree: int, progress=Non
     ulp = np.spacing(np.abs(_from_ord(base)).astype(np.float32)).astype(np.float64)
     P_lo, P_hi = P_lo - 0.49 * ulp, P_hi + 0.49 * ulp  # the last rounding's half ulp
     mid, half = (P_lo + P_hi) / 2, (P_hi - P_lo) / 2
-    _DEBUG.update(idx=idx, P_lo=P_lo, P_hi=P_hi, hopeless=hopeless, p0=p0[idx])
     t = env[prog.polys[tag]["t"]][idx].astype(np.float64)
+    return idx, w_, mid, half, t, hopeless
+
+
+def _fit_poly(prog: ir.Program, tag: str, tg: Targets, degree: int, progress=None, cache=None) -> PolyFit:
+    from .fit import _lp
+
+    x32 = tg.x32
+    if cache is not None and tag in cache:  # the intervals do not depend on the degree
+        idx, w_, mid, half, t, hopeless = cache[tag]
+    else:
+        idx, w_, mid, half, t, hopeless = _intervals(prog, tag, tg)
+        if cache is not None:
+            cache[tag] = idx, w_, mid, half, t, hopeless
+    if not len(idx):
+        return PolyFit(tag, degree, 0, 0, 0)
     s = 2.0 ** math.ceil(math.log2(max(float(np.max(np.abs(t))), 2.0**-126)))
     sig = 2.0 ** math.ceil(math.log2(max(float(np.max(np.abs(mid))), 2.0**-126)))
     weight = np.ones(len(idx))
@@ -436,13 +451,14 @@ def fit_vector(
     shape = default_shape(reference, dtype, degrees, tg)
     prog = build(shape)
     tried = []
+    cache: dict = {}
     for tag in tags:
         coefs = None
         for d in range(min_degree, max_degree + 1):
             shape.degrees[tag] = d
             old = {g: ir.coefficients(prog, g) for g in prog.polys if g != tag}
             prog = build(shape, old)
-            r = _fit_poly(prog, tag, tg, d, progress)
+            r = _fit_poly(prog, tag, tg, d, progress, cache)
             tried.append(r.__dict__)
             if r.failing <= MAX_EXCEPTIONS:
                 coefs = ir.coefficients(prog, tag)
