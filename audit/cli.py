@@ -740,6 +740,9 @@ def fit(
     emit: list[str] = typer.Option(
         [], "--emit", help="With --shape vector: c, cuda, triton, numpy (repeatable; default c)."
     ),
+    search: bool = typer.Option(
+        False, "--search", help="With --shape vector: fit the shape's variants, keep the fastest here."
+    ),
 ):
     """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
     as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
@@ -749,10 +752,10 @@ def fit(
         from . import fit_vector_cli
 
         return fit_vector_cli.run(
-            reference, dtype, compute, max_degree, out_dir, json_out, emit or ["c"], out
+            reference, dtype, compute, max_degree, out_dir, json_out, emit or ["c"], out, search
         )
-    if emit:
-        raise BadOptionError("--emit needs --shape vector")
+    if emit or search:
+        raise BadOptionError("--emit and --search need --shape vector")
     from . import cost as cost_mod
     from . import fit as fit_mod
     from .formats import get_format

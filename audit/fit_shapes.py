@@ -439,16 +439,27 @@ def verify(prog: ir.Program, tg: Targets) -> int:
 
 
 def fit_vector(
-    reference: str, dtype: str, *, max_degree: int = 9, min_degree: int = 2, progress=None
+    reference: str,
+    dtype: str,
+    *,
+    max_degree: int = 9,
+    min_degree: int = 2,
+    progress=None,
+    max_exceptions: int = MAX_EXCEPTIONS,
+    a1: float | None = None,
+    tg: Targets | None = None,
 ) -> VectorFit:
     """Fit the vector shape of reference in dtype: each polynomial at the smallest degree
-    that makes every input it decides correctly rounded (fewest operations: the fastest of
-    the shape), then the whole kernel verified at every input."""
+    that makes every input it decides correctly rounded but at most ``max_exceptions``
+    (fewest operations: the fastest of the shape), then the whole kernel verified at every
+    input.  ``a1``: tanh / erf, where the x P(x^2) region ends."""
     t0 = time.perf_counter()
-    tg = targets(reference, dtype)
+    tg = tg or targets(reference, dtype)
     tags = ["p1", "p2"] if reference in ("tanh", "erf") else ["p"]
     degrees = {g: min_degree for g in tags}
     shape = default_shape(reference, dtype, degrees, tg)
+    if a1 is not None and reference in ("tanh", "erf"):
+        shape.a1 = float(np.float32(a1))
     prog = build(shape)
     tried = []
     cache: dict = {}
@@ -460,7 +471,7 @@ def fit_vector(
             prog = build(shape, old)
             r = _fit_poly(prog, tag, tg, d, progress, cache)
             tried.append(r.__dict__)
-            if r.failing <= MAX_EXCEPTIONS:
+            if r.failing <= max_exceptions:
                 coefs = ir.coefficients(prog, tag)
                 break
         if coefs is None:
@@ -474,7 +485,7 @@ def fit_vector(
             )
     prog = build(shape, {g: ir.coefficients(prog, g) for g in prog.polys})
     bad = ~_same_bits(ir.run(prog, tg.x32).view(np.uint32), tg.y_bits)
-    if 0 < bad.sum() <= MAX_EXCEPTIONS * len(tags) and np.all(np.isfinite(tg.x[bad])):
+    if 0 < bad.sum() <= max_exceptions * len(tags) and np.all(np.isfinite(tg.x[bad])):
         shape.exceptions = tuple((float(a), float(b)) for a, b in zip(tg.x[bad], tg.y[bad]))
         prog = build(shape, {g: ir.coefficients(prog, g) for g in prog.polys})
     wrong = verify(prog, tg)
@@ -644,3 +655,46 @@ def to_dict(fit: VectorFit, checks: list | None = None) -> dict:
     if checks is not None:
         doc["compiled"] = checks
     return doc
+
+
+def search(reference: str, dtype: str, tmpdir, time_n: int = 1 << 20, progress=None) -> tuple:
+    """Fit the variants of the shape (exception lists allowed or not; for tanh / erf three
+    ends of the x P(x^2) region), compile each with the widest build this CPU runs, time it
+    (median of 5 runs over ``time_n`` inputs in [-8, 8]) and keep the fastest correctly
+    rounded one: (VectorFit, [{variant, ops, ns_per_element or None}]).  The timing only
+    chooses among kernels that are all verified at every input; it is this machine's, now."""
+    from .emit import c as emit_c
+
+    tg = targets(reference, dtype)
+    ends = {"tanh": (0.375, 0.5, 0.75), "erf": (0.75, 1.0, 1.25)}.get(reference, (None,))
+    import ml_dtypes
+
+    build_ = runnable_builds()[0]
+    table, fits, kerns = [], [], []
+    for a1 in ends:
+        for exc in (MAX_EXCEPTIONS, 0):
+            f = fit_vector(reference, dtype, max_exceptions=exc, a1=a1, tg=tg, progress=progress)
+            row = {"a1": a1, "max_exceptions": exc, "ok": f.ok, "ns_per_element": None}
+            if f.ok:
+                name = f"{f.program.name}_{len(kerns)}"
+                prog = ir.Program(name, f.program.ops, f.program.out, f.program.in_type, f.program.out_type)
+                kerns.append(emit_c.compile_source(emit_c.source(prog, ""), name, build_, tmpdir))
+                fits.append((f, row))
+                row["ops"] = sum(f.program.counts().values())
+            table.append(row)
+    if not fits:
+        return fit_vector(reference, dtype, tg=tg), table
+    # interleaved runs, the fastest of 7 each: the least disturbed by other load
+    np16 = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
+    x = np.ascontiguousarray(np.random.default_rng(0).uniform(-8, 8, time_n).astype(np16).astype(np.float32))
+    y = np.empty_like(x)
+    best = [math.inf] * len(kerns)
+    for _ in range(7):
+        for i, k in enumerate(kerns):
+            t = time.perf_counter()
+            k.fn(x.ctypes.data, y.ctypes.data, time_n)
+            best[i] = min(best[i], (time.perf_counter() - t) / time_n * 1e9)
+    for (_, row), ns in zip(fits, best):
+        row["ns_per_element"] = ns
+    i = int(np.argmin(best))
+    return fits[i][0], table

@@ -11,7 +11,7 @@ from .emit import TARGETS
 from .errors import BadOptionError
 
 
-def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, out) -> int:
+def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, out, search=False) -> int:
     from .io import dumps, write_files, write_text
 
     if compute != "fp32":
@@ -25,17 +25,24 @@ def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, 
     if not d.is_dir():
         raise BadOptionError(f"--out {d}: not a directory")
     fs.targets(reference, dtype)  # refuses unsupported pairs before the work
-    fit = fs.fit_vector(reference, dtype, max_degree=max_degree)
+    variants = []
     checks = None
     paths = []
-    if fit.program is not None:
-        with tempfile.TemporaryDirectory(prefix="actaudit-fit-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="actaudit-fit-") as tmp:
+        if search:
+            fit, variants = fs.search(reference, dtype, tmp)
+        else:
+            fit = fs.fit_vector(reference, dtype, max_degree=max_degree)
+        if fit.program is not None:
             checks = fs.verify_c(fit, tmp, time_n=1 << 20)
+    if fit.program is not None:
         names = fs.files(fit, sorted(set(emit_targets), key=list(TARGETS).index))
         write_files(d, names)
         paths = [str(d / n) for n, _ in names]
     doc = fs.to_dict(fit, checks)
     doc["files"] = paths
+    if search:
+        doc["variants"] = variants
     ok = fit.ok and checks is not None and all(c[v]["wrong"] == 0 for c in checks for v in ("f32", "u16"))
     if json_out == "-":
         sys.stdout.write(dumps(doc))
@@ -46,6 +53,15 @@ def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, 
     say(f"actaudit fit {reference} {dtype} --shape vector (compute fp32): {fit.message}")
     if fit.program is None:
         return 1
+    for v in variants:
+        say(
+            f"  variant a1={v['a1']} exceptions<={v['max_exceptions']}: "
+            + (
+                f"{v['ops']} ops, {v['ns_per_element']:.2f} ns/element (fastest of 7)"
+                if v["ok"]
+                else "no fit"
+            )
+        )
     say(f"kernel {fs.describe(fit)}")
     for c in checks:
         for v in ("f32", "u16"):

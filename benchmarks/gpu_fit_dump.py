@@ -47,7 +47,9 @@ def run_triton(prog: ir.Program, x: np.ndarray, tmp: Path) -> np.ndarray:
 def run_cuda(prog: ir.Program, x: np.ndarray) -> np.ndarray:
     import cupy as cp
 
-    k = cp.RawKernel(emit(prog, "cuda", ""), prog.name, options=("-ftz=false", "-prec-div=true", "-fmad=false"))
+    k = cp.RawKernel(
+        emit(prog, "cuda", ""), prog.name, options=("-ftz=false", "-prec-div=true", "-fmad=false")
+    )
     xd = cp.asarray(x)
     yd = cp.empty_like(xd)
     block = 256
