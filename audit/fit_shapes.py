@@ -485,7 +485,12 @@ def fit_vector(
             )
     prog = build(shape, {g: ir.coefficients(prog, g) for g in prog.polys})
     bad = ~_same_bits(ir.run(prog, tg.x32).view(np.uint32), tg.y_bits)
-    if 0 < bad.sum() <= max_exceptions * len(tags) and np.all(np.isfinite(tg.x[bad])):
+    if (
+        0 < bad.sum() <= max_exceptions * len(tags)
+        and np.all(np.isfinite(tg.x[bad]))
+        and np.all(tg.x[bad] != 0)
+    ):
+        # (x == xe compares equal at +0 and -0: zeros never go to the list)
         shape.exceptions = tuple((float(a), float(b)) for a, b in zip(tg.x[bad], tg.y[bad]))
         prog = build(shape, {g: ir.coefficients(prog, g) for g in prog.polys})
     wrong = verify(prog, tg)

@@ -119,6 +119,9 @@ def table_kernel(ref: str, dtype: str, tmp: Path):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument(
+        "--no-search", dest="search", action="store_false", help="the default variants, no timed search"
+    )
     ap.add_argument("--n", type=int, default=1 << 22)
     ap.add_argument("--targets", default=",".join(f"{r}:{d}" for r in fs.SUPPORTED for d in fs.DTYPES))
     ap.add_argument(
