@@ -792,9 +792,31 @@ def fit(
         "--symmetry/--no-symmetry",
         help="Fit x >= 0 only for odd or even functions (detected over every input).",
     ),
+    shape: str = typer.Option(
+        "table",
+        "--shape",
+        help="table: piecewise table kernel (C, candidate module, gate entry); vector: branch-free "
+        "vectorizable kernel (gelu, silu, sigmoid, tanh, erf; bf16, fp16), compiled and checked at every input.",
+    ),
+    emit: list[str] = typer.Option(
+        [], "--emit", help="With --shape vector: c, cuda, triton, numpy (repeatable; default c)."
+    ),
+    search: bool = typer.Option(
+        False, "--search", help="With --shape vector: fit the shape's variants, keep the fastest here."
+    ),
 ):
     """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
     as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
+    if shape not in ("table", "vector"):
+        raise BadOptionError(f"--shape: table or vector; not {shape}")
+    if shape == "vector":
+        from . import fit_vector_cli
+
+        return fit_vector_cli.run(
+            reference, dtype, compute, max_degree, out_dir, json_out, emit or ["c"], out, search
+        )
+    if emit or search:
+        raise BadOptionError("--emit and --search need --shape vector")
     from . import cost as cost_mod
     from . import fit as fit_mod
     from .formats import get_format
