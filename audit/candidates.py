@@ -36,6 +36,7 @@ class Candidate:
     special_inputs: tuple | None = None  # non-finite inputs to check (None: the format's)
     native: bool = False  # a callable or framework op: it computes in its own arithmetic
     semantics: object = None  # an audit.semantics.Semantics other than ieee (None: ieee)
+    identity: dict = field(default_factory=dict)
 
     def with_semantics(self, sem) -> Candidate:
         """This candidate evaluated under semantics ``sem`` (None or ieee: itself)."""

@@ -158,7 +158,10 @@ def sweep(
     ),
     atol: float | None = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
     timeout: float | None = typer.Option(
-        None, "--timeout", help="Seconds one call of a pkg.module:function may take."
+        None,
+        "--timeout",
+        help="Seconds one call of a pkg.module:function or of a c:FILE.c:FUNCTION kernel may take "
+        "(C kernels: 600 by default).",
     ),
     semantics: list[str] = typer.Option([], "--semantics", help=SEM_HELP),
     cflags: str | None = typer.Option(

@@ -187,12 +187,26 @@ def write_files(out, files) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def read_bytes(path, limit: int, what: str = "file") -> bytes:
+def read_bytes(path, limit: int, what: str = "file", regular: bool = False) -> bytes:
     """The bytes of ``path``, refusing more than ``limit`` (checked while reading, so a
-    device or FIFO that never ends is refused too)."""
+    device or FIFO that never ends is refused too).  ``regular``: only a regular file (a
+    FIFO or a device is refused at once, never waited on: it is opened non-blocking and
+    checked before anything is read)."""
     p = Path(path)
     try:
-        with open(p, "rb") as fh:
+        if regular:
+            fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise BadFileError(f"{p}: not a regular file (a {what} is read from a regular file only)")
+                os.set_blocking(fd, True)
+            except BaseException:
+                os.close(fd)
+                raise
+            opened = os.fdopen(fd, "rb")
+        else:
+            opened = open(p, "rb")
+        with opened as fh:
             data = fh.read(limit + 1)
     except FileNotFoundError:
         raise BadFileError(f"{p}: {what} not found") from None
@@ -205,8 +219,8 @@ def read_bytes(path, limit: int, what: str = "file") -> bytes:
     return data
 
 
-def read_text(path, limit: int, what: str = "file") -> str:
-    data = read_bytes(path, limit, what)
+def read_text(path, limit: int, what: str = "file", regular: bool = False) -> str:
+    data = read_bytes(path, limit, what, regular)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -243,16 +257,16 @@ def _npy(fh, limit: int, where: str):
     return a.reshape(shape, order="F" if fortran else "C")
 
 
-def load_npy(path, limit: int, what: str = "file"):
-    data = read_bytes(path, limit + 4096, what)
+def load_npy(path, limit: int, what: str = "file", regular: bool = False):
+    data = read_bytes(path, limit + 4096, what, regular)
     return _npy(_io.BytesIO(data), limit, str(path))
 
 
-def load_npz(path, limit: int, what: str = "file", keys=None) -> dict:
+def load_npz(path, limit: int, what: str = "file", keys=None, regular: bool = False) -> dict:
     """The arrays of an ``.npz`` (``keys``: only those), never decoding more than
     ``limit`` bytes in all: each member's declared uncompressed size is checked before
     it is read, and reading stops at that size."""
-    data = read_bytes(path, limit, what)
+    data = read_bytes(path, limit, what, regular)
     try:
         z = zipfile.ZipFile(_io.BytesIO(data))
         infos = z.infolist()
@@ -278,9 +292,9 @@ def load_npz(path, limit: int, what: str = "file", keys=None) -> dict:
     return out
 
 
-def load_json(path, limit: int, what: str = "file"):
+def load_json(path, limit: int, what: str = "file", regular: bool = False):
     """A JSON document of at most ``limit`` bytes (nesting bounded by the recursion limit)."""
-    text = read_text(path, limit, what)
+    text = read_text(path, limit, what, regular)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

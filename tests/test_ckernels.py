@@ -239,18 +239,18 @@ def test_compile_cache_by_source_and_flags(tmp_path, monkeypatch):
     monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "cache"))
     src = tmp_path / "hs.c"
     src.write_text(HS)
-    a, _ = compile_kernel(src, "-O2")
+    a = compile_kernel(src, "-O2").so
     mtime = a.stat().st_mtime_ns
-    b, _ = compile_kernel(src, "-O2")
-    c, _ = compile_kernel(src, "-O1")
+    b = compile_kernel(src, "-O2").so
+    c = compile_kernel(src, "-O1").so
     assert a == b and b.stat().st_mtime_ns == mtime and c != a
     src.write_text(HS + "\n/* changed */\n")
-    d, _ = compile_kernel(src, "-O2")
+    d = compile_kernel(src, "-O2").so
     assert d != a
     # a corrupted cached object is not used: it is compiled again
     src.write_text(HS)
     a.write_bytes(b"garbage")
-    e, _ = compile_kernel(src, "-O2")
+    e = compile_kernel(src, "-O2").so
     assert e == a and a.read_bytes()[:4] == b"\x7fELF"
     (r,) = audit.sweep(f"c:{src}:hs", dtype="fp8_e4m3", reference="hardswish")
     assert r.domain.count == 254
