@@ -257,6 +257,23 @@ def _npy(fh, limit: int, where: str):
     return a.reshape(shape, order="F" if fortran else "C")
 
 
+def npy_from_bytes(data: bytes, limit: int, where: str):
+    """One .npy array from bytes already read (bounded), its header checked first."""
+    return _npy(_io.BytesIO(data), limit, where)
+
+
+def npy_header_text(data: bytes) -> str:
+    """The header of a .npy file (the dict literal, and anything after it on that line),
+    as text; '' if there is none."""
+    if data[:6] != b"\x93NUMPY" or len(data) < 10:
+        return ""
+    if data[6] == 1:
+        n, start = int.from_bytes(data[8:10], "little"), 10
+    else:
+        n, start = int.from_bytes(data[8:12], "little"), 12
+    return data[start : start + n].decode("latin-1")
+
+
 def load_npy(path, limit: int, what: str = "file", regular: bool = False):
     data = read_bytes(path, limit + 4096, what, regular)
     return _npy(_io.BytesIO(data), limit, str(path))
