@@ -245,14 +245,22 @@ def read_table(path) -> tuple[np.ndarray, dict]:
             df = pd.read_csv(_io.BytesIO(data))
         except Exception as e:
             raise BadFileError(f"{p}: unreadable CSV ({type(e).__name__}: {e})") from None
-        col = next((c for c in ("code", "y", "output") if c in df.columns), None)
-        if col is None:
-            if len(df.columns) != 1:
-                raise BadFileError(f"{p}: no column 'code', 'y' or 'output' (columns: {list(df.columns)})")
-            col = df.columns[0]
-        a = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=np.float64)
-        if np.isnan(a).any():
-            raise BadFileError(f"{p}: column '{col}' has entries that are not numbers")
+        if "y_hex" in df.columns and "code" not in df.columns:  # bit patterns of a float output
+            cells = df["y_hex"].astype(str)
+            if not cells.str.fullmatch(r"0x[0-9a-fA-F]{1,8}").all():
+                raise BadFileError(f"{p}: column 'y_hex' has entries that are not hexadecimal bit patterns")
+            a = np.array([int(v, 16) for v in cells], dtype=np.int64)
+        else:
+            col = next((c for c in ("code", "y", "output") if c in df.columns), None)
+            if col is None:
+                if len(df.columns) != 1:
+                    raise BadFileError(
+                        f"{p}: no column 'code', 'y' or 'output' (columns: {list(df.columns)})"
+                    )
+                col = df.columns[0]
+            a = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=np.float64)
+            if np.isnan(a).any():
+                raise BadFileError(f"{p}: column '{col}' has entries that are not numbers")
     if a.dtype.kind not in "iuf":
         raise BadFileError(f"{p}: table has dtype {a.dtype}: expected integers or floats")
     meta["kind"] = "float" if a.dtype.kind == "f" else "int"
