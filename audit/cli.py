@@ -745,6 +745,7 @@ def fit(
 
     if not (time_limit > 0 and math.isfinite(time_limit)):
         raise BadOptionError(f"--time-limit must be a positive number, got {time_limit}")
+    fit_mod.check_out_dir(out_dir)  # before the fit, not after it
     with _progress() as bar:
         state = {}
 
@@ -768,11 +769,14 @@ def fit(
             progress=step,
         )
         results = []
-        if rep.kernel is not None:
-            paths = fit_mod.write(rep.kernel, out_dir)
+        if rep.kernel is not None:  # verified first, then written as one set
+            from .signals import ready
+
+            ready("verify")
             cand = fit_mod.candidate(rep.kernel)
             st = get_format(dtype)
             results = [run_candidate(cand, st, get_format(compute), domain(st), progress=bar)]
+            paths = fit_mod.write(rep.kernel, out_dir)
     doc = fit_mod.to_dict(rep)
     if rep.kernel is not None:
         doc["files"] = paths
@@ -812,7 +816,7 @@ def fit(
         highlight=False,
         soft_wrap=True,
     )
-    for key, pth in paths.items():
+    for pth in paths.values():
         out.print(f"wrote {pth}", markup=False, highlight=False)
     sys.stdout.write(summary(results))
     return 0 if results[0].max_ulp <= 0.5 and results[0].nan_count == 0 else 1

@@ -167,10 +167,42 @@ def write_text(path, text: str) -> None:
 
 
 # ------------------------------------------------------------------- input
+@contextlib.contextmanager
+def signals_held():
+    """SIGINT and SIGTERM that arrive inside are acted on when it ends, as their handlers
+    then say (Python runs signal handlers in the main thread, whichever thread the signal
+    reached; elsewhere than the main thread this holds nothing)."""
+    import signal
+
+    got: list = []
+    old = {}
+    try:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            old[s] = signal.signal(s, lambda signum, frame: got.append(signum))
+    except ValueError:  # not the main thread
+        for s, h in old.items():
+            signal.signal(s, h)
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if got:
+            s = got[0]
+            h = old[s]
+            if callable(h):
+                h(s, None)
+            elif h != signal.SIG_IGN:  # the default action (or a handler set outside Python)
+                os.kill(os.getpid(), s)
+
+
 def write_files(out, files) -> None:
     """Write ``files`` [(name, bytes or str), ...] into directory ``out`` as a set: each is
-    written in a temporary directory beside them, then moved in, in order (put index.html
-    last): an interrupted report leaves nothing half-written."""
+    written in a temporary directory beside them, then all are moved in, in order (put
+    index.html last), with SIGINT and SIGTERM held until the last is in place: an
+    interrupted report or fit leaves the whole set or nothing, never a part."""
     out = Path(out)
     tmp = Path(tempfile.mkdtemp(prefix=".actaudit-report-", dir=out))
     try:
@@ -179,8 +211,9 @@ def write_files(out, files) -> None:
                 (tmp / name).write_text(data, encoding="utf-8")
             else:
                 (tmp / name).write_bytes(data)
-        for name, _ in files:
-            os.replace(tmp / name, out / name)
+        with signals_held():  # the set moves in whole
+            for name, _ in files:
+                os.replace(tmp / name, out / name)
     finally:
         import shutil
 
