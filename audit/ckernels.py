@@ -380,10 +380,21 @@ def object_fd(c: Compiled) -> int:
 
 
 # ------------------------------------------------------------------- running
-def _set_pdeathsig() -> None:
-    from .executors import _set_pdeathsig as pdeath
+_LIBC: list = []
 
-    pdeath()
+
+def _libc():
+    """This process's C library (looked up once, before any fork: find_library would run
+    a subprocess in every kernel's child)."""
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
+
+
+def _set_pdeathsig(libc) -> None:
+    """SIGKILL when the parent dies (PR_SET_PDEATHSIG = 1; Linux)."""
+    with contextlib.suppress(AttributeError, OSError):
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)
 
 
 def _kill(pid: int) -> None:
@@ -395,14 +406,14 @@ def _kill(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
-def _child(parent, fd, func, x, shared, n, done_w, out_w, token, ctype) -> None:
+def _child(parent, fd, func, x, shared, n, done_w, out_w, token, libc) -> None:
     """The kernel's process: its own group, dies with its parent, stdio captured, all other
     descriptors closed; writes ``token`` once FUNCTION returned.  Never returns."""
     code = 4
     try:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
-        _set_pdeathsig()
+        _set_pdeathsig(libc)
         if os.getppid() != parent:  # the parent died before PR_SET_PDEATHSIG took effect
             os._exit(5)
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGPIPE):
@@ -427,7 +438,6 @@ def _child(parent, fd, func, x, shared, n, done_w, out_w, token, ctype) -> None:
         f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
         y = np.frombuffer(shared, dtype=x.dtype, count=n)
         f(x.ctypes.data, y.ctypes.data, ctypes.c_size_t(n))
-        libc = ctypes.CDLL(None)
         libc.fflush(None)  # what it printed, before the report
         os.write(done_w, token)
         code = 0
@@ -466,6 +476,7 @@ def run_kernel(fd: int, func: str, x: np.ndarray, ctype: str, timeout: float | N
     done_r, done_w = os.pipe()
     out_r, out_w = os.pipe()
     parent = os.getpid()
+    libc = _libc()
     old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # no signal handled mid-fork
     try:
         pid = os.fork()
@@ -476,7 +487,7 @@ def run_kernel(fd: int, func: str, x: np.ndarray, ctype: str, timeout: float | N
         shared.close()
         raise
     if pid == 0:
-        _child(parent, fd, func, x, shared, n, done_w, out_w, token, ctype)
+        _child(parent, fd, func, x, shared, n, done_w, out_w, token, libc)
     try:
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)
@@ -501,8 +512,6 @@ def run_kernel(fd: int, func: str, x: np.ndarray, ctype: str, timeout: float | N
             if f >= 0:
                 with contextlib.suppress(OSError):
                     os.close(f)
-    with contextlib.suppress(OSError):
-        os.killpg(pid, signal.SIGKILL)  # anything the kernel left in its group
     try:
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
@@ -549,21 +558,26 @@ def _wait(pid: int, done_r: int, out_r: int, deadline: float):
                             open_fds.discard(f)
                     elif not _drain(f, output):
                         open_fds.discard(f)
-            if exited or pidfd is None:
-                done, status = os.waitpid(pid, 0 if exited else os.WNOHANG)
-                if done:
-                    for f in list(open_fds):  # what is left in the pipes, without blocking
-                        while select.select([f], [], [], 0)[0]:
-                            if f == done_r:
-                                data = os.read(f, 64)
-                                said += data[: 64 - len(said)]
-                            else:
-                                data = os.read(f, 65536)
-                                output += data
-                                del output[:-MAX_OUTPUT]
-                            if not data:
-                                break
-                    return status, bytes(said), bytes(output)
+            if pidfd is None:  # (no pidfd: has it exited? asked without reaping it)
+                exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+            if exited:
+                # anything the kernel left in its group, while the exited child (not yet
+                # reaped) still holds the group's id
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+                _, status = os.waitpid(pid, 0)
+                for f in list(open_fds):  # what is left in the pipes, without blocking
+                    while select.select([f], [], [], 0)[0]:
+                        if f == done_r:
+                            data = os.read(f, 64)
+                            said += data[: 64 - len(said)]
+                        else:
+                            data = os.read(f, 65536)
+                            output += data
+                            del output[:-MAX_OUTPUT]
+                        if not data:
+                            break
+                return status, bytes(said), bytes(output)
     finally:
         if pidfd is not None:
             os.close(pidfd)
