@@ -746,6 +746,9 @@ def fit(
     if not (time_limit > 0 and math.isfinite(time_limit)):
         raise BadOptionError(f"--time-limit must be a positive number, got {time_limit}")
     fit_mod.check_out_dir(out_dir)  # before the fit, not after it
+    from .signals import ready
+
+    ready("fit")
     with _progress() as bar:
         state = {}
 
@@ -770,8 +773,6 @@ def fit(
         )
         results = []
         if rep.kernel is not None:  # verified first, then written as one set
-            from .signals import ready
-
             ready("verify")
             cand = fit_mod.candidate(rep.kernel)
             st = get_format(dtype)

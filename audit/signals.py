@@ -13,8 +13,8 @@ first moment of the process to its last.
 * :func:`ready` appends a line to the file (or FIFO) named by ``$ACTAUDIT_READY_FILE`` at
   each stage: ``imports`` (the early handlers are in place), ``sweep`` (a result's work
   starts), ``chunk`` (its first chunk is merged), ``kernel`` (a C kernel's process is
-  started, reported by the process that started it), ``verify`` (``fit`` found a kernel
-  and starts its verification sweep): tests wait for it instead of sleeping.
+  started, reported by the process that started it), ``fit`` (``fit`` starts its search),
+  ``verify`` (it found a kernel and starts its verification sweep): tests wait for it instead of sleeping.
 """
 
 from __future__ import annotations
