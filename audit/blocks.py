@@ -263,15 +263,10 @@ def inputs(dist: str, n: int, seed: int, fmt: Format, block: int) -> np.ndarray:
     distribution rounded to fmt, or the values of a .npy file (rounded to fmt)."""
     d = parse_dist(dist)
     if d[0] == "npy":
+        from .io import load_npy
+
         p = Path(d[1])
-        if not p.is_file():
-            raise BadFileError(f"{p}: no such file")
-        if p.stat().st_size > MAX_ELEMENTS * 8 + 4096:
-            raise BadFileError(f"{p}: more than {MAX_ELEMENTS} values")
-        try:
-            a = np.load(p, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as e:
-            raise BadFileError(f"{p}: not a readable .npy ({type(e).__name__}: {e})") from None
+        a = load_npy(p, MAX_ELEMENTS * 8, "file of inputs", regular=True)  # bounded, header first
         if a.dtype.kind not in "iuf":
             raise BadFileError(f"{p}: dtype {a.dtype}: expected numbers")
         a = a.astype(np.float64).ravel()

@@ -5,32 +5,50 @@ The kernel is C source with the calling convention
     void FUNCTION(const float *x, float *y, size_t n);       /* or */
     void FUNCTION(const _Float16 *x, _Float16 *y, size_t n);
 
-(the element type is read from the function's definition in the source).  It is compiled
-at run time with the system compiler (``$CC``, default ``gcc``) as a shared object, with
-``-O2`` or the flags given (``--cflags``), and cached by the SHA-256 of the source, the
-flags and the compiler's version (``$ACTAUDIT_CACHE_DIR/ckernels``, written atomically, with
-the object's own SHA-256 beside it: a cached object that does not match is compiled again;
-with ``ACTAUDIT_NO_CACHE=1`` a temporary directory of the process).
+(the element type is read from the function's definition in the source, and the whole
+signature is checked by the compiler: see below).  How a kernel is compiled, cached,
+verified and run is described in docs/concepts/kernel-isolation.md; in short:
+
+* **Compiled** with the system compiler (``$CC``, default ``gcc``) as a shared object, with
+  ``-O2`` or the flags given (``--cflags``, split as a POSIX shell does).  The unit compiled
+  is a small checking unit that includes the kernel (``-include FILE``) and redeclares the
+  expected prototype: a definition whose return type or any parameter differs (``double *y``)
+  is a compile error, reported as one line.
+* **Cached** under a key that covers the source, every file it includes (the compiler's own
+  dependency list, ``-M``, each file's SHA-256), each flag as its own string, the function
+  and its type, and the compiler's identity (resolved path, SHA-256 of the driver, its
+  ``--version`` and ``-dumpfullversion``).  The object is written atomically beside a record
+  of its key and SHA-256; before it is loaded, the record must name this key and the bytes
+  must match (a truncated object, or one copied under another key, is compiled again).  The
+  verified bytes are loaded from a private memory file, not from the cache path.
+* **Run** in a child process per call: in its own process group, killed with its parent
+  (PR_SET_PDEATHSIG, and the parent kills the group on any exit: error, SIGINT, SIGTERM,
+  ``--timeout``), with stdin from /dev/null and stdout/stderr captured (never mixed into the
+  tool's output; the last line is quoted in an error), and it must report that FUNCTION
+  returned: a kernel that exits, crashes or is killed halfway is one line, exit 2.
 
 Inputs (storage values) are converted to the kernel's type exactly: a ``float`` kernel takes
 every storage format of at most 32 bits, a ``_Float16`` kernel fp16 and the fp8 formats (bf16
 and fp32 values do not all fit in _Float16, and are refused).  The kernel's outputs are
-rounded to the storage format to nearest, ties to even.  The kernel runs in a forked child
-process, so a crash (SIGSEGV, SIGFPE, ...) is reported as one line, not a dead auditor; a
-compile error, a missing symbol or a missing prototype is one line too (exit 2).
+rounded to the storage format to nearest, ties to even.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
+import json
 import mmap
 import os
 import re
+import select
 import shlex
+import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,12 +57,19 @@ from .errors import ActauditError, BadOptionError, UnknownNameError
 from .formats import Format
 
 DEFAULT_CFLAGS = "-O2"
-KERNEL_TIMEOUT_S = 600.0  # a kernel still running after this is stopped
+KERNEL_TIMEOUT_S = 600.0  # a kernel call still running after this is stopped (unless --timeout)
+COMPILE_TIMEOUT_S = 600.0
+MAX_SOURCE = 1 << 22  # bytes of a kernel source (and of each file it includes)
+MAX_OBJECT = 1 << 26  # bytes of a compiled object
+MAX_OUTPUT = 4096  # bytes of a kernel's stdout/stderr kept (its last ones)
+CACHE_VERSION = 2
 TYPES = {"float": np.float32, "_Float16": np.float16}
+_STOP = {signal.SIGINT, signal.SIGTERM}
 
 
 class KernelError(ActauditError):
-    """A C kernel that does not compile, lacks its symbol, or crashes."""
+    """A C kernel that does not compile, lacks its symbol, has another signature, crashes,
+    exits before returning, or runs past its time."""
 
 
 def parse_target(target: str) -> tuple[Path, str]:
@@ -56,8 +81,25 @@ def parse_target(target: str) -> tuple[Path, str]:
     return Path(path), func
 
 
+def parse_cflags(cflags: str | None) -> list[str]:
+    """--cflags as the compiler's arguments, split as a POSIX shell does (one line on a
+    quoting error)."""
+    text = DEFAULT_CFLAGS if cflags is None else cflags
+    if not isinstance(text, str) or "\0" in text:
+        raise BadOptionError(f"--cflags must be a string of compiler flags, got {cflags!r}")
+    try:
+        flags = shlex.split(text)
+    except ValueError as e:
+        raise BadOptionError(f"--cflags {text!r}: {e} (flags are split as a POSIX shell does)") from None
+    for f in flags:
+        if f in ("-o", "-M", "-MM", "-MD", "-MMD", "-MF", "-E", "-S", "-c") or f.startswith("-o"):
+            raise BadOptionError(f"--cflags: '{f}' is not a flag actaudit can pass on (it sets it itself)")
+    return flags
+
+
 def kernel_type(source: str, func: str) -> str:
-    """The element type of FUNCTION's first parameter in the source: float or _Float16."""
+    """The element type of FUNCTION's first parameter in the source: float or _Float16
+    (the full signature is then checked by the compiler)."""
     m = re.search(rf"\b{re.escape(func)}\s*\(\s*const\s+(float|_Float16)\s*\*", source)
     if m is None:
         raise KernelError(
@@ -67,6 +109,26 @@ def kernel_type(source: str, func: str) -> str:
     return m.group(1)
 
 
+def _prototype(func: str, ctype: str) -> str:
+    return f"void {func}(const {ctype} *x, {ctype} *y, size_t n)"
+
+
+def check_unit(func: str | None, ctype: str | None) -> bytes:
+    """The translation unit compiled: the kernel comes in by ``-include``; this redeclares
+    FUNCTION with the expected prototype (a conflicting definition is an error) and asserts
+    that the two types are the same."""
+    if func is None:
+        return b""
+    t = ctype
+    return (
+        "#include <stddef.h>\n"
+        f"void {func}(const {t} *, {t} *, size_t);\n"
+        f"_Static_assert(__builtin_types_compatible_p(__typeof__(&{func}), "
+        f'void (*)(const {t} *, {t} *, size_t)), "actaudit: {func} has another signature");\n'
+    ).encode()
+
+
+# ----------------------------------------------------------------- the compiler
 _TMP_ROOT: list = []
 
 
@@ -77,7 +139,6 @@ def cache_root() -> Path:
     if not _cache_enabled():
         if not _TMP_ROOT:
             import atexit
-            import shutil
             import tempfile
 
             _TMP_ROOT.append(Path(tempfile.mkdtemp(prefix="actaudit-ckernels-")))
@@ -86,130 +147,448 @@ def cache_root() -> Path:
     return cache_dir() / "ckernels"
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _cached(so: Path) -> bool:
-    """A shared object of the cache whose recorded SHA-256 matches (files on disk are
-    untrusted: a truncated or altered one is compiled again)."""
-    sig = so.with_suffix(".sha256")
-    try:
-        return so.is_file() and sig.read_text().strip() == _digest(so)
-    except OSError:
-        return False
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _compiler() -> str:
     return os.environ.get("CC", "gcc")
 
 
-def _compiler_version(cc: str) -> str:
+def _text(data: bytes) -> str:
+    """Compiler output as text: any bytes (a Latin-1 message) decode, replaced if need be."""
+    return data.decode("utf-8", errors="replace")
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    s = "".join(ch if ch.isprintable() else "?" for ch in text.strip())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _run(cmd: list[str], stdin: bytes = b"", timeout: float = COMPILE_TIMEOUT_S) -> tuple[int, bytes, bytes]:
+    env = {**os.environ, "LC_ALL": "C"}  # messages in one language, plain quotes
     try:
-        r = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise KernelError(f"cannot run the C compiler '{cc}': {e}") from None
-    return r.stdout.splitlines()[0] if r.stdout else ""
+        r = subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout, env=env)
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        raise KernelError(f"cannot run the C compiler '{cmd[0]}': {_one_line(str(e))}") from None
+    return r.returncode, r.stdout, r.stderr
 
 
-def compile_kernel(path: Path, cflags: str | None = None) -> tuple[Path, str]:
-    """Compile (or find in the cache) the shared object of C file ``path``.
-
-    Returns (shared object path, source text)."""
-    try:
-        src = path.read_bytes()
-    except OSError as e:
-        raise BadOptionError(f"cannot read C kernel '{path}': {e.strerror or e}") from None
-    if len(src) > 1 << 22:
-        raise BadOptionError(f"C kernel '{path}' is larger than 4 MiB")
-    text = src.decode("utf-8", errors="replace")
-    flags = shlex.split(DEFAULT_CFLAGS if cflags is None else cflags)
-    cc = _compiler()
-    key = hashlib.sha256(
-        src + b"\0" + " ".join(flags).encode() + b"\0" + _compiler_version(cc).encode()
-    ).hexdigest()[:32]
-    root = cache_root()
-    so = root / f"{key}.so"
-    if not _cached(so):
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = root / f".{key}.{os.getpid()}.so"
-        cmd = [cc, "-shared", "-fPIC", *flags, "-o", str(tmp), str(path), "-lm"]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        except (OSError, subprocess.SubprocessError) as e:
-            raise KernelError(f"cannot run the C compiler '{cc}': {e}") from None
-        if r.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            lines = [ln for ln in r.stderr.splitlines() if "error" in ln] or r.stderr.splitlines()
-            first = lines[0].strip() if lines else f"exit status {r.returncode}"
-            raise KernelError(f"C kernel '{path}' does not compile ({' '.join(flags)}): {first}")
-        sig = root / f".{key}.{os.getpid()}.sha256"
-        sig.write_text(_digest(tmp))
-        os.replace(tmp, so)
-        os.replace(sig, so.with_suffix(".sha256"))
-    return so, text
+_IDENTITY: dict = {}
 
 
-def run_kernel(so: Path, func: str, x: np.ndarray, ctype: str) -> np.ndarray:
-    """y = FUNCTION(x) in a forked child process (x already of the kernel's type)."""
-    dt = np.dtype(TYPES[ctype])
-    x = np.ascontiguousarray(x, dtype=dt)
-    n = x.size
-    nbytes = max(n * dt.itemsize, 1)
-    shared = mmap.mmap(-1, nbytes)  # anonymous, shared with the child
-    pid = os.fork()
-    if pid == 0:  # child: load, call, write, exit without running the parent's cleanup
-        code = 0
-        try:
-            import faulthandler
+def compiler_identity(cc: str | None = None) -> str:
+    """'PATH VERSION sha256:DIGEST': the resolved driver, its -dumpfullversion, and the
+    SHA-256 of the driver's bytes and of its --version output (computed once per process)."""
+    cc = cc or _compiler()
+    found = shutil.which(cc)
+    if found is None:
+        raise KernelError(f"cannot run the C compiler '{cc}': not found (set $CC)")
+    real = os.path.realpath(found)
+    st = os.stat(real)
+    k = (cc, real, st.st_size, st.st_mtime_ns)
+    if k not in _IDENTITY:
+        _, ver, _ = _run([real, "--version"], timeout=60)
+        _, full, _ = _run([real, "-dumpfullversion"], timeout=60)
+        with open(real, "rb") as fh:
+            h = hashlib.sha256(fh.read(1 << 28))
+        h.update(b"\0" + ver + b"\0" + full)
+        _IDENTITY[k] = f"{real} {_one_line(_text(full), 40) or '?'} sha256:{h.hexdigest()[:32]}"
+    return _IDENTITY[k]
 
-            faulthandler.disable()  # a crash is reported by the parent, in one line
-            lib = ctypes.CDLL(str(so))
-            try:
-                f = getattr(lib, func)
-            except AttributeError:
-                os._exit(3)
-            f.restype = None
-            f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-            y = np.frombuffer(shared, dtype=dt, count=n)
-            f(x.ctypes.data, y.ctypes.data, ctypes.c_size_t(n))
-        except BaseException:
-            code = 4
-        os._exit(code)
-    deadline = time.monotonic() + KERNEL_TIMEOUT_S
-    try:
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                raise KernelError(f"C kernel {func} ran longer than {KERNEL_TIMEOUT_S:.0f} s")
-            time.sleep(0.0005)
-    except BaseException:
-        try:  # interrupted: do not leave the child behind
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        raise
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        raise KernelError(f"C kernel {func} crashed ({name}) on {n} inputs")
-    code = os.WEXITSTATUS(status)
-    if code == 3:
-        raise KernelError(f"C kernel has no symbol '{func}' (is it static, or misspelled?)")
-    if code != 0:
-        raise KernelError(f"C kernel {func} could not be loaded or called (child exit {code})")
-    out = np.frombuffer(shared, dtype=dt, count=n).copy()
-    shared.close()
+
+def _depfile_paths(text: str) -> list[str]:
+    """The prerequisites of a make rule as gcc -M writes it ('\\ ' a space, '$$' a dollar)."""
+    body = text.replace("\\\r\n", " ").replace("\\\n", " ")
+    _, sep, deps = body.partition(": ")
+    if not sep:
+        return []
+    out, cur, i = [], [], 0
+    while i < len(deps):
+        ch = deps[i]
+        if ch == "\\" and i + 1 < len(deps) and deps[i + 1] in " #\\":
+            cur.append(deps[i + 1])
+            i += 2
+            continue
+        if ch == "$" and deps[i + 1 : i + 2] == "$":
+            cur.append("$")
+            i += 2
+            continue
+        if ch.isspace():
+            if cur:
+                out.append("".join(cur))
+                cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    if cur:
+        out.append("".join(cur))
     return out
 
 
-def c_candidate(target: str, reference: str | None, fmt: Format, cflags: str | None = None):
-    """The candidate that runs C kernel ``target`` ('c:FILE.c:FUNCTION') on storage values."""
+def _read_dep(p: str) -> bytes:
+    from .io import read_bytes
+
+    return read_bytes(p, MAX_SOURCE, "file the C kernel includes")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A kernel's object, verified: its cache path, bytes' SHA-256, and what made it."""
+
+    so: Path
+    sha256: str
+    source: str  # the kernel's source text
+    key: str
+    flags: list = field(default_factory=list)
+    compiler: str = ""
+    kernel_digest: str = ""  # SHA-256 over the source and every file it includes
+    deps: tuple = ()
+
+    def identity(self) -> dict:
+        return {"cflags": list(self.flags), "kernel_digest": self.kernel_digest, "compiler": self.compiler}
+
+
+def _verified(so: Path, key: str) -> bytes | None:
+    """The bytes of cached object ``so`` if its record names ``key`` and its SHA-256, else
+    None (absent, truncated, altered, or copied under another key: compiled again)."""
+    from .errors import BadFileError
+    from .io import load_json, read_bytes
+
+    try:
+        rec = load_json(so.with_suffix(".json"), 4096, "object record")
+        data = read_bytes(so, MAX_OBJECT, "compiled object", regular=True)
+    except BadFileError:
+        return None
+    if not isinstance(rec, dict) or set(rec) != {"key", "sha256", "version"}:
+        return None
+    if rec["version"] != CACHE_VERSION or rec["key"] != key or rec["sha256"] != _sha(data):
+        return None
+    return data
+
+
+def compile_kernel(path: Path, cflags: str | None = None, func: str | None = None) -> Compiled:
+    """Compile (or find, verified, in the cache) the shared object of C file ``path``;
+    with ``func``, its signature is checked at compile time."""
+    from .errors import BadFileError
+    from .io import read_bytes
+
+    flags = parse_cflags(cflags)
+    try:
+        src = read_bytes(path, MAX_SOURCE, "C kernel", regular=True)
+    except BadFileError as e:
+        raise BadOptionError(f"cannot read C kernel: {e}") from None
+    text = src.decode("utf-8", errors="replace")
+    ctype = kernel_type(text, func) if func is not None else None
+    unit = check_unit(func, ctype)
+    cc = _compiler()
+    ident = compiler_identity(cc)
+    real_cc = ident.split(" ", 1)[0]
+    absolute = os.path.abspath(path)
+    base = [real_cc, *flags, "-include", absolute, "-x", "c", "-"]
+    rc, out, err = _run(base[:-1] + ["-M", "-MT", "kernel", "-"], unit)
+    if rc != 0:
+        raise KernelError(f"C kernel '{path}' does not compile ({' '.join(flags)}): {_first_error(err, rc)}")
+    deps = _depfile_paths(_text(out))
+    if absolute not in deps:
+        deps.insert(0, absolute)
+    digests = []
+    for d in deps:
+        try:
+            data = src if d == absolute else _read_dep(d)
+        except BadFileError as e:
+            raise KernelError(f"C kernel '{path}': {e}") from None
+        digests.append(_sha(data))
+    kernel_digest = _sha(json.dumps(digests).encode())
+    key = _sha(
+        json.dumps(
+            {
+                "v": CACHE_VERSION,
+                "deps": [[d, h] for d, h in zip(deps, digests)],
+                "flags": flags,
+                "compiler": ident,
+                "func": func,
+                "ctype": ctype,
+                "unit": _sha(unit),
+            },
+            sort_keys=True,
+        ).encode()
+    )[:40]
+    root = cache_root()
+    so = root / f"{key}.so"
+    data = _verified(so, key)
+    if data is None:
+        data = _build(path, base, unit, flags, so, key, func, ctype)
+    return Compiled(so, _sha(data), text, key, flags, ident, kernel_digest, tuple(deps))
+
+
+def _first_error(err: bytes, rc: int) -> str:
+    lines = _text(err).splitlines()
+    pick = [ln for ln in lines if "error" in ln] or lines
+    return _one_line(pick[0]) if pick else f"exit status {rc}"
+
+
+def _build(path, base, unit, flags, so: Path, key: str, func, ctype) -> bytes:
+    from .io import read_bytes
+
+    root = so.parent
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".{key}.{os.getpid()}.so"
+    rec_tmp = root / f".{key}.{os.getpid()}.json"
+    try:
+        rc, _, err = _run(base[:1] + ["-shared", "-fPIC"] + base[1:] + ["-o", str(tmp), "-lm"], unit)
+        if rc != 0:
+            text = _text(err)
+            m = re.search(r"previous definition of '\w+' with type '([^']*)'", text)
+            if func is not None and (m or "<stdin>" in text.split("error", 1)[0].rsplit("\n", 1)[-1]):
+                have = f": the source defines '{m.group(1)}'" if m else f": {_first_error(err, rc)}"
+                raise KernelError(f"C kernel '{path}': {func} is not {_prototype(func, ctype)}{have}")
+            raise KernelError(
+                f"C kernel '{path}' does not compile ({' '.join(flags)}): {_first_error(err, rc)}"
+            )
+        data = read_bytes(tmp, MAX_OBJECT, "compiled object", regular=True)
+        rec_tmp.write_text(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}))
+        os.replace(tmp, so)
+        os.replace(rec_tmp, so.with_suffix(".json"))
+        return data
+    finally:
+        tmp.unlink(missing_ok=True)
+        rec_tmp.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------------------- loading
+_LOADED: dict = {}  # (so, sha256) -> (fd of a memory file holding those bytes, its inode)
+
+
+def object_fd(c: Compiled) -> int:
+    """A memory file holding the verified bytes of ``c`` (created once per process: forked
+    workers inherit it; elsewhere it is made again from the cache, verified again)."""
+    k = (str(c.so), c.sha256)
+    got = _LOADED.get(k)
+    if got is not None:
+        fd, ino = got
+        with contextlib.suppress(OSError):
+            if os.fstat(fd).st_ino == ino:
+                return fd
+    data = _verified(c.so, c.key)
+    if data is None or _sha(data) != c.sha256:
+        raise KernelError(f"the compiled object of the C kernel changed in the cache ({c.so}): run again")
+    fd = os.memfd_create("actaudit-kernel", 0)
+    os.write(fd, data)
+    _LOADED[k] = (fd, os.fstat(fd).st_ino)
+    return fd
+
+
+# ------------------------------------------------------------------- running
+_LIBC: list = []
+
+
+def _libc():
+    """This process's C library (looked up once, before any fork: find_library would run
+    a subprocess in every kernel's child)."""
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
+
+
+def _set_pdeathsig(libc) -> None:
+    """SIGKILL when the parent dies (PR_SET_PDEATHSIG = 1; Linux)."""
+    with contextlib.suppress(AttributeError, OSError):
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL to the kernel's process group and to the kernel, then reap it."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(OSError):
+            kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, 0)
+
+
+def _child(parent, fd, func, x, shared, n, done_w, out_w, token, libc) -> None:
+    """The kernel's process: its own group, dies with its parent, stdio captured, all other
+    descriptors closed; writes ``token`` once FUNCTION returned.  Never returns."""
+    code = 4
+    try:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+        _set_pdeathsig(libc)
+        if os.getppid() != parent:  # the parent died before PR_SET_PDEATHSIG took effect
+            os._exit(5)
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGPIPE):
+            signal.signal(s, signal.SIG_DFL)
+        import faulthandler
+
+        faulthandler.disable()  # a crash is reported by the parent, in one line
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        keep = sorted({0, 1, 2, fd, done_w})
+        for lo, hi in zip(keep, keep[1:] + [os.sysconf("SC_OPEN_MAX")]):
+            os.closerange(lo + 1, hi)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        lib = ctypes.CDLL(f"/proc/self/fd/{fd}")
+        try:
+            f = getattr(lib, func)
+        except AttributeError:
+            os._exit(3)
+        f.restype = None
+        f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        y = np.frombuffer(shared, dtype=x.dtype, count=n)
+        f(x.ctypes.data, y.ctypes.data, ctypes.c_size_t(n))
+        libc.fflush(None)  # what it printed, before the report
+        os.write(done_w, token)
+        code = 0
+    except BaseException:
+        code = 4
+    os._exit(code)
+
+
+def _drain(fd: int, buf: bytearray) -> bool:
+    """Read what is there into buf (keeping the last MAX_OUTPUT bytes); False at EOF."""
+    data = os.read(fd, 65536)
+    if not data:
+        return False
+    buf += data
+    del buf[:-MAX_OUTPUT]
+    return True
+
+
+def _said(buf: bytes) -> str:
+    lines = [ln for ln in _text(bytes(buf)).splitlines() if ln.strip()]
+    return f"; its last output line: '{_one_line(lines[-1], 160)}'" if lines else ""
+
+
+def run_kernel(fd: int, func: str, x: np.ndarray, ctype: str, timeout: float | None = None) -> np.ndarray:
+    """y = FUNCTION(x) in a child process (x already of the kernel's type; ``fd`` from
+    :func:`object_fd`).  Stopped (its whole process group killed) after ``timeout`` seconds,
+    on any exception in this process (KeyboardInterrupt, SIGTERM's), and with this process."""
+    from .signals import ready
+
+    dt = np.dtype(TYPES[ctype])
+    x = np.ascontiguousarray(x, dtype=dt)
+    n = x.size
+    limit = KERNEL_TIMEOUT_S if timeout is None else float(timeout)
+    shared = mmap.mmap(-1, max(n * dt.itemsize, 1))  # anonymous, shared with the child
+    token = os.urandom(16)
+    done_r, done_w = os.pipe()
+    out_r, out_w = os.pipe()
+    parent = os.getpid()
+    libc = _libc()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # no signal handled mid-fork
+    try:
+        pid = os.fork()
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for f in (done_r, done_w, out_r, out_w):
+            os.close(f)
+        shared.close()
+        raise
+    if pid == 0:
+        _child(parent, fd, func, x, shared, n, done_w, out_w, token, libc)
+    try:
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)
+        os.close(done_w)
+        os.close(out_w)
+        done_w = out_w = -1
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        ready("kernel")
+        status, said, output = _wait(pid, done_r, out_r, time.monotonic() + limit)
+        if status is None:
+            _kill(pid)
+            raise KernelError(
+                f"C kernel {func} did not return within {limit:g} s (called on {n} inputs; --timeout)"
+                + _said(output)
+            )
+    except BaseException:
+        _kill(pid)
+        shared.close()
+        raise
+    finally:
+        for f in (done_r, done_w, out_r, out_w):
+            if f >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(f)
+    try:
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            raise KernelError(f"C kernel {func} crashed ({name}) on {n} inputs" + _said(output))
+        code = os.WEXITSTATUS(status)
+        if code == 3:
+            raise KernelError(f"C kernel has no symbol '{func}' (is it static, or misspelled?)")
+        if code == 0 and said != token:
+            raise KernelError(
+                f"C kernel {func} exited (status 0) before returning, on {n} inputs: "
+                "a kernel must return, not exit" + _said(output)
+            )
+        if code != 0:
+            what = "could not be loaded or called" if code == 4 and not output else "exited before returning"
+            raise KernelError(f"C kernel {func} {what} (exit status {code}, on {n} inputs)" + _said(output))
+        return np.frombuffer(shared, dtype=dt, count=n).copy()
+    finally:
+        shared.close()
+
+
+def _wait(pid: int, done_r: int, out_r: int, deadline: float):
+    """(wait status or None past the deadline, the completion report read, the output)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    said, output = bytearray(), bytearray()
+    open_fds = {done_r, out_r}
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None, bytes(said), bytes(output)
+            watch = list(open_fds) + ([pidfd] if pidfd is not None else [])
+            r, _, _ = select.select(watch, [], [], left if pidfd is not None else min(left, 0.01))
+            exited = pidfd is not None and pidfd in r
+            for f in r:
+                if f in open_fds:
+                    if f == done_r:
+                        data = os.read(f, 64)
+                        said += data[: 64 - len(said)]
+                        if not data:
+                            open_fds.discard(f)
+                    elif not _drain(f, output):
+                        open_fds.discard(f)
+            if pidfd is None:  # (no pidfd: has it exited? asked without reaping it)
+                exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+            if exited:
+                # anything the kernel left in its group, while the exited child (not yet
+                # reaped) still holds the group's id
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+                _, status = os.waitpid(pid, 0)
+                for f in list(open_fds):  # what is left in the pipes, without blocking
+                    while select.select([f], [], [], 0)[0]:
+                        if f == done_r:
+                            data = os.read(f, 64)
+                            said += data[: 64 - len(said)]
+                        else:
+                            data = os.read(f, 65536)
+                            output += data
+                            del output[:-MAX_OUTPUT]
+                        if not data:
+                            break
+                return status, bytes(said), bytes(output)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+# ----------------------------------------------------------------- candidate
+def c_candidate(
+    target: str, reference: str | None, fmt: Format, cflags: str | None = None, timeout: float | None = None
+):
+    """The candidate that runs C kernel ``target`` ('c:FILE.c:FUNCTION') on storage values;
+    ``timeout``: seconds one call may take (default KERNEL_TIMEOUT_S)."""
     from .candidates import Candidate
     from .references import get_reference
 
@@ -217,8 +596,8 @@ def c_candidate(target: str, reference: str | None, fmt: Format, cflags: str | N
     if reference is None:
         raise BadOptionError(f"{target}: give the kernel's reference with --reference (e.g. gelu)")
     get_reference(reference)
-    so, text = compile_kernel(path, cflags)
-    ctype = kernel_type(text, func)
+    comp = compile_kernel(path, cflags, func)
+    ctype = kernel_type(comp.source, func)
     dt = TYPES[ctype]
     ok = fmt.bits <= 32 if ctype == "float" else fmt.name in ("fp16", "fp8_e4m3", "fp8_e5m2")
     if not ok:
@@ -226,14 +605,15 @@ def c_candidate(target: str, reference: str | None, fmt: Format, cflags: str | N
             f"{target}: {fmt.name} values do not all fit in {ctype} "
             f"({'formats of at most 32 bits' if ctype == 'float' else 'fp16 and the fp8 formats'})"
         )
-    flags = DEFAULT_CFLAGS if cflags is None else cflags
+    object_fd(comp)  # verified and loaded now, in the process that forks the workers
+    flags = " ".join(shlex.quote(f) for f in comp.flags)
 
     def fn(x, m):
         xs = np.asarray(x.a, dtype=np.float64)
         with np.errstate(all="ignore"):
             xin = xs.astype(dt)  # exact: every storage value is a value of the kernel's type
-            y = run_kernel(so, func, xin.reshape(-1), ctype).reshape(xs.shape)
-            return y.astype(np.float64)
+        y = run_kernel(object_fd(comp), func, xin.reshape(-1), ctype, timeout).reshape(xs.shape)
+        return y.astype(np.float64)
 
     return Candidate(
         target,
@@ -242,5 +622,6 @@ def c_candidate(target: str, reference: str | None, fmt: Format, cflags: str | N
         f"C kernel {path}, {_compiler()} {flags}",
         fn,
         compute=fmt.name,
-        native=True,
-    )  # its own arithmetic (float or _Float16), not a formula's
+        native=True,  # its own arithmetic (float or _Float16), not a formula's
+        identity=comp.identity(),
+    )

@@ -158,7 +158,10 @@ def sweep(
     ),
     atol: float | None = typer.Option(None, "--atol", help="Tolerance of the clip recommendation, absolute."),
     timeout: float | None = typer.Option(
-        None, "--timeout", help="Seconds one call of a pkg.module:function may take."
+        None,
+        "--timeout",
+        help="Seconds one call of a pkg.module:function or of a c:FILE.c:FUNCTION kernel may take "
+        "(C kernels: 600 by default).",
     ),
     semantics: list[str] = typer.Option([], "--semantics", help=SEM_HELP),
     cflags: str | None = typer.Option(
@@ -825,6 +828,10 @@ def fit(
 
     if not (time_limit > 0 and math.isfinite(time_limit)):
         raise BadOptionError(f"--time-limit must be a positive number, got {time_limit}")
+    fit_mod.check_out_dir(out_dir)  # before the fit, not after it
+    from .signals import ready
+
+    ready("fit")
     with _progress() as bar:
         state = {}
 
@@ -848,11 +855,12 @@ def fit(
             progress=step,
         )
         results = []
-        if rep.kernel is not None:
-            paths = fit_mod.write(rep.kernel, out_dir)
+        if rep.kernel is not None:  # verified first, then written as one set
+            ready("verify")
             cand = fit_mod.candidate(rep.kernel)
             st = get_format(dtype)
             results = [run_candidate(cand, st, get_format(compute), domain(st), progress=bar)]
+            paths = fit_mod.write(rep.kernel, out_dir)
     doc = fit_mod.to_dict(rep)
     if rep.kernel is not None:
         doc["files"] = paths

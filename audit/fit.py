@@ -30,6 +30,7 @@ every piece pass wins; the fit fails with the pieces that no degree up to D fixe
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -704,21 +705,45 @@ def candidate(k: Kernel) -> Candidate:
     return load_source(python_source(k), k.name)["CANDIDATE"]
 
 
-def write(k: Kernel, out_dir) -> dict:
-    """Write NAME.py (the candidate module), NAME.c (the C function) and NAME.toml (the
-    gate entry) into out_dir, atomically; their paths."""
+def check_out_dir(out_dir):
+    """The directory ``fit -o`` writes into, checked before any fitting: it must exist, be a
+    directory (not a file, FIFO or device) and take a new file (probed: a file is created
+    there and removed)."""
+    import tempfile
     from pathlib import Path
 
-    from .io import write_text
-
     d = Path(out_dir)
+    if not d.exists():
+        raise BadOptionError(f"--out {d}: no such directory")
     if not d.is_dir():
-        raise BadOptionError(f"--out {d}: not a directory")
-    paths = {"python": d / f"{k.name}.py", "c": d / f"{k.name}.c", "gate": d / f"{k.name}.toml"}
-    write_text(paths["python"], python_source(k))
-    write_text(paths["c"], c_source(k))
-    write_text(paths["gate"], gate_entry(k, str(d)))
-    return {key: str(p) for key, p in paths.items()}
+        raise BadOptionError(
+            f"--out {d}: not a directory (fit writes NAME.py, NAME.c and NAME.toml into one)"
+        )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".actaudit-fit-probe-", dir=d)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise BadOptionError(f"--out {d}: cannot write there ({e.strerror or e})") from None
+    return d
+
+
+def write(k: Kernel, out_dir) -> dict:
+    """Write NAME.py (the candidate module), NAME.c (the C function) and NAME.toml (the
+    gate entry) into out_dir as one set (audit.io.write_files: all three are made in a
+    temporary directory there, then moved in with SIGINT and SIGTERM held: an interrupted
+    fit leaves either all three or none); their paths."""
+    from .io import write_files
+
+    d = check_out_dir(out_dir)
+    names = {"python": f"{k.name}.py", "c": f"{k.name}.c", "gate": f"{k.name}.toml"}
+    files = [
+        (names["python"], python_source(k)),
+        (names["c"], c_source(k)),
+        (names["gate"], gate_entry(k, str(d))),
+    ]
+    write_files(d, files)
+    return {key: str(d / n) for key, n in names.items()}
 
 
 def to_dict(rep: FitReport) -> dict:

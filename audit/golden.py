@@ -165,9 +165,12 @@ def dump_limit(fmt: Format) -> int:
     return MAX_DUMP_BYTES
 
 
-def _read_columns(p: Path, fmt: Format, raw_dtype: str | None, inputs_only: bool = False):
+def _read_columns(
+    p: Path, fmt: Format, raw_dtype: str | None, inputs_only: bool = False, regular: bool = False
+):
     """(x or None, y) of a dump or input file, every read bounded by dump_limit(fmt) bytes
-    of decoded data (a device such as /dev/zero, a zip bomb, a huge .npy header: refused)."""
+    of decoded data (a device such as /dev/zero, a zip bomb, a huge .npy header: refused);
+    ``regular``: only from a regular file (a FIFO or device refused at once)."""
     import io as _io
 
     limit = dump_limit(fmt)
@@ -175,7 +178,7 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None, inputs_only: bool
     x = None
     try:
         if suffix == ".npz":
-            z = load_npz(p, limit, "dump")
+            z = load_npz(p, limit, "dump", regular=regular)
             keys = set(z)
             xk = next((k for k in ("x_bits", "x", "inputs") if k in keys), None)
             yk = next((k for k in ("y_bits", "y", "outputs") if k in keys), None)
@@ -189,7 +192,7 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None, inputs_only: bool
             if xk is not None:
                 x = _values(fmt, z[xk], f"'{xk}'", p)
         elif suffix == ".npy":
-            a = load_npy(p, limit, "dump")
+            a = load_npy(p, limit, "dump", regular)
             if a.ndim == 2 and a.shape[1] == 2:
                 x, y = (
                     _values(fmt, a[:, 0].copy(), "column x", p),
@@ -200,7 +203,7 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None, inputs_only: bool
         elif suffix == ".csv":
             import pandas as pd
 
-            data = read_bytes(p, limit, "dump")
+            data = read_bytes(p, limit, "dump", regular)
             try:
                 df = pd.read_csv(_io.BytesIO(data))
             except Exception as e:
@@ -219,7 +222,7 @@ def _read_columns(p: Path, fmt: Format, raw_dtype: str | None, inputs_only: bool
             dt = get_format(raw_dtype) if raw_dtype else fmt
             if dt != fmt:
                 raise BadOptionError(f"raw dump dtype {dt.name} differs from --dtype {fmt.name}")
-            raw = read_bytes(p, limit, "dump")
+            raw = read_bytes(p, limit, "dump", regular)
             if len(raw) % fmt.uint.itemsize:
                 raise BadFileError(f"{p}: {len(raw)} bytes is not a whole number of {fmt.name} values")
             y = fmt.from_bits(np.frombuffer(raw, dtype=fmt.uint.newbyteorder("<")).astype(fmt.uint))
@@ -250,9 +253,9 @@ def read_inputs(path, fmt: Format) -> np.ndarray:
     return xs
 
 
-def read_dump(path, fmt: Format, raw_dtype: str | None = None) -> Dump:
+def read_dump(path, fmt: Format, raw_dtype: str | None = None, regular: bool = False) -> Dump:
     p = Path(path)
-    x, y = _read_columns(p, fmt, raw_dtype)
+    x, y = _read_columns(p, fmt, raw_dtype, regular=regular)
     if x is None:
         if not fmt.enumerable:
             raise BadFileError(

@@ -167,10 +167,42 @@ def write_text(path, text: str) -> None:
 
 
 # ------------------------------------------------------------------- input
+@contextlib.contextmanager
+def signals_held():
+    """SIGINT and SIGTERM that arrive inside are acted on when it ends, as their handlers
+    then say (Python runs signal handlers in the main thread, whichever thread the signal
+    reached; elsewhere than the main thread this holds nothing)."""
+    import signal
+
+    got: list = []
+    old = {}
+    try:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            old[s] = signal.signal(s, lambda signum, frame: got.append(signum))
+    except ValueError:  # not the main thread
+        for s, h in old.items():
+            signal.signal(s, h)
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if got:
+            s = got[0]
+            h = old[s]
+            if callable(h):
+                h(s, None)
+            elif h != signal.SIG_IGN:  # the default action (or a handler set outside Python)
+                os.kill(os.getpid(), s)
+
+
 def write_files(out, files) -> None:
     """Write ``files`` [(name, bytes or str), ...] into directory ``out`` as a set: each is
-    written in a temporary directory beside them, then moved in, in order (put index.html
-    last): an interrupted report leaves nothing half-written."""
+    written in a temporary directory beside them, then all are moved in, in order (put
+    index.html last), with SIGINT and SIGTERM held until the last is in place: an
+    interrupted report or fit leaves the whole set or nothing, never a part."""
     out = Path(out)
     tmp = Path(tempfile.mkdtemp(prefix=".actaudit-report-", dir=out))
     try:
@@ -179,20 +211,35 @@ def write_files(out, files) -> None:
                 (tmp / name).write_text(data, encoding="utf-8")
             else:
                 (tmp / name).write_bytes(data)
-        for name, _ in files:
-            os.replace(tmp / name, out / name)
+        with signals_held():  # the set moves in whole
+            for name, _ in files:
+                os.replace(tmp / name, out / name)
     finally:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def read_bytes(path, limit: int, what: str = "file") -> bytes:
+def read_bytes(path, limit: int, what: str = "file", regular: bool = False) -> bytes:
     """The bytes of ``path``, refusing more than ``limit`` (checked while reading, so a
-    device or FIFO that never ends is refused too)."""
+    device or FIFO that never ends is refused too).  ``regular``: only a regular file (a
+    FIFO or a device is refused at once, never waited on: it is opened non-blocking and
+    checked before anything is read)."""
     p = Path(path)
     try:
-        with open(p, "rb") as fh:
+        if regular:
+            fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise BadFileError(f"{p}: not a regular file (a {what} is read from a regular file only)")
+                os.set_blocking(fd, True)
+            except BaseException:
+                os.close(fd)
+                raise
+            opened = os.fdopen(fd, "rb")
+        else:
+            opened = open(p, "rb")
+        with opened as fh:
             data = fh.read(limit + 1)
     except FileNotFoundError:
         raise BadFileError(f"{p}: {what} not found") from None
@@ -205,8 +252,8 @@ def read_bytes(path, limit: int, what: str = "file") -> bytes:
     return data
 
 
-def read_text(path, limit: int, what: str = "file") -> str:
-    data = read_bytes(path, limit, what)
+def read_text(path, limit: int, what: str = "file", regular: bool = False) -> str:
+    data = read_bytes(path, limit, what, regular)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -243,16 +290,33 @@ def _npy(fh, limit: int, where: str):
     return a.reshape(shape, order="F" if fortran else "C")
 
 
-def load_npy(path, limit: int, what: str = "file"):
-    data = read_bytes(path, limit + 4096, what)
+def npy_from_bytes(data: bytes, limit: int, where: str):
+    """One .npy array from bytes already read (bounded), its header checked first."""
+    return _npy(_io.BytesIO(data), limit, where)
+
+
+def npy_header_text(data: bytes) -> str:
+    """The header of a .npy file (the dict literal, and anything after it on that line),
+    as text; '' if there is none."""
+    if data[:6] != b"\x93NUMPY" or len(data) < 10:
+        return ""
+    if data[6] == 1:
+        n, start = int.from_bytes(data[8:10], "little"), 10
+    else:
+        n, start = int.from_bytes(data[8:12], "little"), 12
+    return data[start : start + n].decode("latin-1")
+
+
+def load_npy(path, limit: int, what: str = "file", regular: bool = False):
+    data = read_bytes(path, limit + 4096, what, regular)
     return _npy(_io.BytesIO(data), limit, str(path))
 
 
-def load_npz(path, limit: int, what: str = "file", keys=None) -> dict:
+def load_npz(path, limit: int, what: str = "file", keys=None, regular: bool = False) -> dict:
     """The arrays of an ``.npz`` (``keys``: only those), never decoding more than
     ``limit`` bytes in all: each member's declared uncompressed size is checked before
     it is read, and reading stops at that size."""
-    data = read_bytes(path, limit, what)
+    data = read_bytes(path, limit, what, regular)
     try:
         z = zipfile.ZipFile(_io.BytesIO(data))
         infos = z.infolist()
@@ -291,10 +355,10 @@ def _unique(pairs):
     return out
 
 
-def load_json(path, limit: int, what: str = "file", unique_keys: bool = False):
+def load_json(path, limit: int, what: str = "file", unique_keys: bool = False, regular: bool = False):
     """A JSON document of at most ``limit`` bytes (nesting bounded by the recursion limit);
     ``unique_keys``: an object that gives a key twice is refused (JSON would keep the last)."""
-    text = read_text(path, limit, what)
+    text = read_text(path, limit, what, regular)
     try:
         return json.loads(text, object_pairs_hook=_unique if unique_keys else None)
     except _DuplicateKey as e:

@@ -3,14 +3,32 @@
 A table holds one output per input code: 256 entries (int8, uint8 or an 8-bit float input
 format, indexed by q - qmin or by bit pattern) or 65536 (int16, or fp16/bf16 by bit
 pattern).  Files are untrusted: .npy, .npz (key ``table``) or .csv (a column ``code``,
-``y`` or ``output``, or a single column) are read without pickles, bounded in size on disk
-and decoded, and checked for type (numbers), shape (one dimension, the input format's
-code count) and values (finite integers within the output codes).
+``y`` or ``output``, or a single column) are read from regular files only (a FIFO or a
+device is refused at once) through the bounded readers of :mod:`audit.io`, without pickles,
+and checked for type (numbers), shape (one dimension, the input format's code count) and
+values (finite integers within the output codes).
+
+**What a table claims.**  The tables that ``actaudit lut`` writes carry a record of what
+they are (format ``actaudit.lut/1``, a JSON object)::
+
+    {"format": "actaudit.lut/1", "reference": "sigmoid", "params": {},
+     "in": {"dtype": "int8", "scale": 0.0625, "zero": 0, "round": "even"},
+     "out": {"dtype": "fp8_e4m3"}}
+
+(a float format is ``{"dtype": NAME}``; a quantized one also has its scale, zero point
+and rounding).  It is stored in .npz as member ``actaudit_lut`` (a string), in .npy as a
+comment after the header's dict (``{'descr': ..., } # actaudit.lut/1 {...}``: numpy reads
+the file as usual), in .csv as a first line ``# actaudit.lut/1 {...}``, in .h/.c as a
+comment.  An audit that asks for anything else (another reference, input or output format,
+scale, zero point, rounding or parameter) is refused with one line.  A record with an
+unknown key or version is refused; a table without a record claims nothing (give
+``--reference``).
 """
 
 from __future__ import annotations
 
-import zipfile
+import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -18,13 +36,16 @@ import numpy as np
 from . import oracle
 from .errors import BadFileError, BadOptionError
 from .formats import Format, element_format
-from .io import atomic_path
+from .io import atomic_path, load_npz, npy_from_bytes, npy_header_text, read_bytes
 from .quant import QuantCandidate, QuantFormat, exact_codes, is_quant, parse_quant
 from .references import get_reference
 
 SIZES = (256, 65536)
 MAX_BYTES = 4 << 20  # on disk and decoded (a 65536-entry float64 table is 512 KiB)
-META = ("reference", "in_dtype", "out_dtype")
+META = ("reference", "in_dtype", "out_dtype")  # the members older .npz tables carry
+RECORD = "actaudit.lut/1"
+RECORD_MEMBER = "actaudit_lut"
+RECORD_KEYS = {"format", "reference", "params", "in", "out"}
 
 
 def n_codes(inq) -> int:
@@ -44,49 +65,192 @@ def index(inq, x_codes) -> np.ndarray:
     return c - inq.qmin if isinstance(inq, QuantFormat) else c
 
 
-def _regular(p: Path) -> None:
-    if not p.exists():
-        raise BadFileError(f"{p}: table not found")
-    if not p.is_file():
-        raise BadFileError(f"{p}: not a regular file")
-    if p.stat().st_size > MAX_BYTES:
-        raise BadFileError(f"{p}: {p.stat().st_size} bytes is more than a table of 65536 entries needs")
+# --------------------------------------------------------------- the record
+def format_record(f) -> dict:
+    """A format as a table's record states it."""
+    if isinstance(f, QuantFormat):
+        return {"dtype": f.kind, "scale": float(f.scale), "zero": int(f.zero), "round": f.rounding}
+    return {"dtype": f.name}
 
 
+def make_record(reference: str, inq, out, params: dict | None = None) -> dict:
+    """The record of a table of ``reference`` (with its parameters, defaults included)
+    from ``inq`` to ``out``."""
+    ref = get_reference(reference)
+    full = ref.with_defaults(params)
+    return {
+        "format": RECORD,
+        "reference": ref.name,
+        "params": {k: float(v) for k, v in sorted(full.items())},
+        "in": format_record(inq),
+        "out": format_record(out),
+    }
+
+
+def _check_format(v, where: str, side: str) -> dict:
+    if not isinstance(v, dict) or not isinstance(v.get("dtype"), str) or len(v["dtype"]) > 40:
+        raise BadFileError(f"{where}: record '{side}' must be an object with a 'dtype' name")
+    if set(v) == {"dtype"}:
+        return v
+    if set(v) != {"dtype", "scale", "zero", "round"}:
+        raise BadFileError(
+            f"{where}: record '{side}' has keys {sorted(v)}: expected dtype (and scale, zero, round)"
+        )
+    s, z = v["scale"], v["zero"]
+    if isinstance(s, bool) or not isinstance(s, (int, float)) or not (math.isfinite(s) and s > 0):
+        raise BadFileError(f"{where}: record '{side}' scale must be a positive finite number")
+    if isinstance(z, bool) or not isinstance(z, int) or v["round"] not in ("even", "away"):
+        raise BadFileError(f"{where}: record '{side}' zero must be an integer, round even or away")
+    return {"dtype": v["dtype"], "scale": float(s), "zero": z, "round": v["round"]}
+
+
+def parse_record(text: str, where: str) -> dict:
+    """A table's record (JSON text), validated: exactly the known keys, of their types."""
+    try:
+        rec = json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    except (ValueError, RecursionError) as e:
+        raise BadFileError(f"{where}: the table's record is not valid JSON ({e})") from None
+    if not isinstance(rec, dict) or rec.get("format") != RECORD:
+        got = rec.get("format") if isinstance(rec, dict) else type(rec).__name__
+        raise BadFileError(f"{where}: the table's record has format {got!r}, expected '{RECORD}'")
+    if set(rec) != RECORD_KEYS:
+        extra = sorted(set(rec) - RECORD_KEYS) or sorted(RECORD_KEYS - set(rec))
+        raise BadFileError(
+            f"{where}: the table's record has unknown or missing keys {extra} "
+            f"(known: {', '.join(sorted(RECORD_KEYS))})"
+        )
+    if not isinstance(rec["reference"], str) or len(rec["reference"]) > 64:
+        raise BadFileError(f"{where}: the table's record 'reference' must be a short string")
+    ps = rec["params"]
+    if not isinstance(ps, dict) or any(
+        not isinstance(k, str)
+        or isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not math.isfinite(v)
+        for k, v in ps.items()
+    ):
+        raise BadFileError(f"{where}: the table's record 'params' must map names to finite numbers")
+    return {
+        "format": RECORD,
+        "reference": rec["reference"],
+        "params": {k: float(v) for k, v in sorted(ps.items())},
+        "in": _check_format(rec["in"], where, "in"),
+        "out": _check_format(rec["out"], where, "out"),
+    }
+
+
+def _legacy_format(name: str, where: str) -> dict:
+    try:
+        return format_record(parse_quant(name) if is_quant(name) else element_format(name))
+    except BadOptionError:
+        raise BadFileError(f"{where}: the table names an unknown format '{name}'") from None
+
+
+def _describe_format(r: dict) -> str:
+    if set(r) == {"dtype"}:
+        return r["dtype"]
+    return f"{r['dtype']}:scale={r['scale']!r},zero={r['zero']},round={r['round']}"
+
+
+def _describe(claims: dict) -> str:
+    parts = [claims.get("reference", "?")]
+    if claims.get("params"):
+        parts[0] += "(" + ", ".join(f"{k}={v!r}" for k, v in claims["params"].items()) + ")"
+    if "in" in claims or "out" in claims:
+        parts.append(f"{_describe_format(claims.get('in', {'dtype': '?'}))} -> ")
+        parts[-1] += _describe_format(claims.get("out", {"dtype": "?"}))
+    return " for ".join(parts)
+
+
+def check_claims(target: str, meta: dict, reference: str, inq, out, params: dict | None) -> None:
+    """Refuse (one line) an audit of a table as anything other than what its record says."""
+    claims = meta.get("record")
+    if claims is None:
+        return
+    want = make_record(reference, inq, out, params)
+    got = dict(claims)
+    with_ref = get_reference(got["reference"]) if "reference" in got else None
+    if with_ref is not None:
+        got["reference"] = with_ref.name
+    differs = [k for k in ("reference", "params", "in", "out") if k in got and got[k] != want[k]]
+    if differs:
+        shown = {k: want[k] for k in got if k in want}
+        raise BadOptionError(
+            f"{target}: the table was written for {_describe(got)}; refusing to audit it for "
+            f"{_describe(shown)} ({', '.join(differs)} differ)"
+        )
+
+
+# ------------------------------------------------------------------ reading
 def read_table(path) -> tuple[np.ndarray, dict]:
-    """(table as float64, metadata strings) from an untrusted .npy, .npz or .csv file."""
+    """(table as float64, metadata) from an untrusted .npy, .npz or .csv file; the
+    metadata's ``record`` is what the file claims to be (absent: nothing claimed)."""
     p = Path(path)
-    _regular(p)
     meta: dict = {}
     suffix = p.suffix.lower()
-    try:
-        if suffix == ".npz":
-            with zipfile.ZipFile(p) as zf:  # bound the decoded size before numpy inflates it
-                total = sum(i.file_size for i in zf.infolist())
-                if total > MAX_BYTES or len(zf.infolist()) > 16:
-                    raise BadFileError(
-                        f"{p}: decodes to {total} bytes in {len(zf.infolist())} members: "
-                        "too large for a table"
-                    )
-            with np.load(p, allow_pickle=False) as z:
-                if "table" not in z.files:
-                    raise BadFileError(f"{p}: no key 'table' (found {sorted(z.files)})")
-                a = z["table"]
-                for k in META:
-                    if k in z.files:
-                        v = z[k]
-                        if v.dtype.kind != "U" or v.ndim != 0 or len(str(v)) > 200:
-                            raise BadFileError(f"{p}: '{k}' must be a short string")
-                        meta[k] = str(v)
-        elif suffix == ".npy":
-            a = np.load(p, allow_pickle=False)
-        elif suffix == ".csv":
-            import pandas as pd
+    where = str(p)
+    if suffix not in (".npz", ".npy", ".csv"):
+        raise BadFileError(f"{p}: tables are .npy, .npz or .csv")
+    if suffix == ".npz":
+        z = load_npz(p, MAX_BYTES, "table", regular=True)
+        if len(z) > 16:
+            raise BadFileError(f"{p}: {len(z)} members: too many for a table")
+        if "table" not in z:
+            raise BadFileError(f"{p}: no key 'table' (found {sorted(z)})")
+        a = z["table"]
+        legacy = {}
+        for k in META + (RECORD_MEMBER,):
+            if k in z:
+                v = z[k]
+                if v.dtype.kind != "U" or v.ndim != 0 or len(str(v)) > 4000:
+                    raise BadFileError(f"{p}: '{k}' must be a short string")
+                legacy[k] = str(v)
+        if RECORD_MEMBER in legacy:
+            meta["record"] = parse_record(legacy[RECORD_MEMBER], where)
+        elif legacy:  # an older table: its three strings are its claims
+            meta["record"] = {}
+            if "reference" in legacy:
+                meta["record"]["reference"] = legacy["reference"]
+            for k, side in (("in_dtype", "in"), ("out_dtype", "out")):
+                if k in legacy:
+                    meta["record"][side] = _legacy_format(legacy[k], where)
+        if "record" in meta:  # the older strings, where present, must say the same
+            r = meta["record"]
+            if (
+                "reference" in legacy
+                and get_reference(legacy["reference"]).name != get_reference(r["reference"]).name
+            ):
+                raise BadFileError(f"{p}: member 'reference' contradicts the table's record")
+            for k, side in (("in_dtype", "in"), ("out_dtype", "out")):
+                if k in legacy and _legacy_format(legacy[k], where) != r[side]:
+                    raise BadFileError(f"{p}: member '{k}' contradicts the table's record")
+    elif suffix == ".npy":
+        data = read_bytes(p, MAX_BYTES, "table", regular=True)
+        a = npy_from_bytes(data, MAX_BYTES, where)
+        head = npy_header_text(data)
+        mark = head.find("# " + RECORD + " ")
+        if mark >= 0:
+            meta["record"] = parse_record(head[mark + len(RECORD) + 3 :].strip(), where)
+    else:
+        import io as _io
 
-            try:
-                df = pd.read_csv(p)
-            except Exception as e:
-                raise BadFileError(f"{p}: unreadable CSV ({type(e).__name__}: {e})") from None
+        import pandas as pd
+
+        data = read_bytes(p, MAX_BYTES, "table", regular=True)
+        first, nl, rest = data.partition(b"\n")
+        if first.startswith(b"# " + RECORD.encode() + b" "):
+            meta["record"] = parse_record(first[len(RECORD) + 3 :].decode("utf-8", "replace"), where)
+            data = rest
+        try:
+            df = pd.read_csv(_io.BytesIO(data))
+        except Exception as e:
+            raise BadFileError(f"{p}: unreadable CSV ({type(e).__name__}: {e})") from None
+        if "y_hex" in df.columns and "code" not in df.columns:  # bit patterns of a float output
+            cells = df["y_hex"].astype(str)
+            if not cells.str.fullmatch(r"0x[0-9a-fA-F]{1,8}").all():
+                raise BadFileError(f"{p}: column 'y_hex' has entries that are not hexadecimal bit patterns")
+            a = np.array([int(v, 16) for v in cells], dtype=np.int64)
+        else:
             col = next((c for c in ("code", "y", "output") if c in df.columns), None)
             if col is None:
                 if len(df.columns) != 1:
@@ -97,18 +261,25 @@ def read_table(path) -> tuple[np.ndarray, dict]:
             a = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=np.float64)
             if np.isnan(a).any():
                 raise BadFileError(f"{p}: column '{col}' has entries that are not numbers")
-        else:
-            raise BadFileError(f"{p}: tables are .npy, .npz or .csv")
-    except BadFileError:
-        raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as e:
-        raise BadFileError(f"{p}: not a readable table ({type(e).__name__}: {e})") from None
     if a.dtype.kind not in "iuf":
         raise BadFileError(f"{p}: table has dtype {a.dtype}: expected integers or floats")
     meta["kind"] = "float" if a.dtype.kind == "f" else "int"
     if a.ndim != 1 or a.shape[0] not in SIZES:
         raise BadFileError(f"{p}: table has shape {a.shape}: expected 256 or 65536 entries")
+    if "record" in meta and "reference" in meta["record"]:
+        meta["reference"] = meta["record"]["reference"]
     return a.astype(np.float64), meta
+
+
+def _tabulated(target: str, meta: dict, reference: str | None, example: str):
+    """The reference a table is audited against: --reference, else the one it records."""
+    name = reference or meta.get("reference")
+    if name is None:
+        raise BadOptionError(f"{target}: give the function it tabulates with --reference (e.g. {example})")
+    ref = get_reference(name)
+    if ref.arity != 1:
+        raise BadOptionError(f"{target}: tables are for functions of one input, not {name}")
+    return ref
 
 
 def lut_candidate(target: str, inq, outq: QuantFormat, params=None, reference: str | None = None):
@@ -117,6 +288,8 @@ def lut_candidate(target: str, inq, outq: QuantFormat, params=None, reference: s
     if not path:
         raise BadOptionError("lut: needs a file, lut:FILE")
     table, meta = read_table(path)
+    ref = _tabulated(target, meta, reference, "sigmoid")
+    check_claims(target, meta, ref.name, inq, outq, None)  # (the audit is at the defaults)
     n = n_codes(inq)
     if len(table) != n:
         raise BadFileError(f"{path}: {len(table)} entries, but {inq.name} has {n} input codes")
@@ -124,12 +297,6 @@ def lut_candidate(target: str, inq, outq: QuantFormat, params=None, reference: s
         raise BadFileError(f"{path}: entries must be finite integer output codes")
     if table.min() < outq.qmin or table.max() > outq.qmax:
         raise BadFileError(f"{path}: entries outside the output codes [{outq.qmin}, {outq.qmax}]")
-    name = reference or meta.get("reference")
-    if name is None:
-        raise BadOptionError(f"{target}: give the function it tabulates with --reference (e.g. sigmoid)")
-    ref = get_reference(name)
-    if ref.arity != 1:
-        raise BadOptionError(f"{target}: tables are for functions of one input, not {name}")
 
     def fn(x_codes, _x):
         return table[index(inq, x_codes)]
@@ -148,6 +315,8 @@ def float_candidate(target: str, in_fmt: Format, out: Format, reference: str | N
     if not path:
         raise BadOptionError("lut: needs a file, lut:FILE")
     table, meta = read_table(path)
+    ref = _tabulated(target, meta, reference, "gelu")
+    check_claims(target, meta, ref.name, in_fmt, out, None)
     n = n_codes(in_fmt)
     if len(table) != n:
         raise BadFileError(f"{path}: {len(table)} entries, but {in_fmt.name} has {n} bit patterns")
@@ -166,12 +335,6 @@ def float_candidate(target: str, in_fmt: Format, out: Format, reference: str | N
             )
         if bad.any():
             raise BadFileError(f"{path}: {int(bad.sum())} entries are not values of {out.name}")
-    name = reference or meta.get("reference")
-    if name is None:
-        raise BadOptionError(f"{target}: give the function it tabulates with --reference (e.g. gelu)")
-    ref = get_reference(name)
-    if ref.arity != 1:
-        raise BadOptionError(f"{target}: tables are for functions of one input, not {name}")
 
     def fn(x, m):
         return vals[in_fmt.to_bits(np.asarray(x.a, dtype=np.float64)).astype(np.int64)]
@@ -286,11 +449,11 @@ def write_table(path, reference: str, inq, out, params: dict | None = None) -> d
     else:
         stored = out.to_bits(y)
     in_name, out_name = inq.name, out.name
+    record = json.dumps(make_record(reference, inq, out, params), allow_nan=False)
     p.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(p) as tmp:
         if suffix == ".npy":
-            with open(tmp, "wb") as fh:
-                np.save(fh, stored)
+            tmp.write_bytes(_npy_with_record(stored, record))
         elif suffix == ".npz":
             with open(tmp, "wb") as fh:
                 np.savez(
@@ -302,6 +465,7 @@ def write_table(path, reference: str, inq, out, params: dict | None = None) -> d
                     reference=np.str_(reference),
                     in_dtype=np.str_(in_name),
                     out_dtype=np.str_(out_name),
+                    **{RECORD_MEMBER: np.str_(record)},
                 )
         elif suffix == ".csv":
             import pandas as pd
@@ -319,9 +483,12 @@ def write_table(path, reference: str, inq, out, params: dict | None = None) -> d
                 cols["y_hex"] = [f"0x{int(b):0{w}x}" for b in stored.tolist()]
                 cols["y"] = y
             cols["exact"] = exact
-            pd.DataFrame(cols).to_csv(tmp, index=False)
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(f"# {RECORD} {record}\n")
+                pd.DataFrame(cols).to_csv(fh, index=False)
         else:
-            tmp.write_text(_c_array(reference, inq, out, stored), encoding="utf-8")
+            text = _c_array(reference, inq, out, stored)
+            tmp.write_text(f"/* {RECORD} {record} */\n" + text, encoding="utf-8")
     return {
         "path": str(p),
         "entries": len(x),
@@ -332,6 +499,20 @@ def write_table(path, reference: str, inq, out, params: dict | None = None) -> d
         "values": y,
         "x": x,
     }
+
+
+def _npy_with_record(a: np.ndarray, record: str) -> bytes:
+    """A version 1.0 .npy file of ``a`` whose header line carries ``# actaudit.lut/1 RECORD``
+    after the dict (a comment to numpy's reader, which loads the file as usual)."""
+    from numpy.lib import format as npf
+
+    descr = npf.dtype_to_descr(a.dtype)
+    head = f"{{'descr': {descr!r}, 'fortran_order': False, 'shape': {a.shape!r}, }} # {RECORD} {record}"
+    pad = -(10 + len(head) + 1) % 64
+    head = head + " " * pad + "\n"
+    if "\n" in head[:-1] or len(head) >= 1 << 16 or not head.isascii():
+        raise ValueError("a table's record must be one short ASCII line")
+    return b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head.encode() + a.tobytes(order="C")
 
 
 def _c_array(reference: str, inq, out, stored: np.ndarray) -> str:
@@ -382,13 +563,9 @@ def audit_table(written: dict, reference: str, inq, out, params=None):
         return audit_codes(ref, inq, out, qc, params)
     from .metrics import Summary, point_errors
 
-    if Path(path).suffix.lower() == ".csv":
-        import pandas as pd
-
-        vals = pd.read_csv(path)["y"].to_numpy(dtype=np.float64)
-    else:
-        table, _ = read_table(path)
-        vals = out.from_bits(table.astype(np.int64))
+    table, meta = read_table(path)
+    check_claims("lut:" + path, meta, ref.name, inq, out, params)
+    vals = table if meta["kind"] == "float" else out.from_bits(table.astype(np.int64))
     x, want, exact = correct_table(reference, inq, out, params)
     fin = np.flatnonzero(np.isfinite(x))
     lo = np.zeros(len(fin))

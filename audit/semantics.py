@@ -695,13 +695,17 @@ def table_lookup(path: str, fmt: Format):
         raise BadOptionError(
             f"table:{path}: tables are for compute formats of 16 bits or fewer, not {fmt.name}"
         )
+    import stat
+
     try:
         st = os.stat(path)
     except OSError as e:
         raise BadOptionError(f"table:{path}: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device: refused, never waited on
+        raise BadOptionError(f"table:{path}: not a regular file (tables are read from regular files only)")
     key = (path, fmt.name, st.st_size, st.st_mtime_ns)
     if key not in _TABLES:
-        d = read_dump(path, fmt)
+        d = read_dump(path, fmt, regular=True)
         if len(d.x) != len(fmt.finite_values()):
             raise BadOptionError(
                 f"table:{path}: {len(d.x)} inputs; a table needs every finite "

@@ -12,7 +12,9 @@ first moment of the process to its last.
   non-interactive shell) stays ignored, as job control means it to; SIGTERM always stops.
 * :func:`ready` appends a line to the file (or FIFO) named by ``$ACTAUDIT_READY_FILE`` at
   each stage: ``imports`` (the early handlers are in place), ``sweep`` (a result's work
-  starts), ``chunk`` (its first chunk is merged): tests wait for it instead of sleeping.
+  starts), ``chunk`` (its first chunk is merged), ``kernel`` (a C kernel's process is
+  started, reported by the process that started it), ``fit`` (``fit`` starts its search),
+  ``verify`` (it found a kernel and starts its verification sweep): tests wait for it instead of sleeping.
 """
 
 from __future__ import annotations
@@ -84,9 +86,10 @@ _READY_DONE: set = set()
 def ready(stage: str) -> None:
     """Tell a waiting test that ``stage`` is reached (once per stage and process)."""
     path = os.environ.get("ACTAUDIT_READY_FILE")
-    if not path or stage in _READY_DONE:
+    key = (stage, os.getpid())  # (a forked worker reports its own stages)
+    if not path or key in _READY_DONE:
         return
-    _READY_DONE.add(stage)
+    _READY_DONE.add(key)
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
         try:

@@ -9,8 +9,13 @@ FTZ/DAZ set in MXCSR against `ftz,daz`.  The compiler and the CPU are the indepe
 
 from __future__ import annotations
 
+import json
+import os
 import platform
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -239,18 +244,18 @@ def test_compile_cache_by_source_and_flags(tmp_path, monkeypatch):
     monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "cache"))
     src = tmp_path / "hs.c"
     src.write_text(HS)
-    a, _ = compile_kernel(src, "-O2")
+    a = compile_kernel(src, "-O2").so
     mtime = a.stat().st_mtime_ns
-    b, _ = compile_kernel(src, "-O2")
-    c, _ = compile_kernel(src, "-O1")
+    b = compile_kernel(src, "-O2").so
+    c = compile_kernel(src, "-O1").so
     assert a == b and b.stat().st_mtime_ns == mtime and c != a
     src.write_text(HS + "\n/* changed */\n")
-    d, _ = compile_kernel(src, "-O2")
+    d = compile_kernel(src, "-O2").so
     assert d != a
     # a corrupted cached object is not used: it is compiled again
     src.write_text(HS)
     a.write_bytes(b"garbage")
-    e, _ = compile_kernel(src, "-O2")
+    e = compile_kernel(src, "-O2").so
     assert e == a and a.read_bytes()[:4] == b"\x7fELF"
     (r,) = audit.sweep(f"c:{src}:hs", dtype="fp8_e4m3", reference="hardswish")
     assert r.domain.count == 254
@@ -334,3 +339,201 @@ def test_gcc_contracts_through_negation_like_contract(tmp_path):
     assert same.all(), np.flatnonzero(~same)[:5]
     ieee = evaluate(f, x, F32, F32, {})
     assert not np.array_equal(ieee, want)
+
+
+# ------------------------------------------------- isolation, cache and checks (issue 23)
+ROOT = Path(__file__).parents[1]
+
+
+def _cli(args, cwd):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-m", "audit.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _one_error_line(code, err, msg):
+    assert code == 2 and err.startswith("actaudit: error:") and err.count("\n") == 1, err
+    assert "Traceback" not in err and msg in err, err
+
+
+def test_a_kernel_printing_to_stdout_does_not_corrupt_json(tmp_path):
+    (tmp_path / "p.c").write_text(
+        "#include <stdio.h>\n#include <stddef.h>\n#include <unistd.h>\n"
+        "void k(const float *x, float *y, size_t n) {\n"
+        '    printf("{garbage from printf\\n"); fflush(stdout);\n'
+        '    write(1, "raw write\\n", 10); fprintf(stderr, "on stderr\\n");\n'
+        "    for (size_t i = 0; i < n; i++) y[i] = x[i];\n}\n"
+    )
+    r = _cli(["sweep", "c:p.c:k", "--dtype", "fp8_e4m3", "--reference", "relu", "--json", "-"], tmp_path)
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)  # the whole of stdout is the JSON document
+    assert doc["results"][0]["candidate"] == "c:p.c:k"
+    assert "garbage" not in r.stdout + r.stderr and "raw write" not in r.stdout
+
+
+EXITS = r"""#include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <signal.h>
+void half(const float *x, float *y, size_t n) { for (size_t i = 0; i < n / 2; i++) y[i] = x[i]; _exit(0); }
+void quits(const float *x, float *y, size_t n) { (void)x; (void)y; (void)n; exit(0); }
+void fails(const float *x, float *y, size_t n) { (void)x; (void)y; (void)n; exit(7); }
+void killed(const float *x, float *y, size_t n) { (void)x; (void)y; (void)n; raise(SIGKILL); }
+void spin(const float *x, float *y, size_t n) { (void)x; (void)y; if (n) for (;;) {} }
+"""
+
+
+@pytest.mark.parametrize(
+    "func,extra,msg",
+    [
+        ("half", [], "exited (status 0) before returning"),
+        ("quits", [], "exited (status 0) before returning"),
+        ("fails", [], "exited before returning (exit status 7"),
+        ("killed", [], "crashed (SIGKILL)"),
+        ("spin", ["--timeout", "0.5"], "did not return within 0.5 s"),
+    ],
+)
+def test_a_kernel_must_return(tmp_path, capsys, func, extra, msg):
+    # issue 23: a kernel that _exit(0)s halfway was read as zeros, exit 0; --timeout was
+    # ignored for c: (600 s hard-coded)
+    (tmp_path / "e.c").write_text(EXITS)
+    code = main(["sweep", f"c:{tmp_path}/e.c:{func}", "--dtype", "fp8_e4m3", "--reference", "relu", *extra])
+    _one_error_line(code, capsys.readouterr().err, msg)
+
+
+@pytest.mark.parametrize(
+    "sig",
+    [
+        "void k(const float *x, double *y, size_t n)",
+        "void k(const double *x, float *y, size_t n)",
+        "void k(const float *x, float *y, int n)",
+        "int k(const float *x, float *y, size_t n)",
+        "void k(const float *x, float *y, size_t n, int extra)",
+        "void k(const float *x, const float *y, size_t n)",
+        "void k(const float *x, float *y)",
+    ],
+)
+def test_every_parameter_of_the_signature_is_checked(tmp_path, capsys, sig):
+    ret = "return 0;" if sig.startswith("int") else ""
+    (tmp_path / "s.c").write_text(f"#include <stddef.h>\n{sig} {{ (void)x; (void)y; {ret} }}\n")
+    code = main(["sweep", f"c:{tmp_path}/s.c:k", "--dtype", "fp8_e4m3", "--reference", "relu"])
+    err = capsys.readouterr().err
+    if "const double" in sig:  # the element type is read first: no float/_Float16 definition
+        _one_error_line(code, err, "no definition")
+    else:
+        _one_error_line(code, err, "k is not void k(const float *x, float *y, size_t n)")
+
+
+def test_the_right_signature_passes_the_check(tmp_path):
+    # size_t spelled as its type, const on the by-value parameter: the same function type
+    (tmp_path / "s.c").write_text(
+        "void k(const float *x, float *y, const unsigned long n) { for (unsigned long i = 0; i < n; i++) "
+        "y[i] = -x[i]; }\n"
+    )
+    c = c_candidate(f"c:{tmp_path}/s.c:k", "relu", FORMATS["fp8_e4m3"])
+    x = FORMATS["fp8_e4m3"].finite_values()
+    assert np.array_equal(c.evaluate(x, FORMATS["fp8_e4m3"], FORMATS["fp8_e4m3"]), -x)
+
+
+HDR_KERNEL = '#include <stddef.h>\n#include "coef.h"\nvoid k(const float *x, float *y, size_t n) { for (size_t i = 0; i < n; i++) y[i] = x[i] * COEF; }\n'
+
+
+def test_the_cache_follows_included_headers(tmp_path, monkeypatch):
+    # issue 23: editing coef.h kept the old object (and results)
+    monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    d = tmp_path / "k dir"  # dependency paths with a space, as gcc -M escapes them
+    d.mkdir()
+    (d / "k.c").write_text(HDR_KERNEL)
+    fmt = FORMATS["fp8_e4m3"]
+    x = fmt.finite_values()
+    (d / "coef.h").write_text("#define COEF 2.0f\n")
+    c2 = c_candidate(f"c:{d}/k.c:k", "relu", fmt)
+    y2 = c2.evaluate(x, fmt, fmt)
+    (d / "coef.h").write_text("#define COEF 0.5f\n")
+    c3 = c_candidate(f"c:{d}/k.c:k", "relu", fmt)
+    y3 = c3.evaluate(x, fmt, fmt)
+    assert np.array_equal(y2, fmt.round(x * 2.0), equal_nan=True)
+    assert np.array_equal(y3, fmt.round(x * 0.5), equal_nan=True)
+    assert c2.identity["kernel_digest"] != c3.identity["kernel_digest"]
+    assert (
+        c2.identity["cflags"] == ["-O2"] and os.path.realpath(shutil.which("gcc")) in c2.identity["compiler"]
+    )
+
+
+FLAG_KERNEL = """#include <stddef.h>
+#define DJ 0.5f
+void k(const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+#ifdef J
+        y[i] = x[i] * K;
+#else
+        y[i] = x[i] * K + 100.0f;
+#endif
+}
+"""
+
+
+def test_each_flag_is_its_own_string_in_the_key(tmp_path, monkeypatch):
+    # issue 23: '-O2 -DK=2 -DJ' and "-O2 '-DK=2 -DJ'" shared a key (flags joined by spaces)
+    monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "k.c").write_text(FLAG_KERNEL)
+    fmt = FORMATS["fp8_e4m3"]
+    x = fmt.finite_values()
+    x32 = x.astype(np.float32)
+    a = c_candidate(f"c:{tmp_path}/k.c:k", "relu", fmt, "-O2 -DK=2 -DJ")
+    b = c_candidate(f"c:{tmp_path}/k.c:k", "relu", fmt, "-O2 '-DK=2 -DJ'")
+    assert a.identity["cflags"] == ["-O2", "-DK=2", "-DJ"] and b.identity["cflags"] == ["-O2", "-DK=2 -DJ"]
+    with np.errstate(all="ignore"):
+        want_a = (x32 * np.float32(2)).astype(np.float64)  # J defined: x K
+        want_b = (x32 * np.float32(2) - np.float32(0.5) + np.float32(100)).astype(np.float64)  # K = 2 -DJ
+    assert np.array_equal(a.evaluate(x, fmt, fmt), fmt.round(want_a), equal_nan=True)
+    assert np.array_equal(b.evaluate(x, fmt, fmt), fmt.round(want_b), equal_nan=True)
+
+
+def test_an_object_copied_under_another_key_is_refused(tmp_path, monkeypatch):
+    # issue 23: a .so copied under another key (with its digest file) was trusted
+    monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    neg = "#include <stddef.h>\nvoid k(const float *x, float *y, size_t n) { for (size_t i = 0; i < n; i++) y[i] = -x[i]; }\n"
+    same = neg.replace("-x[i]", "x[i]")
+    (tmp_path / "neg.c").write_text(neg)
+    (tmp_path / "same.c").write_text(same)
+    a = compile_kernel(tmp_path / "neg.c", None, "k")
+    b = compile_kernel(tmp_path / "same.c", None, "k")
+    assert a.key != b.key and a.sha256 != b.sha256
+    fmt = FORMATS["fp8_e4m3"]
+    x = fmt.finite_values()
+    for copy_record in (True, False):
+        shutil.copyfile(a.so, b.so)  # neg's object under same's key
+        if copy_record:
+            shutil.copyfile(a.so.with_suffix(".json"), b.so.with_suffix(".json"))
+        c = c_candidate(f"c:{tmp_path}/same.c:k", "relu", fmt)
+        assert np.array_equal(c.evaluate(x, fmt, fmt), x)  # compiled again: not neg's results
+        assert compile_kernel(tmp_path / "same.c", None, "k").sha256 == b.sha256
+
+
+def test_cflags_that_do_not_parse_are_one_line(tmp_path, capsys):
+    (tmp_path / "hs.c").write_text(HS)
+    code = main(
+        ["sweep", f"c:{tmp_path}/hs.c:hs", "--dtype", "fp8_e4m3", "--reference", "relu", "--cflags", '-O2 "x']
+    )
+    _one_error_line(code, capsys.readouterr().err, "No closing quotation")
+
+
+def test_a_latin1_compiler_message_is_one_line(tmp_path, capsys):
+    (tmp_path / "l.c").write_bytes(
+        b"#include <stddef.h>\n#error caf\xe9 cr\xe8me\nvoid k(const float *x, float *y, size_t n) {}\n"
+    )
+    code = main(["sweep", f"c:{tmp_path}/l.c:k", "--dtype", "fp8_e4m3", "--reference", "relu"])
+    _one_error_line(code, capsys.readouterr().err, "does not compile")
+
+
+def test_a_fifo_as_kernel_source_is_refused_at_once(tmp_path, capsys):
+    os.mkfifo(tmp_path / "f.c")
+    code = main(["sweep", f"c:{tmp_path}/f.c:k", "--dtype", "fp8_e4m3", "--reference", "relu"])
+    _one_error_line(code, capsys.readouterr().err, "not a regular file")

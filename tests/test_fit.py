@@ -433,3 +433,89 @@ def test_fit_under_ftz_daz_in_e4m3():
     st = get_format("fp8_e4m3")
     r = run_candidate(c, st, F32, domain(st))
     assert r.max_ulp <= 0.5 and r.correctly_rounded_fraction == 1.0
+
+
+# ------------------------------------------------------ the output set (issue 23)
+import os  # noqa: E402
+import signal  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+FIT = ["fit", "gelu", "--dtype", "fp8_e4m3", "--max-degree", "4"]
+
+
+def _no_fit(*a, **k):
+    raise AssertionError("the fit ran before its output directory was checked")
+
+
+@pytest.mark.parametrize("case", ["fifo", "missing", "file", "unwritable"])
+def test_fit_checks_its_output_directory_first(tmp_path, capsys, monkeypatch, case):
+    # issue 23: -o FILE / FIFO / missing directory were refused only after the whole fit ran
+    monkeypatch.setattr(fit, "fit", _no_fit)
+    target = {"missing": tmp_path / "nope" / "deeper", "unwritable": Path("/proc/self")}.get(
+        case, tmp_path / "o"
+    )
+    if case == "fifo":
+        os.mkfifo(target)
+    elif case == "file":
+        target.write_text("")
+    code = main([*FIT, "-o", str(target)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("actaudit: error: --out") and err.count("\n") == 1, err
+    want = {"fifo": "not a directory", "missing": "no such directory", "file": "not a directory"}
+    assert want.get(case, "cannot write there") in err
+
+
+def test_the_files_are_written_as_one_set(e4m3_fit, tmp_path, monkeypatch):
+    k = e4m3_fit.kernel
+    names = sorted(f"{k.name}{ext}" for ext in (".c", ".py", ".toml"))
+    # a failure while the set is made (here: the C source) leaves nothing
+    (tmp_path / "a").mkdir()
+    with monkeypatch.context() as m:
+        m.setattr(fit, "c_source", lambda k: (_ for _ in ()).throw(KeyboardInterrupt()))
+        with pytest.raises(KeyboardInterrupt):
+            fit.write(k, tmp_path / "a")
+    assert list((tmp_path / "a").iterdir()) == []
+    # SIGINT while the files move in is held until the last one is in place
+    (tmp_path / "b").mkdir()
+    import audit.io as aio
+
+    real = aio.os.replace
+    calls = []
+
+    def replace(a, b):
+        if not calls:
+            os.kill(os.getpid(), signal.SIGINT)  # arrives between the first and second move
+        calls.append(b)
+        real(a, b)
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(aio.os, "replace", replace)
+            with pytest.raises(KeyboardInterrupt):
+                fit.write(k, tmp_path / "b")
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert len(calls) == 3 and sorted(p.name for p in (tmp_path / "b").iterdir()) == names
+    assert fit.load_source((tmp_path / "b" / f"{k.name}.py").read_text(), k.name)["CANDIDATE"]
+
+
+@pytest.mark.parametrize("stage", ["fit", "verify"])
+def test_sigint_during_fit_leaves_no_partial_set(tmp_path, stage):
+    # issue 23: SIGINT left only the .py in 3 of 3 runs; the files are now written after
+    # the verification sweep, as one set: during the search nothing is written; once the
+    # kernel is found (its sweep of 254 inputs is short) the set is there whole or not at all
+    from tests.test_signals import Run
+
+    (tmp_path / "o").mkdir()
+    run = Run([*FIT, "-o", "o"], tmp_path)
+    pid = run.wait_for(stage)
+    os.kill(pid, signal.SIGINT)
+    rc, _, err, _ = run.finish()
+    assert rc == 130 and err.strip().splitlines()[-1] == "actaudit: interrupted", err
+    left = sorted(p.name for p in (tmp_path / "o").iterdir())
+    name = "fit_gelu_fp8_e4m3"
+    if stage == "fit":
+        assert left == []
+    else:
+        assert left in ([], sorted(f"{name}{ext}" for ext in (".c", ".py", ".toml"))), left

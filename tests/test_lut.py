@@ -248,3 +248,193 @@ def test_float_tables_in_float_sweeps(tmp_path):
     lut.write_table(tmp_path / "b.npz", "silu", get_format("bf16"), e4)
     r = audit.sweep(f"lut:{tmp_path / 'b.npz'}", dtype="bf16", out_dtype="fp8_e4m3")[0]
     assert r.correctly_rounded_fraction == 1.0 and r.domain.count == 65280
+
+
+# ------------------------------------------------ tables bound to what they claim (issue 23)
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).parents[1]
+E4, E5, F16, BF16 = (get_format(n) for n in ("fp8_e4m3", "fp8_e5m2", "fp16", "bf16"))
+
+
+def _one_line(code, err, *words):
+    assert code == 2 and err.startswith("actaudit: error:") and err.count("\n") == 1, err
+    assert "Traceback" not in err and all(w in err for w in words), err
+
+
+@pytest.fixture(scope="module")
+def fp16_e4m3(tmp_path_factory):
+    """A tanh table from fp16 inputs to fp8_e4m3 outputs, as .npy, .npz and .csv."""
+    d = tmp_path_factory.mktemp("tables")
+    lut.write_table(d / "t.npz", "tanh", F16, E4)
+    with np.load(d / "t.npz") as z:
+        table = z["table"]
+    lut.write_table(d / "t.npy", "tanh", F16, E4)
+    lut.write_table(d / "t.csv", "tanh", F16, E4)
+    return d, table
+
+
+@pytest.mark.parametrize("name", ["t.npy", "t.npz", "t.csv"])
+def test_every_table_file_records_what_it_is(fp16_e4m3, name):
+    d, table = fp16_e4m3
+    got, meta = lut.read_table(d / name)
+    assert meta["record"] == {
+        "format": "actaudit.lut/1",
+        "reference": "tanh",
+        "params": {},
+        "in": {"dtype": "fp16"},
+        "out": {"dtype": "fp8_e4m3"},
+    }
+    if name != "t.csv":  # (the csv holds the values, the binary files the bit patterns)
+        assert np.array_equal(got, table)
+    if name == "t.npy":  # numpy reads the file as usual
+        assert np.array_equal(np.load(d / name), table)
+
+
+@pytest.mark.parametrize(
+    "args,differ",
+    [
+        (["--dtype", "bf16", "--out-dtype", "fp8_e4m3", "--reference", "tanh"], "in differ"),
+        (["--dtype", "fp16", "--out-dtype", "fp8_e5m2", "--reference", "tanh"], "out differ"),
+        (["--dtype", "fp16", "--out-dtype", "fp8_e4m3", "--reference", "sigmoid"], "reference differ"),
+    ],
+)
+@pytest.mark.parametrize("name", ["t.npy", "t.npz", "t.csv"])
+def test_a_float_table_audited_as_something_else_is_refused(fp16_e4m3, capsys, args, differ, name):
+    # issue 23: a table for fp16 -> fp8_e4m3 was audited as bf16, as fp8_e5m2 output, or as
+    # tanh, with exit 0
+    d, _ = fp16_e4m3
+    code = main(["sweep", f"lut:{d / name}", *args, "--quiet"])
+    _one_line(code, capsys.readouterr().err, "the table was written for tanh for fp16 -> fp8_e4m3", differ)
+
+
+def test_the_table_as_recorded_is_audited(fp16_e4m3):
+    import audit
+
+    d, _ = fp16_e4m3
+    (r,) = audit.sweep(f"lut:{d / 't.npz'}", dtype="fp16", out_dtype="fp8_e4m3")
+    assert r.reference == "tanh" and r.correctly_rounded_fraction == 1.0
+
+
+@pytest.mark.parametrize("name", ["q.npy", "q.npz", "q.csv"])
+@pytest.mark.parametrize(
+    "dtype,out,differ",
+    [
+        ("int8:scale=0.125,zero=0", None, "in, out differ"),
+        ("int8:scale=0.0625,zero=1", "int8:scale=0.0625,zero=0", "in differ"),
+        ("int8:scale=0.0625,zero=0,round=away", "int8:scale=0.0625,zero=0", "in differ"),
+        ("int8:scale=0.0625,zero=0", "int8:scale=0.125,zero=0", "out differ"),
+    ],
+)
+def test_a_quantized_table_audited_with_another_scale_is_refused(tmp_path, capsys, name, dtype, out, differ):
+    # issue 23: an int8 table made with scale 0.0625 was audited as 0.125
+    q = quant.parse_quant("int8:scale=0.0625,zero=0")
+    lut.write_table(tmp_path / name, "sigmoid", q, q)
+    extra = ["--out-dtype", out] if out else []
+    code = main(["sweep", f"lut:{tmp_path / name}", "--dtype", dtype, *extra, "--reference", "sigmoid"])
+    _one_line(code, capsys.readouterr().err, "int8:scale=0.0625,zero=0,round=even", differ)
+    # as written, it passes (and the check can fail: the codes are Q(sigmoid(x)) computed here)
+    r = quant.sweep(f"lut:{tmp_path / name}", q, q)[0]
+    assert r.correct_fraction == 1.0
+    codes, _ = lut.read_table(tmp_path / name)
+    for c in (-128, -7, 0, 5, 127):
+        assert int(codes[c + 128]) == q_code(exact("sigmoid", c * 0.0625), 0.0625, 0, -128, 127)
+
+
+def test_a_table_with_other_parameters_is_refused(tmp_path, capsys):
+    # a silu table for beta = 2 is not audited as silu at its default beta = 1
+    q = quant.parse_quant("int8:scale=0.0625,zero=0")
+    lut.write_table(tmp_path / "s.npz", "silu", q, q, {"beta": 2.0})
+    code = main(["sweep", f"lut:{tmp_path / 's.npz'}", "--dtype", "int8:scale=0.0625,zero=0"])
+    _one_line(code, capsys.readouterr().err, "params differ")
+
+
+@pytest.mark.parametrize(
+    "edit,msg",
+    [
+        (lambda r: {**r, "extra": 1}, "unknown or missing keys ['extra']"),
+        (lambda r: {k: v for k, v in r.items() if k != "out"}, "unknown or missing keys ['out']"),
+        (lambda r: {**r, "format": "actaudit.lut/9"}, "expected 'actaudit.lut/1'"),
+        (lambda r: {**r, "in": {**r["in"], "scale": -1}}, "scale must be a positive"),
+        (lambda r: {**r, "in": {**r["in"], "colour": 1}}, "record 'in' has keys"),
+        (lambda r: {**r, "params": {"beta": "x"}}, "'params' must map names"),
+    ],
+)
+def test_a_tampered_record_is_refused(tmp_path, capsys, edit, msg):
+    q = quant.parse_quant("int8:scale=0.0625,zero=0")
+    lut.write_table(tmp_path / "t.npz", "sigmoid", q, q)
+    with np.load(tmp_path / "t.npz") as z:
+        members = {k: z[k] for k in z.files}
+    members["actaudit_lut"] = np.str_(json.dumps(edit(json.loads(str(members["actaudit_lut"])))))
+    np.savez(tmp_path / "bad.npz", **members)
+    code = main(["sweep", f"lut:{tmp_path / 'bad.npz'}", "--dtype", "int8:scale=0.0625,zero=0"])
+    _one_line(code, capsys.readouterr().err, str(tmp_path / "bad.npz"), msg)
+
+
+def test_an_older_npz_whose_strings_contradict_its_record_is_refused(tmp_path, capsys):
+    q = quant.parse_quant("int8:scale=0.0625,zero=0")
+    lut.write_table(tmp_path / "t.npz", "sigmoid", q, q)
+    with np.load(tmp_path / "t.npz") as z:
+        members = {k: z[k] for k in z.files}
+    members["reference"] = np.str_("tanh")
+    np.savez(tmp_path / "bad.npz", **members)
+    code = main(["sweep", f"lut:{tmp_path / 'bad.npz'}", "--dtype", "int8:scale=0.0625,zero=0"])
+    _one_line(code, capsys.readouterr().err, "contradicts the table's record")
+    del members["actaudit_lut"]  # an older table: its strings are its claims
+    np.savez(tmp_path / "old.npz", **members)
+    code = main(
+        [
+            "sweep",
+            f"lut:{tmp_path / 'old.npz'}",
+            "--dtype",
+            "int8:scale=0.0625,zero=0",
+            "--reference",
+            "sigmoid",
+        ]
+    )
+    _one_line(code, capsys.readouterr().err, "the table was written for tanh", "reference differ")
+
+
+def test_a_npy_header_claiming_2_40_entries_names_the_file(tmp_path, capsys):
+    # issue 23: np.load said "out of memory" without the file name
+    p = tmp_path / "huge.npy"
+    head = "{'descr': '<i1', 'fortran_order': False, 'shape': (1099511627776,), }"
+    head += " " * (-(10 + len(head) + 1) % 64) + "\n"
+    p.write_bytes(b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head.encode() + b"\0" * 256)
+    code = main(["sweep", f"lut:{p}", "--dtype", "int8:scale=0.0625,zero=0", "--reference", "tanh"])
+    _one_line(code, capsys.readouterr().err, str(p), "1099511627776 bytes")
+    code = main(["sweep", f"lut:{p}", "--dtype", "fp8_e4m3", "--reference", "tanh"])
+    _one_line(code, capsys.readouterr().err, str(p), "1099511627776 bytes")
+
+
+def _cli(args, cwd):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-m", "audit.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # a read that blocked on the FIFO would run into the timeout: an error, not a hang
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sweep", "lut:t.npy", "--dtype", "int8:scale=0.0625,zero=0", "--reference", "tanh"],
+        ["sweep", "lut:t.npz", "--dtype", "fp8_e4m3", "--reference", "tanh"],
+        ["sweep", "lut:t.csv", "--dtype", "fp8_e4m3", "--reference", "tanh"],
+        ["sweep", "sigmoid.exp", "--dtype", "fp16", "--semantics", "exp=table:t.npz", "--quiet"],
+    ],
+)
+def test_a_fifo_as_a_table_is_refused_never_waited_on(tmp_path, args):
+    # issue 23: a FIFO as table:FILE blocked forever
+    name = next(a.split(":", 1)[1].split("=table:")[-1] for a in args if "lut:" in a or "table:" in a)
+    name = name.split("table:")[-1]
+    os.mkfifo(tmp_path / name)
+    r = _cli(args, tmp_path)
+    _one_line(r.returncode, r.stderr, "not a regular file")

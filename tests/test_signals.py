@@ -170,3 +170,76 @@ def test_ctrl_c_to_the_group_while_a_report_renders_is_one_line(tmp_path):
     assert rc == 130 and "Traceback" not in err and err.strip().splitlines()[-1] == "actaudit: interrupted"
     assert _gone(kids)
     assert not (tmp_path / "rep" / "index.html").exists()
+
+
+# ------------------------------------------------------------------ C kernels (issue 23)
+SPIN = r"""#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+/* copies small calls (the special inputs); on a chunk, says so on the readiness FIFO with
+   its own pid, then never returns */
+void spin(const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] = x[i];
+    if (n <= 64) return;
+    const char *path = getenv("ACTAUDIT_READY_FILE");
+    int fd = path ? open(path, O_WRONLY | O_APPEND | O_NONBLOCK) : -1;
+    if (fd >= 0) { dprintf(fd, "spinning %d\n", (int)getpid()); close(fd); }
+    for (;;) {}
+}
+"""
+SPIN_ARGS = ["sweep", "c:spin.c:spin", "--dtype", "fp32", "--exhaustive", "--range", "1:2"]
+SPIN_ARGS += ["--reference", "relu", "--quiet"]
+
+
+def _spinning(run, count: int) -> list[int]:
+    """Block until ``count`` kernel processes report that they spin; their pids."""
+    while True:
+        pids = {int(ln.split()[1]) for ln in run.seen.decode().splitlines() if ln.startswith("spinning ")}
+        if len(pids) >= count:
+            return sorted(pids)
+        r, _, _ = select.select([run.fd], [], [], 300)
+        assert r, "the kernels never started"
+        run.seen += os.read(run.fd, 4096)
+
+
+def _descendants(pid: int) -> list[int]:
+    import psutil
+
+    return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+
+
+@needs_proc
+@pytest.mark.parametrize(
+    "sig,workers",
+    [
+        (signal.SIGTERM, 2),
+        (signal.SIGINT, 2),
+        (signal.SIGTERM, 1),
+        (signal.SIGINT, 1),
+        (signal.SIGKILL, 1),
+        (signal.SIGKILL, 2),
+    ],
+)
+def test_a_c_kernel_that_never_returns_dies_with_the_run(tmp_path, sig, workers):
+    # issue 23: SIGTERM/SIGINT to the main process took 10.2 s with --workers 2 and left the
+    # kernel processes spinning at parent 1; SIGKILL orphaned the kernel without --workers
+    (tmp_path / "spin.c").write_text(SPIN)
+    run = Run(SPIN_ARGS + ["--workers", str(workers)], tmp_path)
+    kernels = _spinning(run, workers)
+    pid = run.wait_for("imports")
+    procs = sorted(set(_descendants(pid)) | set(kernels))
+    os.kill(pid, sig)  # the main process alone
+    t0 = time.monotonic()
+    rc, out, err, _ = run.finish()
+    took = time.monotonic() - t0
+    assert _gone(procs), "a kernel or worker process outlived the run"
+    if sig == signal.SIGKILL:
+        assert rc == -signal.SIGKILL
+    else:
+        line = "actaudit: interrupted" if sig == signal.SIGINT else "actaudit: terminated"
+        assert rc == (130 if sig == signal.SIGINT else 143), err
+        assert err.strip().splitlines()[-1] == line and "Traceback" not in err
+        assert took < 8, took  # was 10.2 s (a 5 s join per worker)
+    assert out == ""

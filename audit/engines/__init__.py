@@ -92,7 +92,7 @@ def external_candidate(
     if kind == "c":  # a C kernel, c:FILE.c:FUNCTION (audit/ckernels.py)
         from ..ckernels import c_candidate
 
-        return c_candidate(target, reference, fmt, cflags)
+        return c_candidate(target, reference, fmt, cflags, timeout)
     if kind == "torch":
         return torch_candidate(name, fmt, device, reference)
     if kind == "jax":
