@@ -36,11 +36,12 @@ def f32(text: str) -> float:
     compiler stores for the literal ``textf`` (float(text) then float32 could round twice)."""
     exact = Fraction(text)
     near = np.float32(float(text))
-    best = None
+    best: tuple[Fraction, float] | None = None
     for c in (np.nextafter(near, np.float32(-np.inf)), near, np.nextafter(near, np.float32(np.inf))):
         d = abs(Fraction(float(c)) - exact)
         if best is None or d < best[0] or (d == best[0] and int(np.float32(c).view(np.uint32)) % 2 == 0):
             best = (d, float(c))
+    assert best is not None  # three candidates tried
     return best[1]
 
 

@@ -416,9 +416,10 @@ class BlockResult:
     n_mpmath: int
     seconds: float = 0.0
     params: dict = field(default_factory=dict)
+    identity: dict = field(default_factory=dict)  # the candidate's (audit/gate_identity.py)
 
     def to_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "identity"}  # (not in its JSON)
         for k in ("max_elem_ulp", "mean_elem_ulp", "max_rel", "ref_max_elem_ulp", "max_added_ulp"):
             d[k] = json_number(d[k])
         return d

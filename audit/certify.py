@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from flint import arb, ctx
@@ -318,8 +320,8 @@ def _f_exp2(x):
 
 @dataclass(frozen=True)
 class Formula:
-    arb: object  # (x: arb, **params) -> arb, or None where the exact rule covers every x
-    exact: object = None  # (x: float, **params) -> exact case or None
+    arb: Callable[..., Any] | None  # (x: arb, **params) -> arb, or None where the exact rule covers every x
+    exact: Callable[..., Any] | None = None  # (x: float, **params) -> exact case or None
     text: str = ""
 
 

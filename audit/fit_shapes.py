@@ -511,6 +511,7 @@ def native(prog: ir.Program, shape: Shape) -> ir.Program:
 def header(fit: VectorFit) -> str:
     """The comment at the top of every emitted source."""
     s, p = fit.shape, fit.program
+    assert p is not None  # only a fit with a program is emitted
     return (
         f"{s.reference} with {s.dtype} outputs (fp32 compute), correctly rounded at every input: "
         f"fitted by actaudit (audit/fit_shapes.py)\n"
@@ -528,6 +529,7 @@ def header(fit: VectorFit) -> str:
 
 def describe(fit: VectorFit) -> str:
     s, p = fit.shape, fit.program
+    assert p is not None  # only a fit with a program is described
     degs = ", ".join(f"{g} degree {d}" for g, d in s.degrees.items())
     return (
         f"{p.name}: {degs}, {len(s.exceptions)} exceptions, saturated from |x| >= {s.cut:g}; "
@@ -588,6 +590,7 @@ def verify_c(fit: VectorFit, tmpdir, builds=None, time_n: int = 0) -> list:
     the median ns/element over that many inputs uniform in [-8, 8] (5 runs)."""
     from .emit import c as emit_c
 
+    assert fit.program is not None  # only a fit with a program is compiled
     tg = targets(fit.shape.reference, fit.shape.dtype)
     prog16 = native(fit.program, fit.shape)
     out = []
@@ -628,6 +631,7 @@ def files(fit: VectorFit, emit_targets) -> list:
     """[(file name, text)] of the emitted sources (NAME.c, NAME_u16.c, NAME.cu, ...)."""
     from . import emit
 
+    assert fit.program is not None  # only a fit with a program is emitted
     out = []
     for t in emit_targets:
         for prog in (fit.program, native(fit.program, fit.shape)):
@@ -675,12 +679,14 @@ def search(reference: str, dtype: str, tmpdir, time_n: int = 1 << 20, progress=N
     import ml_dtypes
 
     build_ = runnable_builds()[0]
-    table, fits, kerns = [], [], []
+    table, fits = [], []
+    kerns: list[emit_c.Compiled] = []
     for a1 in ends:
         for exc in (MAX_EXCEPTIONS, 0):
             f = fit_vector(reference, dtype, max_exceptions=exc, a1=a1, tg=tg, progress=progress)
             row = {"a1": a1, "max_exceptions": exc, "ok": f.ok, "ns_per_element": None}
             if f.ok:
+                assert f.program is not None  # ok: a program verified at every input
                 name = f"{f.program.name}_{len(kerns)}"
                 prog = ir.Program(name, f.program.ops, f.program.out, f.program.in_type, f.program.out_type)
                 kerns.append(emit_c.compile_source(emit_c.source(prog, ""), name, build_, tmpdir))

@@ -63,6 +63,7 @@ def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, 
             )
         )
     say(f"kernel {fs.describe(fit)}")
+    assert checks is not None  # set with the program
     for c in checks:
         for v in ("f32", "u16"):
             r = c[v]

@@ -238,6 +238,7 @@ class QuantCandidate:
     source: str
     fn: object
     compute: str = ""
+    identity: dict = field(default_factory=dict)  # an engine op's (audit/engines)
 
     def codes(self, x_codes, x) -> np.ndarray:
         return np.asarray(self.fn(x_codes, x), dtype=np.float64)

@@ -295,6 +295,7 @@ def masses(d: Distribution, fmt: Format, x: np.ndarray) -> np.ndarray:
     if d.kind == "npy":
         if d.fmt_name != fmt.name:
             raise ValueError("npy: distribution not bound to the format (weighting.bind)")
+        assert d.bits is not None and d.counts is not None  # npy: set by bind
         b = fmt.to_bits(x).astype(np.uint64)
         i = np.minimum(np.searchsorted(d.bits, b), max(len(d.bits) - 1, 0))
         hit = (d.bits[i] == b) if len(d.bits) else np.zeros(len(b), bool)
@@ -328,6 +329,7 @@ def _outside(d: Distribution, fmt: Format, first: float, last: float) -> dict:
     npy:, ``nonfinite`` samples; ``outside`` their total."""
     far = math.inf if fmt.saturate else fmt.overflow_threshold
     if d.kind == "npy":
+        assert d.bits is not None and d.counts is not None  # npy: set by bind
         vals = fmt.from_bits(d.bits.astype(fmt.uint))
         key = _order_key(fmt, vals)
         k0, k1 = _order_key(fmt, np.array([first, last]))
@@ -638,11 +640,13 @@ def active_region(d: Distribution | None, fmt: Format, lo_sat: float | None, hi_
         pad = 0.05 * (d.b - d.a)
         return d.a - pad, d.b + pad
     if d is not None and d.kind == "npy" and d.bits is not None and len(d.bits):
+        assert d.counts is not None  # set by bind with the bits
         vals = fmt.from_bits(d.bits.astype(fmt.uint))
         order = np.argsort(vals)
         cum = np.cumsum(d.counts[order]) / d.counts.sum()
         v = vals[order]
-        return float(v[np.searchsorted(cum, 0.0005)]), float(v[min(np.searchsorted(cum, 0.9995), len(v) - 1)])
+        j = min(int(np.searchsorted(cum, 0.9995)), len(v) - 1)
+        return float(v[np.searchsorted(cum, 0.0005)]), float(v[j])
     lo = -8.0 if lo_sat is None else lo_sat
     hi = 8.0 if hi_sat is None else hi_sat
     return (lo, hi) if lo < hi else (-8.0, 8.0)
@@ -660,6 +664,7 @@ def density(d: Distribution, fmt: Format, xs: np.ndarray) -> np.ndarray:
         return np.exp(-np.abs(xs - d.a) / d.b) / (2 * d.b)
     if d.kind == "uniform":
         return np.where((xs >= d.a) & (xs <= d.b), 1.0 / (d.b - d.a), 0.0)
+    assert d.bits is not None and d.counts is not None  # npy: set by bind
     vals = fmt.from_bits(d.bits.astype(fmt.uint))
     h, be = np.histogram(vals, bins=160, range=(float(xs[0]), float(xs[-1])), weights=d.counts)
     dens = h / (d.total * (be[1] - be[0]))
@@ -835,5 +840,6 @@ def rank_key(weighted: dict | None, rank: str) -> tuple:
     """The weighted figures of a ranking key (NaN ranks last)."""
     if not RANKS[rank]:
         return ()
+    assert weighted is not None  # a weighted rank implies a distribution (for_ranking)
     vals = (float(weighted[k]) for k in RANKS[rank])
     return tuple(math.inf if math.isnan(v) else v for v in vals)

@@ -10,6 +10,7 @@ scalar fallback (fmaf from libm there).  Never compile it with -ffast-math or
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,7 +115,7 @@ def source(prog: Program, header: str = "") -> str:
 
 @dataclass
 class Compiled:
-    fn: object  # ctypes function (const T *x, T *y, size_t n)
+    fn: Callable[..., object]  # ctypes function (const T *x, T *y, size_t n)
     vectorized: str  # gcc's -fopt-info-vec line for the kernel's loop ("" when not vectorized)
     flags: list
     path: str

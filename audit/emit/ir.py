@@ -65,7 +65,7 @@ class Program:
 
     def counts(self) -> dict:
         """Operations per element by kind (bit casts are free: no instruction)."""
-        kinds = {}
+        kinds: dict[str, int] = {}
         for o in self.ops:
             if o.op in ("bits", "float"):
                 continue
@@ -118,10 +118,11 @@ class Builder:
         d = len(coefs) - 1
         if d < 1:
             raise ValueError("degree >= 1")
-        p = float(coefs[d])
+        p: str | float = float(coefs[d])
         for j in range(d - 1, -1, -1):
             p = self._op("fma", p, t, float(coefs[j]), name=f"{tag}_{j}" if j else tag)
         self.p.polys[tag] = {"t": t, "degree": d}
+        assert isinstance(p, str)  # degree >= 1: at least one fma
         return p
 
 

@@ -25,6 +25,7 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from typing import SupportsInt, cast
 
 import numpy as np
 
@@ -59,6 +60,7 @@ class Attr:
 
     def coerce(self, value, where: str):
         """A value given on the command line or in Python, checked and of self.kind."""
+        v: str | int | float
         if self.kind is str:
             if not isinstance(value, str):
                 raise BadParameterError(f"{where}: '{self.name}' takes a string, got {value!r:.40}")
@@ -68,9 +70,12 @@ class Attr:
         elif not math.isfinite(float(value)):
             raise BadParameterError(f"{where}: '{self.name}' must be finite, got {value!r}")
         elif self.kind is int:
-            if float(value) != int(value):
+            n = int(
+                cast(SupportsInt, value)
+            )  # int() takes every numbers.Real; typeshed's Real has no __int__
+            if float(value) != n:
                 raise BadParameterError(f"{where}: '{self.name}' takes an integer, got {value!r}")
-            v = int(value)
+            v = n
         else:
             v = float(value)
         if self.choices and v not in self.choices:

@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import ActauditError
 from ..formats import get_format
 from ..references import get_reference
+
+if TYPE_CHECKING:
+    from ..sweep import SweepResult
 
 
 @dataclass
 class Row:
     engine: str  # 'onnxruntime', 'torch', 'jax', 'catalog'
     target: str  # 'ort:Gelu[approximate=tanh]', 'gelu.erfc'
-    result: object = None  # audit.sweep.SweepResult, or None with `note`
+    result: SweepResult | None = None  # None with `note`
     note: str = ""  # why there is no result (not installed, dtype not taken, refused)
     identity: dict = field(default_factory=dict)
 

@@ -95,7 +95,7 @@ class OpenVinoEngine(Engine):
     def build(self, key: SessionKey) -> Session:
         ov = self.load()
         model = make_model(ov, OPS[key.op], key.attrs, key.dtype)
-        config = {"INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1}
+        config: dict[str, int | str] = {"INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1}
         hint = key.opts["precision"]
         if hint != "default":
             config["INFERENCE_PRECISION_HINT"] = _HINT[hint]

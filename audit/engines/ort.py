@@ -192,7 +192,7 @@ class OrtEngine(Engine):
         return Session(run, precision_text(op, key.dtype, nodes), {"graph": nodes})
 
 
-_CAST_TO = {1: "fp32", 10: "fp16", 16: "bf16", 11: "fp64"}
+_CAST_TO: dict[int | None, str] = {1: "fp32", 10: "fp16", 16: "bf16", 11: "fp64"}
 
 
 def _node_text(n) -> str:
@@ -233,7 +233,8 @@ def make_model(op: Op, attrs: dict, dtype: str):
     elem = getattr(TensorProto, _ELEM[dtype])
     x = helper.make_tensor_value_info("x", elem, None)
     y = helper.make_tensor_value_info("y", elem, None)
-    inputs, inits = ["x"], []
+    inputs = ["x"]
+    inits: list = []
     graph_inputs = [x]
     if op.name == "BiasGelu":
         graph_inputs.append(helper.make_tensor_value_info("bias", elem, None))
@@ -285,14 +286,14 @@ def _runner(sess, op: Op, dtype: str):
 
     if op.name == "BiasGelu":
 
-        def run(arr):
+        def run_bias(arr):
             a = np.require(arr, dtype=np_dt, requirements="C")
             shp = a.shape
             a1 = a.reshape(1) if a.ndim == 0 else a
             bias = np.zeros(a1.shape[-1:], np_dt)
             return sess.run(None, {"x": a1, "bias": bias})[0].reshape(shp)
 
-        return run
+        return run_bias
 
     def run(arr):
         # np.require keeps a 0-d array 0-d (np.ascontiguousarray would make it 1-d)
