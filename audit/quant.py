@@ -217,7 +217,11 @@ def exact_codes(ref, x: np.ndarray, q: QuantFormat, params: dict):
                 else np.maximum(ref.rel_err_at(x, **params), oracle.MIN_REL_ERR)
             )
             slack = (np.abs(v) * rel + oracle.FAST_ABS_TOL) * (1 + 2.0**-20)
-            amb = (q.quantize(v - slack) != q.quantize(v + slack)) | ~np.isfinite(v)
+            # one step outward after rounding: v - slack can round onto a boundary (k + 1/2) s
+            # that the real v - slack lies below, and Q would send it up (a tie); the stepped
+            # bounds lie beyond the real ends, and Q is monotone: Q(lo) = Q(hi) proves Q(f)
+            lo, hi = np.nextafter(v - slack, -np.inf), np.nextafter(v + slack, np.inf)
+            amb = (q.quantize(lo) != q.quantize(hi)) | ~np.isfinite(v)
     idx = np.flatnonzero(amb)
     exact = v.copy()
     if len(idx):
