@@ -512,7 +512,7 @@ def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quanti
 
 # -------------------------------------------------------------------- the audit
 def _nonzero(ref, x: np.ndarray, params: dict) -> np.ndarray:
-    """Where the exact f(x) is not 0 (its float64 rounding may be: gelu(-40) = -1e-349),
+    """Where the exact f(x) is not 0 (its float64 rounding may be: gelu(-40) = -1.5e-348),
     from the reference's exact zero set."""
     if ref.zero_at is None:  # (every catalog reference declares one: test_exact_zero_sets)
         return np.ones(len(x), bool)

@@ -991,7 +991,7 @@ def _reciprocal(x):
 
 # ------------------------------------------------------------------ exact zero sets
 # Where each reference is exactly 0 at a finite input (x, or the pair (a, b)).  Everywhere
-# else f is a nonzero real, also where it lies below float64's range (gelu(-40) = -1e-349,
+# else f is a nonzero real, also where it lies below float64's range (gelu(-40) = -1.5e-348,
 # exp(-800)): a fast value that underflows there keeps a +-5e-324 stand-in in the oracle, so
 # that a zero result has relative error exactly 1 (docs/concepts/exact-decisions.md).  A
 # function whose only roots are irrational (sigmoid's derivative has none, silu's is
