@@ -58,6 +58,7 @@ RULES = {
     "(torchao ScaleCalculationMode.RCEIL; NVIDIA's MXFP8 recipe)",
 }
 MAX_ELEMENTS = 1 << 24
+EXHAUSTIVE_ROWS = 2048  # rows of x per chunk of the exhaustive pair mode (memory bound)
 NV_DEN = 448.0 * 6.0
 
 
@@ -359,7 +360,7 @@ class _Exact:
     the rule gives one answer over the whole error ball of the mpmath value."""
 
     def __init__(self, ref, x, params):
-        self.ref, self.x, self.params, self.cache, self.n = ref, x, params, {}, 0
+        self.ref, self.x, self.params, self.cache = ref, x, params, {}
         self.decided: set[int] = set()
         self._values: dict = {}  # by input value: blocks repeat inputs
         self._memo: dict = {}
@@ -371,9 +372,12 @@ class _Exact:
                 with mp.workprec(300):
                     self._values[xi] = self.ref.mp(mp.mpf(xi), **self.params)
             self.cache[i] = self._values[xi]
-            if i not in self.decided:
-                self.n += 1
         return self.cache[i]
+
+    @property
+    def n(self) -> int:
+        """Elements that mpmath evaluated or decided (whatever the order of the requests)."""
+        return len(self.decided.union(self.cache))
 
     def decide(self, i: int, rule, *, absolute: bool = False, div: float | None = None, tag=None):
         """(memoized by input value when ``tag`` names the rule)"""
@@ -382,8 +386,6 @@ class _Exact:
         key = (float(self.x[i]), tag, absolute, div)
         if key not in self._memo:
             self._memo[key] = self._decide(i, rule, absolute, div)
-        elif i not in self.cache and i not in self.decided:
-            self.n += 1
         self.decided.add(i)
         return self._memo[key]
 
@@ -400,8 +402,6 @@ class _Exact:
         xm = mp.mpf(xi)
         extra = 2 * max(0, math.frexp(xi)[1]) if math.isfinite(xi) else 0
         prec = 120 + extra
-        if i not in self.cache and i not in self.decided:
-            self.n += 1
         self.decided.add(i)
 
         def ends(a, b, wp):
@@ -538,12 +538,19 @@ def _binade_exp(emin: int):
 
 
 def _below(
-    bf: BlockFormat, ex: _Exact, f: np.ndarray, err: np.ndarray, d: np.ndarray, emin: int | None = None
+    bf: BlockFormat,
+    ex: _Exact,
+    f: np.ndarray,
+    err: np.ndarray,
+    d: np.ndarray,
+    emin: int | None = None,
+    offset: int = 0,
 ) -> np.ndarray:
     """Elements whose exact |f| / d is in a lower E binade than float64 |f / d| (f the float64
     value of the exact one, within err of it; d > 0 exact decode scales): decided exactly
     where the enclosure of f / d holds a binade boundary (monotone rule, as _enclose).
-    emin: the lowest binade told apart (default E's; below it the ulp is constant)."""
+    emin: the lowest binade told apart (default E's; below it the ulp is constant).  f, err
+    and d are of the inputs offset, offset + 1, ... of ``ex``."""
     emin = bf.elem.emin if emin is None else emin
     out = np.zeros(np.shape(f), bool)
     with np.errstate(all="ignore"):
@@ -557,7 +564,7 @@ def _below(
         )
     rule = _binade_exp(emin)
     for i in cand.tolist():
-        e = ex.decide(i, rule, absolute=True, div=float(dd.flat[i]), tag=("binade", emin))
+        e = ex.decide(offset + i, rule, absolute=True, div=float(dd.flat[i]), tag=("binade", emin))
         out.flat[i] = e < max(int(np.frexp(q.flat[i])[1]) - 1, emin)
     return out
 
@@ -744,10 +751,10 @@ def exhaustive(
         "worst": None,
     }
     f = v.copy()
-    err = slack.copy()
+    ferr = slack.copy()  # |f - float64 f| bound per input
     nz = _nonzero(ref, x, rp)
-    for a in range(0, n, 2048):  # rows of x, all classes of m: memory bounded
-        sl = slice(a, min(a + 2048, n))
+    for a in range(0, n, EXHAUSTIVE_ROWS):  # rows of x, all classes of m: memory bounded
+        sl = slice(a, min(a + EXHAUSTIVE_ROWS, n))
         Kr = np.maximum(kr[sl, None], classes[None, :, 0])
         Kc = np.where(
             nan_class | np.isnan(kc[sl, None]),
@@ -770,11 +777,15 @@ def exhaustive(
                     ex(i)
                 if i in ex.cache:
                     f[i] = float(ex.cache[i])
-                    err[i] = abs(f[i]) * 2.0**-52 + 2.0**-1074
+                    ferr[i] = abs(f[i]) * 2.0**-52 + 2.0**-1074
             fr = f[sl, None]
             # MX: d a power of two, so f / d is one exactly where f is: the side of f
             # decides the binade for every class (below E's emin the ulp is constant)
-            bl = None if bf.nv else _below(bf, ex, f[sl], err[sl], np.ones(sl.stop - sl.start), -(10**6))
+            bl = (
+                None
+                if bf.nv
+                else _below(bf, ex, f[sl], ferr[sl], np.ones(sl.stop - sl.start), -(10**6), sl.start)
+            )
             rv = el * Xr
             Xc = np.where(np.isnan(Kc), np.nan, decode(Kc, tc))
             Xcd = np.where(Xc > 0, Xc, 1.0)
