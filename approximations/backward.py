@@ -25,7 +25,7 @@ K_ALPHA = (2.0 / math.sqrt(math.pi)) * math.sqrt(0.5) * 0.5  # M_2_SQRTPI * M_SQ
 @candidate(
     "gelu_bwd.erf",
     reference="gelu_bwd",
-    formula="dy * (0.5 (1 + erf(x / sqrt 2)) + x * kAlpha exp(-x^2 / 2))",
+    formula="dy (cdf + x pdf), cdf = 0.5 (1 + erf(x * RN(1/sqrt(2)))), pdf = kAlpha exp(x^2 * -0.5), kAlpha = RN(1/sqrt(2 pi))",
     source=ATEN + "Activation.cpp GeluBackwardKernelImpl (approximate='none')",
 )
 def gelu_bwd_erf(x, dy, m):
@@ -37,7 +37,7 @@ def gelu_bwd_erf(x, dy, m):
 @candidate(
     "gelu_bwd.tanh",
     reference="gelu_bwd",
-    formula="dy * (0.5 (1 + t) + 0.5 x (1 - t^2) kBeta (1 + 3 kKappa x^2)), t = tanh(kBeta (x + kKappa x^3))",
+    formula="dy (0.5 (1 + t) + 0.5 x (1 - t^2) (kBeta (1 + 3 * kKappa x^2))), t = tanh(kBeta (x + kKappa x^3)), kBeta = RN(sqrt(2/pi)), kKappa = 0.044715",
     source=ATEN + "Activation.cpp GeluBackwardKernelImpl (approximate='tanh'); x^3 "
     "overflows in fp16 for |x| > 40.3, then inf * 0 = NaN",
 )
@@ -58,7 +58,7 @@ def gelu_bwd_tanh(x, dy, m):
 @candidate(
     "tanh_bwd.from_output",
     reference="tanh_bwd",
-    formula="dy * (1 - y * y), y = tanh(x) saved in the storage format",
+    formula="dy (1 - y y), y = store(tanh(x))",
     source=ATEN + "BinaryOpsKernel.cpp tanh_backward_kernel: a * (1 - b * b), b the "
     "saved output; 1 - y^2 cancels once y is rounded near +-1",
 )
@@ -70,7 +70,7 @@ def tanh_bwd_from_output(x, dy, m):
 @candidate(
     "sigmoid_bwd.from_output",
     reference="sigmoid_bwd",
-    formula="dy * (1 - y) * y, y = sigmoid(x) saved in the storage format",
+    formula="dy (1 - y) y, y = store(1 / (1 + exp(-x)))",
     source=ATEN + "BinaryOpsKernel.cpp sigmoid_backward_kernel: a * (1 - b) * b, b the "
     "saved output; 1 - y is 0 once y rounds to 1",
 )
@@ -108,7 +108,7 @@ def softplus_bwd_torch(x, dy, m, beta, threshold):
 @candidate(
     "mish_bwd.torch",
     reference="mish_bwd",
-    formula="dy * (t + x s (1 - t^2)), t = tanh(log1p(exp(x))), s = sigmoid(x)",
+    formula="dy (t + x s (1 - t^2)), t = tanh(log1p(exp(x))), s = 1 / (1 + exp(-x))",
     source=ATEN + "Activation.cpp mish_backward_kernel",
 )
 def mish_bwd_torch(x, dy, m):
@@ -131,7 +131,7 @@ def elu_bwd_torch(x, dy, m, alpha):
 @candidate(
     "elu_bwd.from_output",
     reference="elu_bwd",
-    formula="y <= 0 ? dy * (y + alpha) : dy, y = elu(x) saved in the storage format",
+    formula="y <= 0 ? dy (y + alpha) : dy, y = store(x > 0 ? x : alpha expm1(x))",
     source=ATEN + "Activation.cpp elu_backward_kernel (is_result=true, as for "
     "inplace ELU): y + alpha cancels once y rounds to -alpha: a dead gradient",
     alpha=1.0,

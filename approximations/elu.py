@@ -33,7 +33,7 @@ def elu_exp_minus_1(x, m, alpha):
 @candidate(
     "selu.expm1",
     reference="selu",
-    formula="scale (x > 0 ? x : alpha expm1(x))",
+    formula="scale (x > 0 ? x : alpha expm1(x)), scale = RN(1.0507009873554805), alpha = RN(1.6732632423543772)",
     source=f"{SELU}; torch.nn.functional.selu",
 )
 def selu_expm1(x, m):
@@ -43,7 +43,7 @@ def selu_expm1(x, m):
 @candidate(
     "selu.exp_minus_1",
     reference="selu",
-    formula="scale (x > 0 ? x : alpha (exp(x) - 1))",
+    formula="scale (x > 0 ? x : alpha (exp(x) - 1)), scale = RN(1.0507009873554805), alpha = RN(1.6732632423543772)",
     source=f"{SELU} (definition as written)",
 )
 def selu_exp_minus_1(x, m):
@@ -53,7 +53,7 @@ def selu_exp_minus_1(x, m):
 @candidate(
     "celu.expm1",
     reference="celu",
-    formula="max(0, x) + min(0, alpha expm1(x / alpha))",
+    formula="max(x, 0) + min(alpha expm1(x / alpha), 0)",
     source=f"{CELU}; torch.nn.functional.celu",
     alpha=1.0,
 )
@@ -64,7 +64,7 @@ def celu_expm1(x, m, alpha):
 @candidate(
     "celu.exp_minus_1",
     reference="celu",
-    formula="max(0, x) + min(0, alpha (exp(x / alpha) - 1))",
+    formula="max(x, 0) + min(alpha (exp(x / alpha) - 1), 0)",
     source=f"{CELU} (definition as written)",
     alpha=1.0,
 )

@@ -37,7 +37,8 @@ def _gelu_erf(t, m):
 @candidate(
     "gelu_bias.storage",
     reference="gelu_bias",
-    formula="gelu(RN_storage(x + b)): the sum written out, then exact-form GELU",
+    formula="0.5 t erfc(-t * RN(1/sqrt(2))), t = store(x + b)",
+    notes="the sum written out in the storage format, then exact-form GELU",
     source="unfused graph: torch.add then torch.nn.functional.gelu (two kernels, the sum "
     "stored in the tensor's dtype)",
 )
@@ -48,7 +49,8 @@ def gelu_bias_storage(x, b, m):
 @candidate(
     "gelu_bias.compute",
     reference="gelu_bias",
-    formula="gelu(x + b) with x + b kept in the compute format",
+    formula="0.5 t erfc(-t * RN(1/sqrt(2))), t = x + b",
+    notes="exact-form GELU of x + b kept in the compute format",
     source="fused bias + GELU epilogues (e.g. cuBLASLt CUBLASLT_EPILOGUE_GELU_BIAS, "
     "CUTLASS LinearCombinationGELU): the sum never leaves registers",
 )
@@ -59,7 +61,7 @@ def gelu_bias_compute(x, b, m):
 @candidate(
     "gelu_bias.megatron_tanh",
     reference="gelu_bias",
-    formula="t = b + x; t * 0.5 * (1 + tanh(0.79788456 * t * (1 + 0.044715 * t * t)))",
+    formula="t * 0.5 * (1 + tanh(0.79788456 * t * (1 + 0.044715 * t * t))), t = b + x",
     source=MEGATRON + " (the tanh approximation where the model was trained with erf GELU)",
 )
 def gelu_bias_megatron_tanh(x, b, m):
@@ -70,7 +72,8 @@ def gelu_bias_megatron_tanh(x, b, m):
 @candidate(
     "gelu_scale.fused",
     reference="gelu_scale",
-    formula="RN_storage(gelu(x) * scale), both in the compute format",
+    formula="0.5 x erfc(-x * RN(1/sqrt(2))) scale",
+    notes="exact-form GELU times the scale, both in the compute format, then one rounding to storage",
     source="epilogue scaling before the cast to the output type (e.g. NVIDIA "
     "TransformerEngine's FP8 activation kernels: activation, times the output "
     "scale, then the cast)",
@@ -83,7 +86,8 @@ def gelu_scale_fused(x, m, scale):
 @candidate(
     "gelu_scale.unfused",
     reference="gelu_scale",
-    formula="RN_storage(RN_storage(gelu(x)) * scale): the activation written out first",
+    formula="store(0.5 x erfc(-x * RN(1/sqrt(2)))) scale",
+    notes="the activation written out in the storage format first, then scaled",
     source="unfused graph: torch.nn.functional.gelu, then a separate multiply by the "
     "scale (two kernels, two roundings to the tensor's dtype)",
     scale=1.0,
@@ -95,7 +99,8 @@ def gelu_scale_unfused(x, m, scale):
 @candidate(
     "swiglu_cast.silu_mul",
     reference="swiglu",
-    formula="RN_storage(silu(a)) * b: the activation cast to the storage format first",
+    formula="store(a / (1 + exp(-a))) b",
+    notes="the activation cast to the storage format first",
     source="HF transformers LlamaMLP act_fn(gate_proj(x)) * up_proj(x) (two tensors "
     "of the model dtype); vLLM csrc/activation_kernels.cu silu_kernel returns "
     "(T) of the float result before act_and_mul multiplies it by y",
@@ -107,7 +112,8 @@ def swiglu_cast_gate(a, b, m):
 @candidate(
     "geglu_cast.gelu_mul",
     reference="geglu",
-    formula="RN_storage(gelu(a)) * b: the activation cast to the storage format first",
+    formula="store(0.5 a erfc(-a * RN(1/sqrt(2)))) b",
+    notes="the activation cast to the storage format first",
     source="unfused GeGLU: torch.nn.functional.gelu(gate) * up, two tensors of the model dtype",
 )
 def geglu_cast_gate(a, b, m):

@@ -24,7 +24,7 @@ def swiglu_silu_mul(a, b, m):
 @candidate(
     "swiglu.clamped",
     reference="swiglu",
-    formula="silu(min(a, limit)) * clip(b, -limit, limit)",
+    formula="ac / (1 + exp(-ac)) clip(b, -limit, limit), ac = min(a, limit)",
     source="clamped SwiGLU of some MoE models (e.g. gpt-oss, swiglu_limit = 7)",
     limit=7.0,
 )
@@ -37,7 +37,7 @@ def swiglu_clamped(a, b, m, limit):
 @candidate(
     "geglu.gelu_mul",
     reference="geglu",
-    formula="0.5 a erfc(-a / sqrt 2) * b",
+    formula="0.5 a erfc(-a * RN(1/sqrt(2))) b",
     source=f"{SHAZEER}; T5 v1.1 GeGLU with exact GELU",
 )
 def geglu_gelu_mul(a, b, m):
@@ -47,7 +47,7 @@ def geglu_gelu_mul(a, b, m):
 @candidate(
     "geglu.tanh_mul",
     reference="geglu",
-    formula="tanh-GELU(a) * b",
+    formula="0.5 a (1 + tanh(RN(sqrt(2/pi)) (a + 0.044715 a^3))) b",
     source=f"{SHAZEER}; GeGLU with the tanh approximation (gelu_new)",
 )
 def geglu_tanh_mul(a, b, m):

@@ -9,7 +9,7 @@ from audit.candidates import candidate
 from .primitives import SQRT_2_OVER_PI, SQRT_HALF, erf_as, erf_rational, sigmoid
 
 HENDRYCKS = "Hendrycks & Gimpel 2016, arXiv:1606.08415"
-TANH_FORM = "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"
+TANH_FORM = "0.5 x (1 + tanh(RN(sqrt(2/pi)) (x + 0.044715 x^3)))"
 
 
 def tanh_inner(x):
@@ -19,7 +19,7 @@ def tanh_inner(x):
 @candidate(
     "gelu.erf",
     reference="gelu",
-    formula="0.5 x (1 + erf(x / sqrt(2)))",
+    formula="0.5 x (1 + erf(x * RN(1/sqrt(2))))",
     source=f"{HENDRYCKS}; torch.nn.functional.gelu(approximate='none')",
     notes="1 + erf cancels in the negative tail",
 )
@@ -30,7 +30,7 @@ def gelu_erf(x, m):
 @candidate(
     "gelu.erfc",
     reference="gelu",
-    formula="0.5 x erfc(-x / sqrt(2))",
+    formula="0.5 x erfc(-x * RN(1/sqrt(2)))",
     source=f"{HENDRYCKS}; erfc form without cancellation",
 )
 def gelu_erfc(x, m):
@@ -51,7 +51,7 @@ def gelu_tanh(x, m):
 @candidate(
     "gelu.tanh_sigmoid",
     reference="gelu",
-    formula="x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3)))",
+    formula="x / (1 + exp(-2 (RN(sqrt(2/pi)) (x + 0.044715 x^3))))",
     source="the tanh approximation as x sigmoid(2u), since 0.5(1 + tanh u) = sigmoid(2u); "
     "the form of Huawei CANN's Gelu kernel",
 )
@@ -62,7 +62,7 @@ def gelu_tanh_sigmoid(x, m):
 @candidate(
     "gelu.sigmoid",
     reference="gelu",
-    formula="x sigmoid(1.702 x)",
+    formula="x (1 / (1 + exp(-(1.702 x))))",
     source=f"{HENDRYCKS} section 2 (x sigma(1.702 x))",
 )
 def gelu_sigmoid(x, m):
@@ -83,7 +83,7 @@ def gelu_fastgelu(x, m):
 @candidate(
     "gelu.tanh_exp",
     reference="gelu",
-    formula="0.5 x (1 + (e^{2u} - 1) / (e^{2u} + 1)), u = sqrt(2/pi)(x + 0.044715 x^3)",
+    formula="0.5 x (1 + (e - 1) / (e + 1)), e = exp(2 (RN(sqrt(2/pi)) (x + 0.044715 x^3)))",
     source="tanh-GELU with tanh written through exp, as in hand-written kernels; "
     "e^{2u} overflows to inf and inf/inf = NaN for large x",
 )
@@ -115,8 +115,8 @@ def gelu_erf_rational(x, m):
 @candidate(
     "gelu.fastgelu_v2",
     reference="gelu",
-    formula="x (sgn(x) [-0.1444 (min(|0.7071 x|, 1.769) - 1.769)^2 + 0.5] + 0.5), "
-    "sgn(x) = (x + 1e-12) / |x + 1e-12|",
+    formula="x (sgn (-0.1444 c^2 + 0.5) + 0.5), c = min(|0.7071 x|, 1.769) - 1.769, "
+    "sgn = xs / |xs|, xs = x + 1e-12",
     source="Huawei CANN FasterGeluV2 / FastGeluV2 (Ascend C API documentation)",
     notes="1e-12 underflows to 0 in fp16, making sgn(0) = 0/0",
 )
@@ -130,7 +130,7 @@ def gelu_fastgelu_v2(x, m):
 @candidate(
     "gelu.safe_clip",
     reference="gelu",
-    formula=f"clip x to [-threshold, threshold], then {TANH_FORM}",
+    formula="0.5 xc (1 + tanh(RN(sqrt(2/pi)) (xc + 0.044715 xc^3))), xc = clip(x, -threshold, threshold)",
     source="'safe_gelu' recipe of a blog post on CANN ops-nn (shared/seeds): "
     "np.clip(x, -3, 3) before tanh-GELU",
     threshold=3.0,

@@ -16,7 +16,7 @@ INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 @candidate(
     "gelu_grad.erf",
     reference="gelu_grad",
-    formula="0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)",
+    formula="0.5 (1 + erf(x * RN(1/sqrt(2)))) + x (exp(-0.5 x^2) RN(1/sqrt(2 pi)))",
     source="PyTorch ATen GeluBackward (approximate='none')",
 )
 def gelu_grad_erf(x, m):
@@ -28,8 +28,8 @@ def gelu_grad_erf(x, m):
 @candidate(
     "gelu_grad.tanh",
     reference="gelu_grad",
-    formula="0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2), t = tanh(k (x + c x^3)), "
-    "k = sqrt(2/pi), c = 0.044715",
+    formula="0.5 (1 + t) + 0.5 x (1 - t^2) (k (1 + RN(3 * 0.044715) x^2)), "
+    "t = tanh(k (x + 0.044715 x^3)), k = RN(sqrt(2/pi))",
     source="PyTorch ATen GeluBackward (approximate='tanh'); x^3 overflows in fp16 for "
     "|x| > 40.3, then inf * 0 = NaN",
 )
@@ -66,7 +66,7 @@ def tanh_grad_one_minus_t2(x, m):
 @candidate(
     "silu_grad.torch",
     reference="silu_grad",
-    formula="s (1 + x (1 - s)), s = sigmoid(x)",
+    formula="s (1 + x (1 - s)), s = 1 / (1 + exp(-x))",
     source="PyTorch ATen silu_backward",
 )
 def silu_grad_torch(x, m):
@@ -91,7 +91,7 @@ def softplus_grad_torch(x, m, beta, threshold):
 @candidate(
     "mish_grad.torch",
     reference="mish_grad",
-    formula="t + x s (1 - t^2), t = tanh(log1p(exp(x))), s = sigmoid(x)",
+    formula="t + x s (1 - t^2), t = tanh(log1p(exp(x))), s = 1 / (1 + exp(-x))",
     source="PyTorch ATen mish_backward",
 )
 def mish_grad_torch(x, m):

@@ -155,7 +155,7 @@ def log_fasterlog(x, m):
 @candidate(
     "exp2.exp",
     reference="exp2",
-    formula="exp(x ln 2) (ln 2 and the product rounded)",
+    formula="exp(x * RN(log(2)))",
     source="the common exp2f fallback through expf (e.g. kernels without exp2)",
 )
 def exp2_exp(x, m):

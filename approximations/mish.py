@@ -28,7 +28,7 @@ def mish_torch(x, m):
 @candidate(
     "mish.rational",
     reference="mish",
-    formula="x ((1 + e^x)^2 - 1) / ((1 + e^x)^2 + 1)",
+    formula="x (n^2 - 1) / (n^2 + 1), n = 1 + exp(x)",
     source="identity tanh(log(1 + e^x)) = ((1+e^x)^2 - 1)/((1+e^x)^2 + 1): the rational-in-e^x "
     "form of vector kernels without a tanh unit; (1+e^x)^2 overflows early",
 )

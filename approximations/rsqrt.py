@@ -20,7 +20,7 @@ def magic_seed(magic: int, x, m, shift: int):
 @candidate(
     "rsqrt.div_sqrt",
     reference="rsqrt",
-    formula="1 / sqrt(x) (two roundings)",
+    formula="1 / sqrt(x)",
     source="the portable form (e.g. 1.0f / sqrtf(x) in RMSNorm reference kernels)",
 )
 def rsqrt_div_sqrt(x, m):
@@ -58,7 +58,7 @@ def rsqrt_lomont(x, m):
 @candidate(
     "reciprocal.div",
     reference="reciprocal",
-    formula="1 / x (one correctly rounded division)",
+    formula="1 / x",
     source="IEEE 754 division, the baseline",
 )
 def reciprocal_div(x, m):

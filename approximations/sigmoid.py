@@ -41,7 +41,7 @@ def sigmoid_tanh(x, m):
 @candidate(
     "sigmoid.stable",
     reference="sigmoid",
-    formula="e = exp(-|x|); x >= 0 ? 1 / (1 + e) : e / (1 + e)",
+    formula="x >= 0 ? 1 / (1 + e) : e / (1 + e), e = exp(-|x|)",
     source=f"{TEXT}; the overflow-free branch form (e.g. scipy.special.expit)",
 )
 def sigmoid_stable(x, m):

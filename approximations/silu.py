@@ -42,7 +42,7 @@ def silu_fast_exp(x, m):
 @candidate(
     "silu.one_minus",
     reference="silu",
-    formula="x (1 - sigmoid(-x))",
+    formula="x (1 - 1 / (1 + exp(x)))",
     source=f"{SRC}; identity sigmoid(x) = 1 - sigmoid(-x), which cancels for x < 0",
 )
 def silu_one_minus(x, m):
@@ -52,7 +52,7 @@ def silu_one_minus(x, m):
 @candidate(
     "silu.hard",
     reference="silu",
-    formula="x relu6(x + 3) / 6 (hardswish)",
+    formula="x relu6(x + 3) / 6",
     source="Howard et al. 2019 (MobileNetV3), arXiv:1905.02244: hardswish as SiLU's piecewise approximation",
 )
 def silu_hard(x, m):

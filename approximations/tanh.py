@@ -8,7 +8,7 @@ from .primitives import TANH_CLAMP, tanh_rational
 @candidate(
     "tanh.exp",
     reference="tanh",
-    formula="(e^{2x} - 1) / (e^{2x} + 1)",
+    formula="(e - 1) / (e + 1), e = exp(2 x)",
     source="definition through exp; e^{2x} = inf gives inf/inf = NaN for large x",
 )
 def tanh_exp(x, m):
@@ -19,7 +19,7 @@ def tanh_exp(x, m):
 @candidate(
     "tanh.sigmoid",
     reference="tanh",
-    formula="2 sigmoid(2x) - 1",
+    formula="2 / (1 + exp(-2 x)) - 1",
     source="identity tanh(x) = 2 sigmoid(2x) - 1; cancels near 0",
 )
 def tanh_sigmoid(x, m):
@@ -54,8 +54,8 @@ def tanh_rational_half(x, m):
 @candidate(
     "tanh.pade",
     reference="tanh",
-    formula="x (135135 + 17325 x^2 + 378 x^4 + x^6) / (135135 + 62370 x^2 + 3150 x^4 + 28 x^6), "
-    "clamped to [-1, 1]",
+    formula="clip(x (135135 + x2 (17325 + x2 (378 + x2))) / (135135 + x2 (62370 + x2 (3150 + 28 x2))), "
+    "-1, 1), x2 = x^2",
     source="Lambert's continued fraction for tanh truncated to a [7/6] Pade approximant "
     "(common in audio DSP kernels)",
 )

@@ -36,11 +36,13 @@ from pathlib import Path
 
 import mpmath as mp
 import numpy as np
+from mpmath.libmp import mpf_div, round_ceiling, round_floor
 
 from . import oracle
 from .errors import BadFileError, BadOptionError
 from .formats import FORMATS, Format, element_format
 from .io import json_number
+from .metrics import relative_error
 
 SCHEMA = "actaudit.blocks/1"
 MX = {
@@ -56,6 +58,7 @@ RULES = {
     "(torchao ScaleCalculationMode.RCEIL; NVIDIA's MXFP8 recipe)",
 }
 MAX_ELEMENTS = 1 << 24
+EXHAUSTIVE_ROWS = 2048  # rows of x per chunk of the exhaustive pair mode (memory bound)
 NV_DEN = 448.0 * 6.0
 
 
@@ -173,28 +176,32 @@ def nv_scale(bf: BlockFormat, amax: np.ndarray, t: float) -> np.ndarray:
         return np.where(np.isfinite(amax), s, np.nan)
 
 
-def nv_scale_mpf(bf: BlockFormat, amax, t: float) -> float:
+def nv_scale_q(bf: BlockFormat, q) -> float:
+    """The E4M3 block scale from the exact quotient q = amax / (6 T) >= 0 (an mpmath number):
+    RN_E4M3(q) (``ocp``) or the smallest E4M3 value >= q (``ceil``), saturating at 448.
+    Monotone in q."""
     e4 = FORMATS["fp8_e4m3"]
-    with mp.workprec(300):
-        q = amax / (6 * mp.mpf(t))
-        s = _elem_round_mpf(e4, q)
-        if bf.rule == "ceil" and s * 6 * mp.mpf(t) < amax:
-            o = int(e4.ordinal([s])[0])
-            s = min(float(e4.from_ordinal([o + 1])[0]), e4.max_finite)
+    s = _elem_round_mpf(e4, q)
+    if bf.rule == "ceil" and s < q and s < e4.max_finite:
+        o = int(e4.ordinal([s])[0])
+        s = min(float(e4.from_ordinal([o + 1])[0]), e4.max_finite)
     return s
 
 
 def tensor_scale(amax: float) -> float:
+    """T = RN_fp32(amax / 2688) for a float64 amax, correctly rounded (one rounding of the
+    exact quotient: float(np.float32(amax / 2688)) rounds twice, which is innocuous for an
+    fp32 amax, 53 >= 2 * 24 + 2, but not for a float64 one)."""
     if not amax > 0:
         return 1.0
-    return float(np.float32(amax / NV_DEN))
+    return float(div_round(FORMATS["fp32"], np.array([amax]), NV_DEN)[0])
 
 
-def tensor_scale_mpf(amax) -> float:
-    if amax == 0:
+def tensor_scale_q(q) -> float:
+    """T from the exact quotient q = amax / 2688 (an mpmath number): RN_fp32(q), 1 at 0."""
+    if q == 0:
         return 1.0
-    with mp.workprec(300):
-        return FORMATS["fp32"].round_mpf(amax / NV_DEN)
+    return FORMATS["fp32"].round_mpf(q)
 
 
 # --------------------------------------------------------- quantizing float values
@@ -204,6 +211,9 @@ class Quantized:
     elems: np.ndarray  # (blocks, B) element values
     values: np.ndarray  # dequantized: elems * scale (* T)
     tensor_scale: float = 1.0
+    # (the reference only) elements whose exact |f| / d lies just below the power of two that
+    # its float64 rounding shows: their element ulp is that of the binade below
+    below: np.ndarray | None = None
 
 
 def quantize(bf: BlockFormat, y: np.ndarray) -> Quantized:
@@ -306,18 +316,131 @@ def _fast(ref, x, params):
     return v, slack
 
 
+def _enclose(v: np.ndarray, slack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 bounds lo <= f <= hi of f in [v - slack, v + slack].
+
+    Why a decision from them is exact: v - slack rounded to nearest can land on a
+    boundary b (a power of two, a midpoint times a scale: float64 numbers) that the real
+    v - slack lies just below, and a rule that sends b up would then decide b's side
+    wrongly.  One step outward (nextafter) after the rounding gives a float64 number on
+    the far side of the real end (RN moves by at most half an ulp, the step by at least
+    that, also at a power of two, where the step below is the smaller ulp).  Every rule
+    applied to these bounds (the scale codes, RN_E(y / d) by div_round, which is exact
+    for float64 y) is monotone, so rule(lo) == rule(hi) proves rule(f) equal to both:
+    only inputs whose interval contains a boundary go to mpmath."""
+    with np.errstate(all="ignore"):
+        return np.nextafter(v - slack, -np.inf), np.nextafter(v + slack, np.inf)
+
+
+def _magnitudes(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of |f| from bounds lo <= f <= hi (0 below where the interval holds 0)."""
+    with np.errstate(all="ignore"):
+        m_lo = np.where(lo > 0, lo, np.where(hi < 0, -hi, 0.0))
+        m_hi = np.maximum(np.abs(lo), np.abs(hi))
+    return m_lo, m_hi
+
+
+# the side of a boundary of a value f = P - g that saturates onto P (erf(100) = 1 - 1e-4346)
+# needs no precision: every boundary here (a power of two, max * 2^k, an E4M3 or fp32
+# midpoint times a scale of at most 29 bits) and P (an input, or a constant of a few bits)
+# have at most 64 significant bits, so two of them that differ, differ by more than
+# |P| 2^-130; with |g| <= |P| 2^-NEAR_BITS no boundary other than P itself lies between f
+# and P, and f sits on the same side of all of them as P - sign(g) |P| 2^-(NEAR_BITS - 10)
+NEAR_BITS = 200
+
+
 class _Exact:
-    """mpmath values of f, computed once per element on demand."""
+    """mpmath values of f, computed once per element on demand, and decisions of monotone
+    rules of f (scale codes, element roundings) that are exact: the precision is raised until
+    the rule gives one answer over the whole error ball of the mpmath value."""
 
     def __init__(self, ref, x, params):
-        self.ref, self.x, self.params, self.cache, self.n = ref, x, params, {}, 0
+        self.ref, self.x, self.params, self.cache = ref, x, params, {}
+        self.decided: set[int] = set()
+        self._values: dict = {}  # by input value: blocks repeat inputs
+        self._memo: dict = {}
 
     def __call__(self, i: int):
         if i not in self.cache:
-            with mp.workprec(300):
-                self.cache[i] = self.ref.mp(mp.mpf(float(self.x[i])), **self.params)
-            self.n += 1
+            xi = float(self.x[i])
+            if xi not in self._values:
+                with mp.workprec(300):
+                    self._values[xi] = self.ref.mp(mp.mpf(xi), **self.params)
+            self.cache[i] = self._values[xi]
         return self.cache[i]
+
+    @property
+    def n(self) -> int:
+        """Elements that mpmath evaluated or decided (whatever the order of the requests)."""
+        return len(self.decided.union(self.cache))
+
+    def decide(self, i: int, rule, *, absolute: bool = False, div: float | None = None, tag=None):
+        """(memoized by input value when ``tag`` names the rule)"""
+        if tag is None:
+            return self._decide(i, rule, absolute, div)
+        key = (float(self.x[i]), tag, absolute, div)
+        if key not in self._memo:
+            self._memo[key] = self._decide(i, rule, absolute, div)
+        self.decided.add(i)
+        return self._memo[key]
+
+    def _decide(self, i: int, rule, absolute: bool, div: float | None):
+        """rule(f) for f = f(x_i) (|f| if ``absolute``; f / div for a positive float ``div``),
+        decided exactly; ``rule`` maps an mpmath number to a float and is monotone
+        non-decreasing.  The ball v +- d of an evaluation at precision prec (the oracle's
+        guard bits trusted) is mapped through the division rounded outward (floor at its
+        lower end, ceiling at its upper one); when rule() agrees at both ends it is rule(f).  Where it
+        never does (f on a boundary up to 2^-4096: an exact value like relu(16) = 16, or a
+        saturating f = P - g), the reference's ``near`` split decides the side (NEAR_BITS),
+        else the value is taken as exact, as oracle.exact_point does."""
+        xi = float(self.x[i])
+        xm = mp.mpf(xi)
+        extra = 2 * max(0, math.frexp(xi)[1]) if math.isfinite(xi) else 0
+        prec = 120 + extra
+        self.decided.add(i)
+
+        def ends(a, b, wp):
+            if absolute:
+                a, b = (a, b) if a >= 0 else ((-b, -a) if b <= 0 else (mp.zero, max(-a, b)))
+            if div is not None:  # rounded outward: an exact quotient (a tie) stays exact
+                dv = mp.mpf(div)._mpf_
+                a = mp.mpf(mpf_div(a._mpf_, dv, wp, round_floor))
+                b = mp.mpf(mpf_div(b._mpf_, dv, wp, round_ceiling))
+            return a, b
+
+        while True:
+            with mp.workprec(prec):
+                v = self.ref.mp(xm, **self.params)
+            wp = prec + 64
+            with mp.workprec(wp):
+                if not mp.isfinite(v):
+                    return rule(abs(v) if absolute else v)
+                d = abs(v) * mp.ldexp(1, oracle.GUARD_BITS - (prec - extra))
+                a, b = ends(v - d, v + d, wp)
+                ra, rb = rule(a), rule(b)
+                if ra == rb or (math.isnan(ra) and math.isnan(rb)):
+                    return ra
+            if self.ref.near is not None and prec - extra >= NEAR_BITS + 60:
+                with mp.workprec(prec):
+                    pg = self.ref.near(xm, **self.params)
+                if pg is not None and pg[0] != 0 and abs(pg[1]) <= abs(pg[0]) * mp.ldexp(1, -NEAR_BITS):
+                    P, g = pg
+                    with mp.workprec(wp):
+                        w = P - mp.sign(g) * abs(P) * mp.ldexp(1, 10 - NEAR_BITS)
+                        return rule(ends(w, w, wp)[0])
+            if prec >= oracle.MAX_PREC:
+                with mp.workprec(wp):
+                    return rule(ends(v, v, wp)[0])
+            prec *= 2
+
+
+def _own_code(bf: BlockFormat, t: float):
+    """(rule, div) of one element's own scale code from |f|: the E8M0 exponent k (MX) or
+    the E4M3 block scale S at tensor scale t (NVFP4).  A block's code is the largest of its
+    elements' own codes (the rules are monotone in amax)."""
+    if bf.nv:
+        return (lambda q: nv_scale_q(bf, q)), 6.0 * t
+    return (lambda a: mx_exponent_mpf(bf, a)), None
 
 
 def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quantized, np.ndarray, int]:
@@ -326,69 +449,119 @@ def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quanti
     B = bf.block
     E = bf.elem
     v, slack = _fast(ref, x, params)
+    lo, hi = _enclose(v, slack)
     ex = _Exact(ref, x, params)
     nb = len(x) // B
-    vb, sb = v.reshape(nb, B), slack.reshape(nb, B)
+    m_lo, m_hi = _magnitudes(lo, hi)
+    lo_mag, hi_mag = m_lo.reshape(nb, B), m_hi.reshape(nb, B)
     with np.errstate(all="ignore"):
-        hi_mag = np.abs(vb) + sb
-        lo_mag = np.maximum(np.abs(vb) - sb, 0.0)
         amax_lo, amax_hi = np.max(lo_mag, axis=1), np.max(hi_mag, axis=1)
 
-    def exact_amax(rows):
-        """The exact block maxima (mpf) of the given blocks: mpmath on the elements that
-        can be the maximum."""
-        out = []
-        for r in rows:
-            cand = np.flatnonzero(hi_mag[r] >= amax_lo[r]) + r * B
-            out.append(max(abs(ex(int(i))) for i in cand))
-        return out
+    def contenders(rows, floor):
+        """Elements of the given blocks that can hold their block's maximum."""
+        return [np.flatnonzero(hi_mag[r] >= floor[r]) + r * B for r in rows]
 
     t = 1.0
     if bf.nv:
         tl, th = float(amax_lo.max()), float(amax_hi.max())
         if tensor_scale(tl) == tensor_scale(th) and math.isfinite(th):
             t = tensor_scale(th)
-        else:
-            top = np.flatnonzero(amax_hi >= tl)
-            t = tensor_scale_mpf(max(exact_amax(top)))
+        else:  # the tensor maximum's T, decided exactly (T is monotone in amax)
+            top = np.flatnonzero(m_hi >= tl)
+            t = max(ex.decide(int(i), tensor_scale_q, absolute=True, div=NV_DEN) for i in top)
         s_lo, s_hi = nv_scale(bf, amax_lo, t), nv_scale(bf, amax_hi, t)
     else:
         s_lo, s_hi = mx_exponent(bf, amax_lo), mx_exponent(bf, amax_hi)
     scale = s_lo.copy()
     amb = np.flatnonzero(~(s_lo == s_hi))
     if len(amb):
-        for r, a in zip(amb.tolist(), exact_amax(amb)):
-            scale[r] = nv_scale_mpf(bf, a, t) if bf.nv else mx_exponent_mpf(bf, a)
+        rule, div = _own_code(bf, t)
+        for r, cand in zip(amb.tolist(), contenders(amb.tolist(), amax_lo)):
+            scale[r] = max(ex.decide(int(i), rule, absolute=True, div=div, tag="own") for i in cand)
     if bf.nv:
         d = scale * t
     else:
         d = np.ldexp(1.0, scale.astype(np.int64))
     dfull = np.repeat(d, B)
     with np.errstate(all="ignore"):
-        e_lo = div_round(E, v - slack, dfull)
-        e_hi = div_round(E, v + slack, dfull)
+        e_lo = div_round(E, lo, dfull)
+        e_hi = div_round(E, hi, dfull)
     el = e_lo.copy()
     for i in np.flatnonzero(~(e_lo == e_hi) & (dfull != 0)).tolist():  # NVFP4 S = 0: zeros below
-        with mp.workprec(300):
-            el[i] = _elem_round_mpf(E, ex(i) / mp.mpf(float(dfull[i])))
+        el[i] = ex.decide(i, lambda q: _elem_round_mpf(E, q), div=float(dfull[i]), tag="elem")
     if bf.nv:
         el = np.where(np.repeat(scale == 0, B), 0.0, el)
     exact = v.copy()
+    err = slack.copy()
+    for i in list(ex.decided):
+        ex(i)
     for i, val in ex.cache.items():
         exact[i] = float(val)
+        err[i] = abs(exact[i]) * 2.0**-52 + 2.0**-1074
+    dd = np.where(dfull > 0, dfull, math.ldexp(t, -9)) if bf.nv else dfull
+    below = _below(bf, ex, exact, err, dd).reshape(nb, B)
     el = el.reshape(nb, B)
-    q = Quantized(scale if bf.nv else d, el, el * d[:, None], t)
+    q = Quantized(scale if bf.nv else d, el, el * d[:, None], t, below)
     return q, exact, ex.n
 
 
 # -------------------------------------------------------------------- the audit
-def _unit(bf: BlockFormat, d: np.ndarray, f: np.ndarray, t: float) -> np.ndarray:
+def _nonzero(ref, x: np.ndarray, params: dict) -> np.ndarray:
+    """Where the exact f(x) is not 0 (its float64 rounding may be: gelu(-40) = -1.5e-348),
+    from the reference's exact zero set."""
+    if ref.zero_at is None:  # (every catalog reference declares one: test_exact_zero_sets)
+        return np.ones(len(x), bool)
+    return ~np.broadcast_to(np.asarray(ref.zero_at(x, **params), dtype=bool), np.shape(x))
+
+
+def _unit(bf: BlockFormat, d: np.ndarray, f: np.ndarray, t: float, below=None) -> np.ndarray:
     """The element ULP at the reference's decode scale d, d ulp_E(f / d); where d is 0 (an
     NVFP4 block scale S = 0) at the smallest nonzero decode scale, 2^-9 T (E4M3's least
-    positive value times the tensor scale)."""
+    positive value times the tensor scale).  ``below``: elements whose exact f / d lies
+    below the power of two that the float64 f / d is, so in the binade below."""
     with np.errstate(all="ignore"):
         d = np.where(d > 0, d, math.ldexp(t, -9)) if bf.nv else d
-        return d * bf.elem.ulp(f / d)
+        q = f / d
+        if below is not None and below.any():
+            q = np.where(below, np.nextafter(q, 0), q)
+        return d * bf.elem.ulp(q)
+
+
+def _binade_exp(emin: int):
+    """rule: the exponent of ulp_E at an mpmath |q|: max(floor(log2 |q|), emin)."""
+    return lambda q: float(max(int(mp.frexp(q)[1]) - 1, emin)) if q != 0 else float(emin)
+
+
+def _below(
+    bf: BlockFormat,
+    ex: _Exact,
+    f: np.ndarray,
+    err: np.ndarray,
+    d: np.ndarray,
+    emin: int | None = None,
+    offset: int = 0,
+) -> np.ndarray:
+    """Elements whose exact |f| / d is in a lower E binade than float64 |f / d| (f the float64
+    value of the exact one, within err of it; d > 0 exact decode scales): decided exactly
+    where the enclosure of f / d holds a binade boundary (monotone rule, as _enclose).
+    emin: the lowest binade told apart (default E's; below it the ulp is constant).  f, err
+    and d are of the inputs offset, offset + 1, ... of ``ex``."""
+    emin = bf.elem.emin if emin is None else emin
+    out = np.zeros(np.shape(f), bool)
+    with np.errstate(all="ignore"):
+        lo, hi = _magnitudes(*_enclose(f, err))
+        dd = np.broadcast_to(d, np.shape(f))
+        ql, qh = np.nextafter(lo / dd, 0), np.nextafter(hi / dd, np.inf)
+        k_lo, k_hi = np.frexp(ql)[1], np.frexp(qh)[1]
+        q = np.abs(f) / dd
+        cand = np.flatnonzero(
+            (np.maximum(k_lo, emin + 1) != np.maximum(k_hi, emin + 1)) & np.isfinite(q) & (dd > 0) & (q > 0)
+        )
+    rule = _binade_exp(emin)
+    for i in cand.tolist():
+        e = ex.decide(offset + i, rule, absolute=True, div=float(dd.flat[i]), tag=("binade", emin))
+        out.flat[i] = e < max(int(np.frexp(q.flat[i])[1]) - 1, emin)
+    return out
 
 
 @dataclass
@@ -447,12 +620,11 @@ def audit(
     f = exact.reshape(nb, B)
     dref = (rq.scale * rq.tensor_scale) if bf.nv else rq.scale
     with np.errstate(all="ignore"):
-        u = _unit(bf, dref[:, None], f, rq.tensor_scale)  # the element ulp at the reference's scale
+        u = _unit(bf, dref[:, None], f, rq.tensor_scale, rq.below)  # the element ulp at the reference's scale
         err = np.abs(cq.values - f) / u
         ref_err = np.abs(rq.values - f) / u
         added = np.abs(cq.values - rq.values) / u
-        rel = np.abs(cq.values - f) / np.abs(f)
-        rel = np.where(cq.values == f, 0.0, rel)
+        rel = relative_error(cq.values, f, _nonzero(ref, x, rp).reshape(nb, B))
     ok = np.isfinite(cq.values)
     nan_el = int(np.count_nonzero(~ok))
     errs = np.where(ok, err, -1.0)
@@ -527,8 +699,8 @@ def exhaustive(
     y = cand.evaluate(x, cf, cf, p)
     v, slack = _fast(ref, x, rp)
     ex = _Exact(ref, x, rp)
-    with np.errstate(all="ignore"):
-        lo, hi = np.maximum(np.abs(v) - slack, 0.0), np.abs(v) + slack
+    v_lo, v_hi = _enclose(v, slack)  # f in [v_lo, v_hi]: decisions from them are exact
+    lo, hi = _magnitudes(v_lo, v_hi)
     # per input: its own scale code (MX: the E8M0 exponent k; NVFP4: the E4M3 block scale S,
     # at the tensor scale of the whole tensor, every pair block)
     t = tc = 1.0
@@ -540,18 +712,19 @@ def exhaustive(
         if tensor_scale(tl) == tensor_scale(th) and math.isfinite(th):
             t = tensor_scale(th)
         else:
-            t = tensor_scale_mpf(max(abs(ex(int(i))) for i in np.flatnonzero(hi >= tl)))
+            t = max(
+                ex.decide(int(i), tensor_scale_q, absolute=True, div=NV_DEN) for i in np.flatnonzero(hi >= tl)
+            )
         own = lambda a, tt: nv_scale(bf, a, tt)  # noqa: E731
-        own_mpf = lambda a: nv_scale_mpf(bf, a, t)  # noqa: E731
     else:
         own = lambda a, _tt: mx_exponent(bf, a)  # noqa: E731
-        own_mpf = lambda a: mx_exponent_mpf(bf, a)  # noqa: E731
+    rule, div = _own_code(bf, t)
     with np.errstate(all="ignore"):
         kc = own(np.abs(y), tc)
         k_lo, k_hi = own(lo, t), own(hi, t)
     kr = k_lo.copy()
     for i in np.flatnonzero(~(k_lo == k_hi)).tolist():
-        kr[i] = own_mpf(abs(ex(i)))
+        kr[i] = ex.decide(i, rule, absolute=True, div=div, tag="own")
 
     def decode(K, tt):
         """The decode scale of scale codes K: 2^K (MX) or K T (NVFP4; exact, 4 bits x 24)."""
@@ -575,8 +748,10 @@ def exhaustive(
         "worst": None,
     }
     f = v.copy()
-    for a in range(0, n, 2048):  # rows of x, all classes of m: memory bounded
-        sl = slice(a, min(a + 2048, n))
+    ferr = slack.copy()  # |f - float64 f| bound per input
+    nz = _nonzero(ref, x, rp)
+    for a in range(0, n, EXHAUSTIVE_ROWS):  # rows of x, all classes of m: memory bounded
+        sl = slice(a, min(a + EXHAUSTIVE_ROWS, n))
         Kr = np.maximum(kr[sl, None], classes[None, :, 0])
         Kc = np.where(
             nan_class | np.isnan(kc[sl, None]),
@@ -585,18 +760,29 @@ def exhaustive(
         )
         Xr = decode(Kr, t)
         with np.errstate(all="ignore"):
-            vv, ss = v[sl, None], slack[sl, None]
+            vl, vh = v_lo[sl, None], v_hi[sl, None]
             Xd = np.where(Xr > 0, Xr, 1.0)  # NVFP4 S = 0: a block of zeros
-            e_lo, e_hi = div_round(E, vv - ss + 0 * Xr, Xd), div_round(E, vv + ss + 0 * Xr, Xd)
+            e_lo, e_hi = div_round(E, vl + 0 * Xr, Xd), div_round(E, vh + 0 * Xr, Xd)
             e_lo, e_hi = np.where(Xr > 0, e_lo, 0.0), np.where(Xr > 0, e_hi, 0.0)
             el = e_lo.copy()
             for i, j in zip(*np.nonzero(~(e_lo == e_hi))):
-                with mp.workprec(300):
-                    el[i, j] = _elem_round_mpf(E, ex(int(i) + a) / mp.mpf(float(Xr[i, j])))
+                el[i, j] = ex.decide(
+                    int(i) + a, lambda q: _elem_round_mpf(E, q), div=float(Xr[i, j]), tag="elem"
+                )
             for i in range(sl.start, sl.stop):
+                if i in ex.decided:
+                    ex(i)
                 if i in ex.cache:
                     f[i] = float(ex.cache[i])
+                    ferr[i] = abs(f[i]) * 2.0**-52 + 2.0**-1074
             fr = f[sl, None]
+            # MX: d a power of two, so f / d is one exactly where f is: the side of f
+            # decides the binade for every class (below E's emin the ulp is constant)
+            bl = (
+                None
+                if bf.nv
+                else _below(bf, ex, f[sl], ferr[sl], np.ones(sl.stop - sl.start), -(10**6), sl.start)
+            )
             rv = el * Xr
             Xc = np.where(np.isnan(Kc), np.nan, decode(Kc, tc))
             Xcd = np.where(Xc > 0, Xc, 1.0)
@@ -606,11 +792,11 @@ def exhaustive(
             else:
                 cel = np.where(np.isnan(Kc), np.nan, elem_round(E, y[sl, None] / Xcd))
             cv = cel * Xc
-            u = _unit(bf, Xr, fr, t)
+            u = _unit(bf, Xr, fr, t, None if bl is None else np.broadcast_to(bl[:, None], Xr.shape))
             err = np.abs(cv - fr) / u
             ref_err = np.abs(rv - fr) / u
             added = np.abs(cv - rv) / u
-            rel = np.where(cv == fr, 0.0, np.abs(cv - fr) / np.abs(fr))
+            rel = relative_error(cv, fr, nz[sl, None])
         ok = np.isfinite(cv) & np.isfinite(err)
         ww = np.broadcast_to(w, ok.shape)
         acc["sum"] += float(np.sum(np.where(ok, err * ww, 0.0)))

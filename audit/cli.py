@@ -1323,6 +1323,25 @@ def _command_line() -> str:
     return " ".join(["actaudit", *sys.argv[1:]])
 
 
+def _exact_column(r: SweepResult, e) -> np.ndarray:
+    """The CSV's exact values: float64 (shortest repr) where float64 holds f(x) (to its
+    double-double's rounding), and where f is nonzero but its float64 is 0 (below 2^-1075,
+    or the oracle's +-5e-324 stand-in of a value lost to underflow) mpmath's decimal string
+    (oracle.exact_text): never a signed zero for a nonzero exact value."""
+    from .oracle import exact_text
+    from .references import get_reference
+
+    col = np.asarray(e.exact, dtype=np.float64).astype(object)
+    lost = np.flatnonzero((np.asarray(e.exact) == 0) & (np.asarray(e.exact_lo) != 0))
+    if len(lost):
+        ref = get_reference(r.reference)
+        rp = ref.with_defaults({k: v for k, v in (r.params or {}).items() if k in ref.params})
+        for i in lost.tolist():
+            x2 = None if e.x2 is None else float(e.x2[i])
+            col[i] = exact_text(ref, float(e.x[i]), rp, x2)
+    return col
+
+
 def write_csv(results: list[SweepResult], path: Path) -> None:
     import pandas as pd
 
@@ -1349,7 +1368,7 @@ def write_csv(results: list[SweepResult], path: Path) -> None:
                     "x": e.x,
                     "x_hex": [f"0x{b:0{width}x}" for b in bits],
                     "got": e.got,
-                    "exact": e.exact,
+                    "exact": _exact_column(r, e),
                     "correctly_rounded": e.rounded,
                     "ulp_error": e.ulp_err,
                     "ulp_distance": e.ulp_dist,

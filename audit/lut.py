@@ -396,6 +396,12 @@ def _in_values(inq) -> np.ndarray:
 
 
 def correct_table(reference: str, inq, out, params: dict | None = None):
+    """(inputs, correctly rounded outputs, exact values as float64): see _correct_table."""
+    x, y, exact, _ = _correct_table(reference, inq, out, params)
+    return x, y, exact
+
+
+def _correct_table(reference: str, inq, out, params: dict | None = None):
     """(inputs, correctly rounded outputs, exact values) for every input code: Q(f(x)) codes
     for a quantized output, RN_OUT(f(x)) for a float one; at +-inf inputs the reference's
     limit, rounded; at NaN inputs NaN, or where the output has no NaN the code of 0 (the
@@ -408,6 +414,7 @@ def correct_table(reference: str, inq, out, params: dict | None = None):
     fin = np.isfinite(x)
     y = np.empty(len(x))
     exact = np.full(len(x), np.nan)
+    hi, lo = exact.copy(), np.zeros(len(x))  # float outputs: f = hi + lo (the double-double)
     xf = x[fin]
     if isinstance(out, QuantFormat):
         y[fin], exact[fin], _ = exact_codes(ref, xf, out, params)
@@ -422,10 +429,13 @@ def correct_table(reference: str, inq, out, params: dict | None = None):
         else:
             ov = oracle.exact_points(ref, xf, out, params)
         y[fin], exact[fin] = ov.rounded, ov.hi + ov.lo
+        hi[fin], lo[fin] = ov.hi, ov.lo
         y[~fin] = out.round(np.array([ref.special(v, params) for v in x[~fin]]))
         if not out.has_nan:
             y[np.isnan(y)] = 0.0  # NaN inputs into a format without NaN (fp6, fp4): +0 (stated)
-    return x, y, exact
+    if isinstance(out, QuantFormat):
+        hi = exact
+    return x, y, exact, (hi, lo)
 
 
 def _int_dtype(q: QuantFormat) -> np.dtype:
@@ -566,10 +576,11 @@ def audit_table(written: dict, reference: str, inq, out, params=None):
     table, meta = read_table(path)
     check_claims("lut:" + path, meta, ref.name, inq, out, params)
     vals = table if meta["kind"] == "float" else out.from_bits(table.astype(np.int64))
-    x, want, exact = correct_table(reference, inq, out, params)
+    # (the oracle's double-double, not hi + lo: lo tells on which side of a power of two
+    # f lies, hence its ulp, and keeps a nonzero f below float64's range nonzero)
+    x, want, _, (hi, lo) = _correct_table(reference, inq, out, params)
     fin = np.flatnonzero(np.isfinite(x))
-    lo = np.zeros(len(fin))
-    ov = oracle.OracleValues(want[fin], exact[fin], lo, 0, None)
+    ov = oracle.OracleValues(want[fin], hi[fin], lo[fin], 0, None)
     e = point_errors(x[fin], vals[fin], ov, out)
     s = Summary()
     s.add(e, out)

@@ -87,6 +87,30 @@ class PointErrors:
         return len(self.x)
 
 
+def zero_relative_error(got: np.ndarray, nonzero: np.ndarray) -> np.ndarray:
+    """The relative error of results ``got`` where the exact value's float64 rounding is 0
+    (the one rule every path applies, docs/concepts/exact-decisions.md): 0 for a zero result
+    of an exact zero; exactly 1 for a zero result of a nonzero exact value below float64's
+    range (|0 - f| / |f|); inf for a nonzero result (|r| / |f| > 2^1074 |r|: beyond
+    float64, or undefined at an exact zero).  ``nonzero``: the exact value is not 0 (the
+    reference's zero set, or the oracle's +-5e-324 stand-in)."""
+    got = np.asarray(got, dtype=np.float64)
+    return np.where(got == 0, np.where(nonzero, 1.0, 0.0), np.inf)
+
+
+def relative_error(got: np.ndarray, f: np.ndarray, nonzero: np.ndarray) -> np.ndarray:
+    """|r - f| / |f| for results r and the exact values' float64 roundings f, with the rule
+    of zero_relative_error where f is 0 (r = f counts 0 elsewhere, also at infinities)."""
+    got, f = np.asarray(got, dtype=np.float64), np.asarray(f, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        rel = np.abs(got - f) / np.abs(f)
+        rel = np.where(got == f, 0.0, rel)
+        z = f == 0
+        if z.any():
+            rel = np.where(z, zero_relative_error(got, np.broadcast_to(nonzero, f.shape)), rel)
+    return rel
+
+
 def exact_ulp(fmt: Format, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """ulp_F of the exact value hi + lo (hi may have rounded up onto a power of two)."""
     out = fmt.ulp(hi)
@@ -140,9 +164,7 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
         if len(zero):
             # f = 0 exactly: 0 or inf; f nonzero below float64's range (hi = 0 and lo the
             # +-5e-324 stand-in) against a zero result: |0 - f| / |f| = 1
-            rel_err[zero] = np.where(
-                abs_err[zero] == 0, 0.0, np.where((got[zero] == 0) & (lo[zero] != 0), 1.0, np.inf)
-            )
+            rel_err[zero] = zero_relative_error(got[zero], lo[zero] != 0)
         # an exact value (or an error) beyond float64's range is still a finite real: its
         # figures come from mpmath, never inf/inf = NaN
         big = np.flatnonzero(~np.isfinite(abs_err))

@@ -32,8 +32,9 @@ from .references import Reference
 
 log = logging.getLogger(__name__)
 
-ORACLE_VERSION = 9  # 6: signed zeros from the reference's sign; 7: fused references' signs;
-#   8: no -0 in fnuz tables; 9: underflowed nonzero values keep a stand-in (zero_at)
+ORACLE_VERSION = 10  # 6: signed zeros from the reference's sign; 7: fused references' signs;
+#   8: no -0 in fnuz tables; 9: underflowed nonzero values keep a stand-in (zero_at);
+#   10: every reference declares its exact zero set
 FAST_ABS_TOL = 2.0**-1000
 MIN_REL_ERR = 2.0**-50
 GUARD_BITS = 12  # precision margin trusted of an mpmath evaluation
@@ -131,6 +132,27 @@ def _residual(v, hi: float, prec: int) -> float:
 
 
 _MPMATH = threading.Lock()  # mpmath's working precision is global: one thread at a time
+
+EXACT_DIGITS = 17  # significant digits of an exact value written as a decimal string
+
+
+def exact_text(ref: Reference, x: float, params: dict, x2: float | None = None) -> str:
+    """f(x) as a decimal string of EXACT_DIGITS significant digits (mpmath's nstr), for an
+    exact value that float64 cannot hold (|f| below 2^-1075: gelu(-40) = -1.0097e-349;
+    or a nonzero value that the fast path lost to underflow): the CSV's ``exact`` column
+    writes it instead of a signed zero.  The precision is doubled until two evaluations
+    agree to every written digit."""
+    args = (x,) if x2 is None else (x, x2)
+    extra = 2 * max([0] + [math.frexp(a)[1] for a in args if math.isfinite(a)])
+    prec, last = 96 + extra, None
+    with _MPMATH:
+        while True:
+            with mp.workprec(prec):
+                v = ref.mp(*(mp.mpf(a) for a in args), **params)
+                txt = mp.nstr(v, EXACT_DIGITS, min_fixed=1, max_fixed=0) if v != 0 else "0"
+            if txt == last or prec >= MAX_PREC:
+                return txt
+            last, prec = txt, prec * 2
 
 
 def exact_points(

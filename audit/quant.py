@@ -217,7 +217,11 @@ def exact_codes(ref, x: np.ndarray, q: QuantFormat, params: dict):
                 else np.maximum(ref.rel_err_at(x, **params), oracle.MIN_REL_ERR)
             )
             slack = (np.abs(v) * rel + oracle.FAST_ABS_TOL) * (1 + 2.0**-20)
-            amb = (q.quantize(v - slack) != q.quantize(v + slack)) | ~np.isfinite(v)
+            # one step outward after rounding: v - slack can round onto a boundary (k + 1/2) s
+            # that the real v - slack lies below, and Q would send it up (a tie); the stepped
+            # bounds lie beyond the real ends, and Q is monotone: Q(lo) = Q(hi) proves Q(f)
+            lo, hi = np.nextafter(v - slack, -np.inf), np.nextafter(v + slack, np.inf)
+            amb = (q.quantize(lo) != q.quantize(hi)) | ~np.isfinite(v)
     idx = np.flatnonzero(amb)
     exact = v.copy()
     if len(idx):
@@ -225,6 +229,42 @@ def exact_codes(ref, x: np.ndarray, q: QuantFormat, params: dict):
         codes[idx] = ov.rounded
         exact[idx] = ov.hi + ov.lo
     return codes, exact, len(idx)
+
+
+class _Beyond:
+    """What oracle.exact_point needs of a format, the rounding being the side of f against
+    the two bounds of the code range, (qmin - z - 1/2) s and (qmax - z + 1/2) s (exact in
+    float64): -1 below, 1 above, 0 inside."""
+
+    def __init__(self, q: QuantFormat):
+        self.p, self.smallest_normal = 24, math.inf
+        self.lo = (q.qmin - q.zero - 0.5) * q.scale
+        self.hi = (q.qmax - q.zero + 0.5) * q.scale
+
+    def round_mpf(self, v) -> float:
+        if mp.isnan(v):
+            return math.nan
+        return -1.0 if v < self.lo else (1.0 if v > self.hi else 0.0)
+
+
+def _beyond_range(ref, x, exact, t_raw, q: QuantFormat, params) -> np.ndarray:
+    """Inputs whose exact f(x) / s + z lies beyond the code range by more than half a code
+    (the ``saturated`` finding): from the float64 value, and by mpmath (exact_point with
+    _Beyond as the rounding) where it lies within 2^-30 relative of a bound (the float64
+    value's error is at most the fast path's 2^-36)."""
+    with np.errstate(all="ignore"):
+        out = (t_raw < q.qmin - 0.5) | (t_raw > q.qmax + 0.5)
+        b = _Beyond(q)
+        near = (np.abs(exact - b.lo) <= np.abs(b.lo) * 2.0**-30 + 2.0**-1000) | (
+            np.abs(exact - b.hi) <= np.abs(b.hi) * 2.0**-30 + 2.0**-1000
+        )
+    idx = np.flatnonzero(near & np.isfinite(exact))
+    if len(idx) and ref.exact:  # f itself, compared with the exact bounds (not f / s + z)
+        out[idx] = (exact[idx] < b.lo) | (exact[idx] > b.hi)
+    elif len(idx):
+        side = oracle.exact_points(ref, x[idx], b, params).rounded
+        out[idx] = side != 0
+    return out
 
 
 # ------------------------------------------------------------------ candidates
@@ -397,7 +437,7 @@ def audit_codes(
         n_mpmath=n_mp,
         in_hex=in_hex,
     )
-    res.findings = _findings(res, ref, out, (t_raw < out.qmin - 0.5) | (t_raw > out.qmax + 0.5))
+    res.findings = _findings(res, ref, out, _beyond_range(ref, x, exact, t_raw, out, params))
     res.identity = dict(getattr(cand, "identity", None) or {})  # (audit/gate_identity.py)
     res.seconds = time.perf_counter() - t0
     return res

@@ -12,6 +12,7 @@ formats and at adversarial points.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from collections.abc import Callable
@@ -986,3 +987,61 @@ def _rsqrt(x):
 )
 def _reciprocal(x):
     return mp.inf if x == 0 else 1 / x
+
+
+# ------------------------------------------------------------------ exact zero sets
+# Where each reference is exactly 0 at a finite input (x, or the pair (a, b)).  Everywhere
+# else f is a nonzero real, also where it lies below float64's range (gelu(-40) = -1.5e-348,
+# exp(-800)): a fast value that underflows there keeps a +-5e-324 stand-in in the oracle, so
+# that a zero result has relative error exactly 1 (docs/concepts/exact-decisions.md).  A
+# function whose only roots are irrational (sigmoid's derivative has none, silu's is
+# -1.2784...) is never exactly 0 at a float.  Every reference must declare its set
+# (test_exact_zero_sets).
+def _at_zero(x, **_):
+    return np.asarray(x) == 0
+
+
+def _zero_unless_alpha(x, alpha=1.0, **_):
+    """x == 0, and all of x <= 0 when alpha is 0 (alpha (e^x - 1), alpha x)."""
+    x = np.asarray(x)
+    return (x == 0) | ((x < 0) & (alpha == 0))
+
+
+_ZERO_SETS: dict[str, Callable] = {
+    "gelu": _at_zero,  # x Phi(x): Phi > 0
+    "sigmoid": _never_zero,
+    "tanh": _at_zero,
+    "silu": _at_zero,  # x sigmoid(beta x)
+    "softplus": _never_zero,  # log1p(e^(beta x)) / beta > 0
+    "mish": _at_zero,  # x tanh(softplus(x)), softplus > 0
+    "elu": _zero_unless_alpha,
+    "selu": _at_zero,
+    "celu": _zero_unless_alpha,
+    "relu": lambda x, **_: np.asarray(x) <= 0,
+    "leaky_relu": _zero_unless_alpha,
+    "relu6": lambda x, **_: np.asarray(x) <= 0,
+    "hardtanh": _at_zero,
+    "hardsigmoid": lambda x, **_: np.asarray(x) <= -3,
+    "hardswish": lambda x, **_: (np.asarray(x) <= -3) | (np.asarray(x) == 0),
+    "logsigmoid": _never_zero,  # log sigmoid(x) < 0
+    "softsign": _at_zero,
+    "exp": _never_zero,
+    "erf": _at_zero,
+    "swiglu": lambda a, b, **_: (np.asarray(a) == 0) | (np.asarray(b) == 0),
+    "geglu": lambda a, b, **_: (np.asarray(a) == 0) | (np.asarray(b) == 0),
+    "reglu": lambda a, b, **_: (np.asarray(a) <= 0) | (np.asarray(b) == 0),
+    "sigmoid_grad": _never_zero,
+    "tanh_grad": _never_zero,  # 1 - tanh^2 > 0
+    "silu_grad": _never_zero,  # roots irrational
+    "softplus_grad": _never_zero,  # sigmoid(beta x) > 0
+    "elu_grad": lambda x, alpha=1.0, **_: (np.asarray(x) <= 0) & (alpha == 0),  # 1 or alpha e^x
+    "expm1": _at_zero,
+    "exp2": _never_zero,
+    "log": lambda x, **_: np.asarray(x) == 1,
+    "log1p": _at_zero,
+    "rsqrt": _never_zero,
+    "reciprocal": _never_zero,
+}
+for _name, _z in _ZERO_SETS.items():
+    if REFERENCES[_name].zero_at is None:
+        REFERENCES[_name] = dataclasses.replace(REFERENCES[_name], zero_at=_z)
