@@ -157,3 +157,23 @@ def test_finding_to_dict_hand_written():
         "cause": None,
         "note": "why",
     }
+
+
+def test_edge_finding_across_a_chunk_edge():
+    fp16, fp32 = get_format("fp16"), get_format("fp32")
+    cand = catalog()["sigmoid.naive"]
+    # the result fell from 0.5 to 0.25 across the edge where the reference rises
+    f = F.edge_finding([1.0, 0.5], [2.0, 0.25, 0.75], 1, cand, fp16, fp32, {})
+    assert (f.kind, f.count, f.intervals, f.intervals_total, f.last) == (
+        "monotonicity",
+        1,
+        [[2.0, 2.0]],
+        1,
+        [2.0, 2.0],
+    )
+    assert f.example == {"x": 2.0, "got": 0.25, "exact": 0.75} and f.note == ""
+    assert f.cause["text"].startswith("no exceptional operation") and "goes backwards" in f.cause["text"]
+    assert F.edge_finding([1.0, 0.5], [2.0, 0.25, 0.75], -1, cand, fp16, fp32, {}) is None  # falls: allowed
+    assert (
+        F.edge_finding([1.0, 0.5], [2.0, 0.5, 0.75], 1, cand, fp16, fp32, {}) is None
+    )  # equal: no step back
