@@ -177,3 +177,9 @@ def test_edge_finding_across_a_chunk_edge():
     assert (
         F.edge_finding([1.0, 0.5], [2.0, 0.5, 0.75], 1, cand, fp16, fp32, {}) is None
     )  # equal: no step back
+
+
+def test_x_runs_keeps_what_it_is_asked_to():
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 1.0])
+    mask = np.array([True, False, True, False, True, False])
+    assert F.x_runs(x, mask, keep=1) == ([[1.0, 1.0]], [5.0, 5.0], 3)

@@ -295,3 +295,10 @@ def test_names_and_errors_hand_written():
     with pytest.raises(UnknownNameError) as e:
         parse_formats(" , ")
     assert str(e.value) == "no format given in ' , '"
+
+
+def test_suggestions_reach_similarity_one_half():
+    # difflib's ratio 2M/T: 'bfl' and 'bf16' share M = 2 of T = 7 characters, 4/7 < 0.6 (the default
+    # cutoff) but >= 0.5
+    with pytest.raises(UnknownNameError, match="did you mean bf16"):
+        get_format("bfl")
