@@ -95,3 +95,17 @@ def test_default_tolerance_core_includes_its_edge():
     assert e.ulp_err[i] == pytest.approx((2.5 - gelu2) * 8, rel=1e-12)
     c = clip_mod.recommend(e, fmt, clip_mod.saturation(ref, fmt, {}))
     assert c["tolerance"]["max_ulp"] == pytest.approx(2 * (2.5 - gelu2) * 8, rel=1e-12)
+
+
+def test_to_json_writes_non_finite_bounds_as_strings():
+    c = {"lo": -math.inf, "hi": 4.0, "max_ulp_inside": math.nan, "lo_safe": -3.5, "hi_safe": math.inf, "n": 2}
+    assert clip_mod.to_json(c) == {
+        "lo": "-inf",
+        "hi": 4.0,
+        "max_ulp_inside": "nan",
+        "lo_safe": -3.5,
+        "hi_safe": "inf",
+        "n": 2,
+    }
+    assert c["lo"] == -math.inf  # the argument is not changed
+    assert clip_mod.to_json(None) is None
