@@ -519,7 +519,8 @@ FORMATS: dict[str, Format] = {
     ]
 }
 
-_ALIASES = {a: f.name for f in FORMATS.values() for a in (f.name, *f.aliases)}
+# (keys as get_format normalizes names: lower case, "-" read as "_")
+_ALIASES = {a.lower().replace("-", "_"): f.name for f in FORMATS.values() for a in (f.name, *f.aliases)}
 
 
 def get_format(name) -> Format:

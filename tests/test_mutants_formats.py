@@ -302,3 +302,13 @@ def test_suggestions_reach_similarity_one_half():
     # cutoff) but >= 0.5
     with pytest.raises(UnknownNameError, match="did you mean bf16"):
         get_format("bfl")
+
+
+def test_every_alias_is_found_as_written():
+    """An alias with a '-' (tensorfloat-32) is found: names are matched as get_format
+    normalizes them."""
+    from audit.formats import FORMATS, get_format
+
+    for f in FORMATS.values():
+        for a in (f.name, *f.aliases):
+            assert get_format(a) is f and get_format(a.upper()) is f
