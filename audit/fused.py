@@ -101,6 +101,8 @@ def _register() -> None:
         # the sign of gelu(x + b) is that of x + b (float64 keeps the sign of the sum, and
         # of an exact zero as IEEE does: x + -x = +0, -0 + -0 = -0)
         sign=_np(lambda x, b: np.copysign(1.0, x + b)),
+        # exactly 0 where x + b is (gelu(t) = 0 only at t = 0; a float sum is 0 only at x = -b)
+        zero_at=lambda x, b: (np.asarray(x, dtype=np.float64) + np.asarray(b, dtype=np.float64)) == 0,
     )
     REFERENCES["gelu_scale"] = Reference(
         "gelu_scale",
@@ -118,6 +120,7 @@ def _register() -> None:
         None,
         _np(_scale_dd),
         sign=_np(lambda x, scale: np.copysign(1.0, x) * math.copysign(1.0, scale)),
+        zero_at=lambda x, scale: (np.asarray(x, dtype=np.float64) == 0) | (scale == 0),
     )
 
 

@@ -921,10 +921,11 @@ def test_catalog_size_quoted_in_the_readme(capsys):
     assert len({i.split(".")[0] for i in ids}) == fams
     assert len({c["reference"] for c in cands}) == refs
     assert all(c["formula"] and c["source"] for c in cands)
-    # a bare family name selects all of its variants: GELU's 11 of the README's table and
-    # the two ONNX Runtime transcriptions (gelu.mlas_tanh, gelu.mlas_erf: approximations/mlas.py)
+    # a bare family name selects all of its variants: GELU's 11 formulas and the four engine
+    # models (gelu.mlas_tanh, gelu.mlas_erf: approximations/mlas.py; gelu.onednn_erf,
+    # gelu.onednn_tanh: approximations/onednn.py)
     gelu = [i for i in ids if i.startswith("gelu.")]
-    assert len(gelu) == 13
+    assert len(gelu) == 15
     assert [r.candidate for r in audit.sweep("gelu", dtype="fp8_e4m3", analyze=False)] == gelu
 
 

@@ -15,6 +15,16 @@ from audit.formats import FORMATS
 
 # candidates whose formula is not an expression of the grammar, and why
 NOT_EXPRESSIONS = {
+    "tanh.mlas": "an engine's instruction sequence transcribed; proven bit-identical to the engine itself by its fidelity test (tests/test_mlas_fidelity.py), which is a stronger check than a printed formula",
+    "sigmoid.mlas": "an engine's instruction sequence transcribed; proven bit-identical to the engine itself by its fidelity test (tests/test_mlas_fidelity.py), which is a stronger check than a printed formula",
+    "erf.mlas": "an engine's instruction sequence transcribed; proven bit-identical to the engine itself by its fidelity test (tests/test_mlas_fidelity.py), which is a stronger check than a printed formula",
+    "gelu.mlas_tanh": "an engine's instruction sequence transcribed; proven bit-identical to the engine itself by its fidelity test (tests/test_mlas_fidelity.py), which is a stronger check than a printed formula",
+    "gelu.mlas_erf": "an engine's instruction sequence transcribed; proven bit-identical to the engine itself by its fidelity test (tests/test_mlas_fidelity.py), which is a stronger check than a printed formula",
+    "tanh.xla": "an engine's instruction sequence transcribed; proven bit-identical to the engine itself by its fidelity test (tests/test_catalog_xla.py), which is a stronger check than a printed formula",
+    "erf.xla": "an engine's instruction sequence transcribed; proven bit-identical to the engine itself by its fidelity test (tests/test_catalog_xla.py), which is a stronger check than a printed formula",
+    "tanh.onednn": "an engine's instruction sequence transcribed; proven bit-identical to the engine itself by its fidelity test (tests/test_catalog_onednn.py), which is a stronger check than a printed formula",
+    "gelu.onednn_erf": "an engine's instruction sequence transcribed; proven bit-identical to the engine itself by its fidelity test (tests/test_catalog_onednn.py), which is a stronger check than a printed formula",
+    "gelu.onednn_tanh": "an engine's instruction sequence transcribed; proven bit-identical to the engine itself by its fidelity test (tests/test_catalog_onednn.py), which is a stronger check than a printed formula",
     "exp.schraudolph": "a bit trick: an integer reinterpreted as a float32",
     "exp.cephes": "a clamp, a range reduction and a polynomial whose coefficients the text names P5",
     "exp.u20": "range reduction and a degree-5 polynomial by fused multiply-adds (coefficients not printed)",

@@ -150,12 +150,15 @@ def test_fitted_extra_ranks_first_and_its_c_version_is_timed(tmp_path, monkeypat
     s = suggest.suggest(
         "gelu", "fp8_e4m3", "fp32", extra=["fit_gelu_fp8_e4m3:CANDIDATE"], repairs=False, time_c=True
     )
-    first = s.entries[0]
-    # correctly rounded, no NaN, specials right: nothing can rank above it
-    assert first.cand.id == "fit.gelu_fp8_e4m3" and first.result.max_ulp <= 0.5
-    assert first.result.special_failures == 0 and first.pareto
+    ids = [e.cand.id for e in s.entries]
+    k = ids.index("fit.gelu_fp8_e4m3")
+    first = s.entries[k]
+    # correctly rounded, no NaN, specials right: only candidates as correct can rank above it
+    # (gelu.onednn_erf is correctly rounded in fp8_e4m3 too; the tie goes to the cost)
+    assert first.result.max_ulp <= 0.5 and first.result.special_failures == 0
+    assert all(e.result.max_ulp <= 0.5 and e.result.special_failures == 0 for e in s.entries[:k])
     assert first.ns_per_element is not None and first.ns_per_element > 0
-    assert all(e.ns_per_element is None for e in s.entries[1:])  # catalog formulas: no C
+    assert all(e.ns_per_element is None for e in s.entries if e is not first)  # catalog formulas: no C
     with pytest.raises(Exception, match="not a candidate"):
         suggest.suggest("gelu", "fp8_e4m3", extra=["fit_gelu_fp8_e4m3:fn"])
 

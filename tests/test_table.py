@@ -26,9 +26,9 @@ def test_compact_table_fits_and_cuts_nothing(capsys, monkeypatch, columns):
     assert "…" not in out and "..." not in out
     assert max(len(line) for line in out.splitlines()) <= columns
     res = audit.sweep(["gelu", "sigmoid.naive"], dtype="fp16", compute="auto")
-    # 12 candidates x (fp16 compute, fp32 compute), plus gelu.mlas_tanh and gelu.mlas_erf,
-    # whose compute is pinned to fp32 (one result each)
-    assert len(res) == 26
+    # 12 candidates x (fp16 compute, fp32 compute), plus the four engine models (gelu.mlas_tanh,
+    # gelu.mlas_erf, gelu.onednn_erf, gelu.onednn_tanh), whose compute is pinned to fp32
+    assert len(res) == 28
     for r in res:
         assert r.candidate in out
         # every finding's count is there in full, e.g. "unf 655"
