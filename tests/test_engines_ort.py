@@ -280,3 +280,37 @@ def test_engines_matrix_fits_80_columns_and_holds_the_engine_rows():
     assert np.array_equal(again.points.got, want) and row.result.max_ulp == again.max_ulp
     assert m16.rows[-1].engine == "catalog"
     assert max(len(line) for line in matrix.table(m16).splitlines()) <= 80
+
+
+def test_a_baseline_of_another_engine_version_does_not_pass_check(tmp_path, monkeypatch, capsys):
+    """After `pip install -U onnxruntime` the engine's version differs from the one the
+    baseline recorded: check fails (re-record), it never compares the figures. The upgrade is
+    simulated by editing the recorded version, and by faking the installed one."""
+    import json
+
+    import onnxruntime
+
+    from audit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "actaudit.toml").write_text(
+        'baseline = "base.json"\n[[audit]]\nname = "e"\ntargets = ["ort:Tanh"]\ndtype = "fp16"\n'
+    )
+    assert main(["baseline"]) == 0
+    assert main(["check"]) == 0
+    base = json.loads((tmp_path / "base.json").read_text())
+    ((key, ent),) = base["entries"].items()
+    assert ent["identity"]["candidate_identity"]["version"] == onnxruntime.__version__
+    capsys.readouterr()
+    # the baseline was recorded with another version
+    ent["identity"]["candidate_identity"]["version"] = "1.0.0"
+    (tmp_path / "base.json").write_text(json.dumps(base))
+    assert main(["check"]) == 1
+    out = capsys.readouterr().out
+    assert "re-record with actaudit baseline" in out and "improved" not in out.split("results")[0]
+    # or the installed engine is another version than the recorded one
+    ent["identity"]["candidate_identity"]["version"] = onnxruntime.__version__
+    (tmp_path / "base.json").write_text(json.dumps(base))
+    monkeypatch.setattr(onnxruntime, "__version__", "99.0.0")
+    assert main(["check"]) == 1
+    assert "re-record with actaudit baseline" in capsys.readouterr().out
