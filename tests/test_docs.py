@@ -289,7 +289,8 @@ def test_first_screen_is_the_first_command_at_80_columns():
 
 def update_file(path: Path) -> bool:
     """Rewrite the output shown after each `$ actaudit` line of one page with what the command
-    prints now (at 80 columns), for blocks that do not elide lines with '...'. The page's
+    prints now (at 80 columns), and each ```output block with what the python block before it
+    prints, where they do not elide lines with '...'. The page's
     blocks run in order in one fresh directory, as test_docs_block runs them (python blocks,
     `# NAME.toml` files, commands without shown output), so that a command finds the files the
     blocks before it wrote. A command that fails stops the update with its stderr, leaving the
@@ -309,6 +310,7 @@ def update_file(path: Path) -> bool:
         shutil.copytree(ROOT / "examples", work / "examples")
         (work / ".cache").symlink_to(cache, target_is_directory=True)
         extra: list[str] = []
+        python_out: list[str] = []
         while i < len(lines):
             if i in blocks:
                 lang, body, prose = blocks[i]
@@ -330,6 +332,17 @@ def update_file(path: Path) -> bool:
                     )
                     if p.returncode != 0:
                         sys.exit(f"{page}:{i + 2}: python block failed\n{p.stderr[-3000:]}")
+                    python_out = [x.rstrip() for x in p.stdout.splitlines()]
+                elif lang in ("not-run", "mermaid"):  # shown as written, never run
+                    out += lines[i : i + 2 + len(body)]
+                    i += 2 + len(body)
+                    continue
+                elif lang == "output" and "..." not in [x.strip() for x in body]:
+                    pad = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+                    out.append(lines[i])
+                    out += [(pad + x).rstrip() for x in python_out]
+                    i += 1 + len(body)  # the closing fence is appended below
+                    continue
                 elif lang == "toml":
                     tm = re.match(r"# ([\w.-]+\.toml)\b", body[0]) if body else None
                     if tm:
