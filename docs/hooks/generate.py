@@ -295,7 +295,14 @@ RENDER = {
 }
 
 
+# A ```bash block whose first line is `$ command` shows a session: the command and what it
+# printed. Rendered as `console` (prompt lines highlighted as shell, the rest as plain output)
+# rather than as a script, whose highlighting colours the numbers and words of the output.
+SESSION = re.compile(r"^([ \t]*)```(?:bash|sh)?[ \t]*\n(?=[ \t]*\$ )", re.M)
+
+
 def expand(markdown: str) -> str:
+    markdown = SESSION.sub(lambda m: f"{m.group(1)}```console\n", markdown)
     return MARKER.sub(lambda m: RENDER[m.group(1)](), markdown)
 
 
