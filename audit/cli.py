@@ -86,7 +86,8 @@ def _root(
 @app.command()
 def sweep(
     targets: list[str] | None = typer.Argument(
-        None, help="Candidates (gelu.tanh), families (gelu), torch:NAME, jax:NAME or pkg.module:function."
+        None,
+        help="Candidates (gelu.tanh), families (gelu), ort:OP, openvino:OP, litert:OP, torch:NAME, jax:NAME, c:FILE.c:FUNCTION or pkg.module:function.",
     ),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
     compute: str | None = typer.Option(
@@ -422,7 +423,7 @@ def print_findings(results: list[SweepResult]) -> None:
 def diff_cmd(
     a: str = typer.Argument(
         ...,
-        help="First candidate: catalog id, torch:NAME, jax:NAME, torch-compile:NAME, torch-bwd:NAME, pkg.module:function or dump:FILE.",
+        help="First candidate: catalog id, ort:OP, openvino:OP, litert:OP, torch:NAME, jax:NAME, c:FILE.c:FUNCTION, torch-compile:NAME, torch-bwd:NAME, pkg.module:function or dump:FILE.",
     ),
     b: str = typer.Argument(..., help="Second candidate (the same kinds)."),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
@@ -551,7 +552,10 @@ def engines_cmd(
 
 @app.command()
 def consistency(
-    target: str = typer.Argument(..., help="Catalog candidate, torch:NAME, jax:NAME or pkg.module:function."),
+    target: str = typer.Argument(
+        ...,
+        help="Catalog candidate, ort:OP, openvino:OP, litert:OP, torch:NAME, jax:NAME, c:FILE.c:FUNCTION or pkg.module:function.",
+    ),
     dtype: str = typer.Option("fp32", "--dtype", "-d", help="Storage format(s)."),
     compute: str | None = typer.Option(None, "--compute", "-c", help="Compute format of catalog candidates."),
     param: list[str] = typer.Option(
@@ -1058,7 +1062,8 @@ def golden(
 @app.command()
 def report(
     targets: list[str] | None = typer.Argument(
-        None, help="Candidates, families, torch:NAME, jax:NAME or pkg.module:function."
+        None,
+        help="Candidates, families, ort:OP, openvino:OP, litert:OP, torch:NAME, jax:NAME, c:FILE.c:FUNCTION or pkg.module:function.",
     ),
     dtype: str = typer.Option("fp16", "--dtype", "-d", help="Storage format(s): fp16,bf16,..."),
     compute: str | None = typer.Option(

@@ -926,6 +926,15 @@ def test_catalog_size_quoted_in_the_readme(capsys):
     # gelu.onednn_tanh: approximations/onednn.py)
     gelu = [i for i in ids if i.startswith("gelu.")]
     assert len(gelu) == 15
+    # a bare family name selects all of its variants, and the README's first output lists
+    # every one: those pinned to fp32 compute (the engine models) in the fp32 table alone
+    pinned = {c["id"] for c in cands if c["id"] in gelu and c.get("compute") == "fp32"}
+    readme = (ROOT / "README.md").read_text()
+    shown = readme[readme.index("<!-- --8<-- [start:first-output] -->") : readme.index("[end:first-output]")]
+    tables = shown.split("\n\n")
+    rows = [re.findall(r"^(gelu\.\w+) ", t, re.M) for t in tables[:2]]
+    assert sorted(rows[0]) == sorted(set(gelu) - pinned)
+    assert sorted(rows[1]) == sorted(gelu) and pinned
     assert [r.candidate for r in audit.sweep("gelu", dtype="fp8_e4m3", analyze=False)] == gelu
 
 

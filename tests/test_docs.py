@@ -289,21 +289,73 @@ def test_first_screen_is_the_first_command_at_80_columns():
 
 def update_file(path: Path) -> bool:
     """Rewrite the output shown after each `$ actaudit` line of one page with what the command
-    prints now (at 80 columns, in a fresh directory holding the page's `# file:` modules), for
-    blocks that do not elide lines with '...'. True if the file changed."""
+    prints now (at 80 columns), and each ```output block with what the python block before it
+    prints, where they do not elide lines with '...'. The page's
+    blocks run in order in one fresh directory, as test_docs_block runs them (python blocks,
+    `# NAME.toml` files, commands without shown output), so that a command finds the files the
+    blocks before it wrote. A command that fails stops the update with its stderr, leaving the
+    page as it was. True if the file changed."""
     import tempfile
 
     text = path.read_text()
     lines = text.splitlines()
+    page = _rel(path)
+    blocks = {line - 2: (lang, body, prose) for lang, body, line, prose in parse_blocks(text)}
     out, i = [], 0
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as cache:
         work = Path(d)
+        shutil.copy(ROOT / "pyproject.toml", work / "pyproject.toml")
+        (work / "data").mkdir()
+        shutil.copy(ROOT / "data" / "baseline.json", work / "data" / "baseline.json")
         shutil.copytree(ROOT / "examples", work / "examples")
-        for lang, body, _, _ in parse_blocks(text):  # the modules the page's commands import
-            m = re.match(r"# file: ([\w.]+)", body[0]) if lang == "python" and body else None
-            if m:
-                (work / m.group(1)).write_text("\n".join(body) + "\n")
+        (work / ".cache").symlink_to(cache, target_is_directory=True)
+        extra: list[str] = []
+        python_out: list[str] = []
         while i < len(lines):
+            if i in blocks:
+                lang, body, prose = blocks[i]
+                m = APPENDED.search(" ".join(prose.split()))
+                extra = shlex.split(m.group(1)) if m else []
+                if lang == "python":
+                    src = "\n".join(body) + "\n"
+                    fm = re.match(r"# file: ([\w.]+)", body[0]) if body else None
+                    if fm:
+                        (work / fm.group(1)).write_text(src)
+                    p = subprocess.run(
+                        [sys.executable, "-"],
+                        input=src,
+                        cwd=work,
+                        env=_env(work),
+                        capture_output=True,
+                        text=True,
+                        timeout=600,
+                    )
+                    if p.returncode != 0:
+                        sys.exit(f"{page}:{i + 2}: python block failed\n{p.stderr[-3000:]}")
+                    python_out = [x.rstrip() for x in p.stdout.splitlines()]
+                elif lang in ("not-run", "mermaid"):  # shown as written, never run
+                    out += lines[i : i + 2 + len(body)]
+                    i += 2 + len(body)
+                    continue
+                elif lang == "output" and "..." not in [x.strip() for x in body]:
+                    pad = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+                    out.append(lines[i])
+                    out += [(pad + x).rstrip() for x in python_out]
+                    i += 1 + len(body)  # the closing fence is appended below
+                    continue
+                elif lang == "toml":
+                    tm = re.match(r"# ([\w.-]+\.toml)\b", body[0]) if body else None
+                    if tm:
+                        (work / tm.group(1)).write_text("\n".join(body) + "\n")
+                elif lang in ("", "bash", "sh") and not any(x.startswith("$ ") for x in body):
+                    for x in body:
+                        for cmd in _commands(x):
+                            if cmd not in _EXEMPT:
+                                p = _run(cmd, work, extra)
+                                if p.returncode != 0 and PLACEHOLDER_SCHEDULER not in cmd:
+                                    sys.exit(
+                                        f"{page}:{i + 2}: {cmd}: exit {p.returncode}\n{p.stderr[-3000:]}"
+                                    )
             out.append(lines[i])
             head = lines[i].lstrip()
             pad = lines[i][: len(lines[i]) - len(head)]
@@ -311,8 +363,10 @@ def update_file(path: Path) -> bool:
                 j = i + 1
                 while j < len(lines) and not lines[j].lstrip().startswith(("$ ", "```")):
                     j += 1
+                p = _run(head[2:], work, extra)  # run even where shown lines are elided: its files
+                if p.returncode != 0:
+                    sys.exit(f"{page}:{i + 1}: {head}: exit {p.returncode}\n{p.stderr[-3000:]}")
                 if "..." not in [x.strip() for x in lines[i + 1 : j]]:
-                    p = _run(head[2:], work, [])
                     out += [(pad + x).rstrip() for x in p.stdout.splitlines()]
                     i = j
                     continue

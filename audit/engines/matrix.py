@@ -193,25 +193,25 @@ def table(m: Matrix, width: int = 80) -> str:
     lines = [f"{m.reference}, {m.dtype}: every engine op against the exact oracle"]
     for k, v in m.versions.items():
         lines.append(f"  {k}: {v}"[:width])
-    cols = [("engine", 7, "<"), ("op", 24, "<"), ("max ULP", 7, ">"), ("p99", 6, ">"), ("CR %", 6, ">")]
+    cols = [("engine", 8, "<"), ("op", 23, "<"), ("max ULP", 7, ">"), ("p99", 6, ">"), ("CR %", 6, ">")]
     cols += [("NaN", 5, ">"), ("inf", 5, ">"), ("unf", 5, ">")]
     lines += ["", (" ".join(f"{n:{a}{w}}" for n, w, a in cols) + " finds")[:width]]
     for row in m.rows:
         eng, op = _short(row)
-        if len(op) > 24:
-            op = op[:23] + "~"
+        if len(op) > 23:
+            op = op[:22] + "~"
         if row.result is None:
             note = row.note.removeprefix(row.target).strip(" :")
             room = width - 33
             note = note if len(note) <= room else note[: room - 1] + "~"
-            lines.append(f"{eng[:7]:<7} {op:<24} {note}")
+            lines.append(f"{eng[:8]:<8} {op:<23} {note}")
             continue
         r = row.result
         unf = sum(f.count for f in r.findings if f.kind == "underflow")
         kinds = {LETTERS.get(f.kind, "?") for f in r.findings if f.kind != "underflow"}
         if r.special_failures:
             kinds.add("x")
-        cells = [eng[:7], op, num(r.max_ulp), num(r.p99_ulp), percent(r.correctly_rounded_fraction)]
+        cells = [eng[:8], op, num(r.max_ulp), num(r.p99_ulp), percent(r.correctly_rounded_fraction)]
         cells += [num(r.nan_count), num(r.inf_count), num(unf)]
         line = " ".join(f"{c:{a}{w}}" for c, (_, w, a) in zip(cells, cols)) + " " + "".join(sorted(kinds))
         lines.append(line[:width])

@@ -11,7 +11,7 @@ marker is replaced by ``RENDER[NAME]()``, Markdown computed from the definitions
 * ``formats``: ``audit.formats.FORMATS``, the quantized kinds and the block-scaled outputs;
 * ``semantics``: the flags, roundings, primitives and profiles of ``audit/semantics.py``,
   each flag explained by ``audit.semantics.explain`` (the sentence reports print);
-* ``gate-keys``: the keys the gate accepts (``audit.gate`` and ``audit.gate_diff``).
+* ``gate-keys``: every key of every level of the spec (``audit.gate_schema.SPEC_KEYS``).
 
 ``tests/test_docs.py`` imports this file to check that every candidate and every command
 appears in what it renders.
@@ -252,27 +252,37 @@ def render_semantics() -> str:
 
 
 # ------------------------------------------------------------------------------ gate keys
-def render_gate_keys() -> str:
-    _path()
-    from audit import gate, gate_diff
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return f'"{v}"' if isinstance(v, str) else str(v)
 
-    schema = getattr(gate, "SPEC_KEYS", None)
+
+def render_gate_keys() -> str:
+    """One table per level of ``audit.gate_schema.SPEC_KEYS``: key, type, allowed values,
+    default, description."""
+    _path()
+    from audit.gate_schema import LEVELS, SPEC_KEYS
+
+    titles = {
+        "spec": "Top level (`actaudit.toml`, or `[tool.actaudit]` in `pyproject.toml`)",
+        "audit": "`[[audit]]` (`[[tool.actaudit.audit]]`)",
+        "tolerance": "`tolerance` of an audit",
+        "diff": "`[[diff]]` (`[[tool.actaudit.diff]]`)",
+    }
     out = []
-    if isinstance(schema, dict):  # the gate's own schema, where it exposes one
-        out += ["| key | meaning |", "|---|---|"]
-        for k, v in schema.items():
-            out.append(
-                f"| `{k}` | {cell(v if not isinstance(v, set | list | tuple) else ', '.join(map(str, v)))} |"
-            )
-        return "\n".join(out)
-    sections = [
-        ("`[[audit]]` (`[[tool.actaudit.audit]]`)", sorted(gate.AUDIT_KEYS)),
-        ("`tolerance` of an audit", sorted(gate.TOLERANCE_KEYS)),
-        ("`[[diff]]` (`[[tool.actaudit.diff]]`)", sorted(gate_diff.DIFF_KEYS)),
-    ]
-    out += ["| table | keys it accepts (any other key is refused, exit 2) |", "|---|---|"]
-    for title, keys in sections:
-        out.append(f"| {title} | {', '.join(code(k) for k in keys)} |")
+    for level, keys in SPEC_KEYS.items():
+        out += [
+            f"### {titles.get(level, cell(LEVELS[level]))}",
+            "",
+            "| key | type | allowed values | default | description |",
+            "|---|---|---|---|---|",
+        ]
+        for name, k in keys.items():
+            allowed = ", ".join(code(_value(a)) for a in k.allowed)
+            default = "" if k.default is None else code(_value(k.default))
+            out.append(f"| `{name}` | {cell(k.type)} | {allowed} | {default} | {cell(k.description)} |")
+        out.append("")
     return "\n".join(out)
 
 
@@ -285,7 +295,14 @@ RENDER = {
 }
 
 
+# A ```bash block whose first line is `$ command` shows a session: the command and what it
+# printed. Rendered as `console` (prompt lines highlighted as shell, the rest as plain output)
+# rather than as a script, whose highlighting colours the numbers and words of the output.
+SESSION = re.compile(r"^([ \t]*)```(?:bash|sh)?[ \t]*\n(?=[ \t]*\$ )", re.M)
+
+
 def expand(markdown: str) -> str:
+    markdown = SESSION.sub(lambda m: f"{m.group(1)}```console\n", markdown)
     return MARKER.sub(lambda m: RENDER[m.group(1)](), markdown)
 
 
