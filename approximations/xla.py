@@ -27,26 +27,14 @@ import numpy as np
 
 from audit.candidates import candidate
 
+from .mlas import TANH_ALPHA as MLAS_TANH_ALPHA
+from .mlas import TANH_BETA as MLAS_TANH_BETA
 from .mlas import f32
 
 TANH_SMALL = f32("0.0004")
 TANH_CLAMP = f32("7.99881172180175781")
-TANH_ALPHA = tuple(
-    f32(s)
-    for s in (
-        "-2.76076847742355e-16",
-        "2.00018790482477e-13",
-        "-8.60467152213735e-11",
-        "5.12229709037114e-08",
-        "1.48572235717979e-05",
-        "6.37261928875436e-04",
-        "4.89352455891786e-03",
-    )
-)
-TANH_BETA = tuple(
-    f32(s)
-    for s in ("1.19825839466702e-06", "1.18534705686654e-04", "2.26843463243900e-03", "4.89352518554385e-03")
-)
+# the 13/6 coefficients of Eigen's generic_fast_tanh_float, which MLAS uses too (float32)
+TANH_ALPHA, TANH_BETA = MLAS_TANH_ALPHA, MLAS_TANH_BETA
 
 ERF_CLAMP = f32("3.832506856900711")
 ERF_ALPHA = tuple(
