@@ -641,3 +641,24 @@ def test_an_object_that_does_not_load_is_one_line(tmp_path, capsys):
     )
     code = main(["sweep", f"c:{tmp_path}/u.c:k", "--dtype", "fp8_e4m3", "--reference", "relu"])
     _one_error_line(code, capsys.readouterr().err, "undefined symbol: nowhere_to_be_found)")
+
+
+def test_a_kernel_that_exits_after_onnxruntime_ran_here(tmp_path, capsys):
+    # the case seen: once an onnxruntime session had run in this process (another test), a
+    # kernel's exit() in a fork of it never ended (onnxruntime's exit-time teardown waits, in
+    # a sleep loop, for threads that the fork does not have): 600 s, then the timeout
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (got,) = sess.run(None, {"x": np.array([-1, 0, 1, 2], dtype=np.float32)})
+    assert got.tolist() == [0, 0, 1, 2]
+    (tmp_path / "e.c").write_text(EXITS)
+    code = main(
+        ["sweep", f"c:{tmp_path}/e.c:quits", "--dtype", "fp8_e4m3", "--reference", "relu", "--timeout", "60"]
+    )
+    _one_error_line(code, capsys.readouterr().err, "exited (status 0) before returning")
