@@ -21,7 +21,10 @@ verified and run is described in docs/concepts/kernel-isolation.md; in short:
   of its key and SHA-256; before it is loaded, the record must name this key and the bytes
   must match (a truncated object, or one copied under another key, is compiled again).  The
   verified bytes are loaded from a private memory file, not from the cache path.
-* **Run** in a child process per call: in its own process group, killed with its parent
+* **Run** in a child process per call, not a fork of Python but a fresh process running a
+  small C runner (compiled once, cached and verified like the objects; it loads nothing but
+  the C library and the kernel, so a kernel's exit() runs none of the parent's libraries'
+  atexit handlers): in its own process group, killed with its parent
   (PR_SET_PDEATHSIG, and the parent kills the group on any exit: error, SIGINT, SIGTERM,
   ``--timeout``), with stdin from /dev/null and stdout/stderr captured (never mixed into the
   tool's output; the last line is quoted in an error), and it must report that FUNCTION
@@ -36,7 +39,6 @@ rounded to the storage format to nearest, ties to even.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import json
 import mmap
@@ -295,10 +297,10 @@ def compile_kernel(path: Path, cflags: str | None = None, func: str | None = Non
     digests = []
     for d in deps:
         try:
-            data = src if d == absolute else _read_dep(d)
+            content = src if d == absolute else _read_dep(d)
         except BadFileError as e:
             raise KernelError(f"C kernel '{path}': {e}") from None
-        digests.append(_sha(data))
+        digests.append(_sha(content))
     kernel_digest = _sha(json.dumps(digests).encode())
     key = _sha(
         json.dumps(
@@ -380,21 +382,109 @@ def object_fd(c: Compiled) -> int:
 
 
 # ------------------------------------------------------------------- running
-_LIBC: list = []
+# The kernel's process is not a fork of this one: a fork of a Python process that loaded
+# OpenBLAS, torch, onnxruntime... (and whose other threads may hold their locks) inherits
+# their atexit handlers, destructors and locks, and a kernel calling exit() there can hang
+# on one of them.  It is a fresh process running this small program (compiled once, cached
+# and verified like a kernel's object), which loads nothing but the C library and the kernel.
+RUNNER_SOURCE = r"""/* actaudit's C kernel runner: argv = RUNNER PARENT OBJECT_FD FUNC DATA_FD N ELEMSIZE DONE_FD RUNNER_FD
+   DATA_FD (a memory file) holds the 16-byte token, then x (N elements), then y (N); the
+   kernel sees descriptors 0, 1, 2, OBJECT_FD and DONE_FD only. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+typedef void (*kernel_fn)(const void *, void *, size_t);
+
+static long num(const char *s) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < 0) _exit(6);
+    return v;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 9) _exit(6);
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if ((long)getppid() != num(argv[1])) _exit(5); /* the parent died before PDEATHSIG took effect */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    long obj = num(argv[2]), data = num(argv[4]), done = num(argv[7]);
+    size_t n = (size_t)num(argv[5]), size = (size_t)num(argv[6]);
+    size_t bytes = 16 + 2 * n * size;
+    unsigned char *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)data, 0);
+    if (map == MAP_FAILED) _exit(6);
+    close((int)data);
+    close((int)num(argv[8]));
+    unsigned char token[16];
+    memcpy(token, map, 16);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%ld", obj);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        fprintf(stderr, "actaudit-runner: %s\n", dlerror());
+        _exit(4);
+    }
+    void *sym = dlsym(lib, argv[3]);
+    if (sym == NULL) _exit(3);
+    kernel_fn f;
+    memcpy(&f, &sym, sizeof f);
+    f(map + 16, map + 16 + n * size, n);
+    fflush(NULL); /* what it printed, before the report */
+    if (write((int)done, token, 16) != 16) _exit(6);
+    _exit(0);
+}
+"""
+_RUNNER: dict = {}  # (compiler identity) -> (fd of a memory file holding the verified runner, its inode)
 
 
-def _libc():
-    """This process's C library (looked up once, before any fork: find_library would run
-    a subprocess in every kernel's child)."""
-    if not _LIBC:
-        _LIBC.append(ctypes.CDLL(None, use_errno=True))
-    return _LIBC[0]
+def runner_fd() -> int:
+    """A memory file holding the verified kernel runner (compiled once per compiler, cached
+    under a key of its source and the compiler's identity; made once per process)."""
+    ident = compiler_identity()
+    got = _RUNNER.get(ident)
+    if got is not None:
+        fd, ino = got
+        with contextlib.suppress(OSError):
+            if os.fstat(fd).st_ino == ino:
+                return fd
+    key = "runner-" + _sha(json.dumps({"v": CACHE_VERSION, "src": RUNNER_SOURCE, "cc": ident}).encode())[:40]
+    exe = cache_root() / key
+    data = _verified(exe, key)
+    if data is None:
+        data = _build_runner(exe, key, ident.split(" ", 1)[0])
+    fd = os.memfd_create("actaudit-runner")
+    os.write(fd, data)
+    _RUNNER[ident] = (fd, os.fstat(fd).st_ino)
+    return fd
 
 
-def _set_pdeathsig(libc) -> None:
-    """SIGKILL when the parent dies (PR_SET_PDEATHSIG = 1; Linux)."""
-    with contextlib.suppress(AttributeError, OSError):
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)
+def _build_runner(exe: Path, key: str, cc: str) -> bytes:
+    from .io import read_bytes
+
+    root = exe.parent
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".{key}.{os.getpid()}"
+    rec_tmp = root / f".{key}.{os.getpid()}.json"
+    try:
+        rc, _, err = _run([cc, "-O2", "-x", "c", "-", "-o", str(tmp), "-ldl"], RUNNER_SOURCE.encode())
+        if rc != 0:
+            raise KernelError(f"cannot build actaudit's C kernel runner with {cc}: {_first_error(err, rc)}")
+        data = read_bytes(tmp, MAX_OBJECT, "kernel runner", regular=True)
+        rec_tmp.write_text(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}))
+        os.replace(tmp, exe)
+        os.replace(rec_tmp, exe.with_suffix(".json"))
+        return data
+    finally:
+        tmp.unlink(missing_ok=True)
+        rec_tmp.unlink(missing_ok=True)
 
 
 def _kill(pid: int) -> None:
@@ -404,46 +494,6 @@ def _kill(pid: int) -> None:
             kill(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, 0)
-
-
-def _child(parent, fd, func, x, shared, n, done_w, out_w, token, libc) -> None:
-    """The kernel's process: its own group, dies with its parent, stdio captured, all other
-    descriptors closed; writes ``token`` once FUNCTION returned.  Never returns."""
-    code = 4
-    try:
-        with contextlib.suppress(OSError):
-            os.setpgid(0, 0)
-        _set_pdeathsig(libc)
-        if os.getppid() != parent:  # the parent died before PR_SET_PDEATHSIG took effect
-            os._exit(5)
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGPIPE):
-            signal.signal(s, signal.SIG_DFL)
-        import faulthandler
-
-        faulthandler.disable()  # a crash is reported by the parent, in one line
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_w, 1)
-        os.dup2(out_w, 2)
-        keep = sorted({0, 1, 2, fd, done_w})
-        for lo, hi in zip(keep, keep[1:] + [os.sysconf("SC_OPEN_MAX")]):
-            os.closerange(lo + 1, hi)
-        signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        lib = ctypes.CDLL(f"/proc/self/fd/{fd}")
-        try:
-            f = getattr(lib, func)
-        except AttributeError:
-            os._exit(3)
-        f.restype = None
-        f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-        y = np.frombuffer(shared, dtype=x.dtype, count=n)
-        f(x.ctypes.data, y.ctypes.data, ctypes.c_size_t(n))
-        libc.fflush(None)  # what it printed, before the report
-        os.write(done_w, token)
-        code = 0
-    except BaseException:
-        code = 4
-    os._exit(code)
 
 
 def _drain(fd: int, buf: bytearray) -> bool:
@@ -471,29 +521,49 @@ def run_kernel(fd: int, func: str, x: np.ndarray, ctype: str, timeout: float | N
     x = np.ascontiguousarray(x, dtype=dt)
     n = x.size
     limit = KERNEL_TIMEOUT_S if timeout is None else float(timeout)
-    shared = mmap.mmap(-1, max(n * dt.itemsize, 1))  # anonymous, shared with the child
+    exe = runner_fd()
     token = os.urandom(16)
+    size = 16 + 2 * n * dt.itemsize
+    data = os.memfd_create("actaudit-kernel-data")  # the token, x, y: shared with the kernel
+    try:
+        os.ftruncate(data, size)
+        shared = mmap.mmap(data, size)
+    except BaseException:
+        os.close(data)
+        raise
+    shared[:16] = token
+    np.frombuffer(shared, dtype=dt, count=n, offset=16)[:] = x
     done_r, done_w = os.pipe()
     out_r, out_w = os.pipe()
-    parent = os.getpid()
-    libc = _libc()
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # no signal handled mid-fork
+    argv = [f"/proc/self/fd/{exe}", str(os.getpid()), str(fd), func, str(data), str(n), str(dt.itemsize)]
+    argv += [str(done_w), str(exe)]
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)  # no handler between spawn and setpgid
     try:
-        pid = os.fork()
-    except BaseException:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out_w,
+            stderr=out_w,
+            pass_fds=(exe, fd, data, done_w),
+            close_fds=True,
+            process_group=0,
+        )
+    except BaseException as e:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        for f in (done_r, done_w, out_r, out_w):
+        for f in (done_r, done_w, out_r, out_w, data):
             os.close(f)
         shared.close()
+        if isinstance(e, OSError):
+            raise KernelError(f"cannot start the C kernel runner: {_one_line(str(e))}") from None
         raise
-    if pid == 0:
-        _child(parent, fd, func, x, shared, n, done_w, out_w, token, libc)
+    pid = proc.pid
+    proc.returncode = 0  # reaped here (by _wait or _kill), never by Popen
     try:
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)
-        os.close(done_w)
-        os.close(out_w)
-        done_w = out_w = -1
+        for f in (done_w, out_w, data):
+            os.close(f)
+        done_w = out_w = data = -1
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
         ready("kernel")
         status, said, output = _wait(pid, done_r, out_r, time.monotonic() + limit)
@@ -508,7 +578,8 @@ def run_kernel(fd: int, func: str, x: np.ndarray, ctype: str, timeout: float | N
         shared.close()
         raise
     finally:
-        for f in (done_r, done_w, out_r, out_w):
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for f in (done_r, done_w, out_r, out_w, data):
             if f >= 0:
                 with contextlib.suppress(OSError):
                     os.close(f)
@@ -525,10 +596,13 @@ def run_kernel(fd: int, func: str, x: np.ndarray, ctype: str, timeout: float | N
                 f"C kernel {func} exited (status 0) before returning, on {n} inputs: "
                 "a kernel must return, not exit" + _said(output)
             )
+        if code == 4 and _text(output).startswith("actaudit-runner: "):
+            why = _one_line(_text(output).splitlines()[0][len("actaudit-runner: ") :], 200)
+            raise KernelError(f"C kernel {func} could not be loaded ({why})")
         if code != 0:
             what = "could not be loaded or called" if code == 4 and not output else "exited before returning"
             raise KernelError(f"C kernel {func} {what} (exit status {code}, on {n} inputs)" + _said(output))
-        return np.frombuffer(shared, dtype=dt, count=n).copy()
+        return np.frombuffer(shared, dtype=dt, count=n, offset=16 + n * dt.itemsize).copy()
     finally:
         shared.close()
 

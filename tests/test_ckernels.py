@@ -537,3 +537,128 @@ def test_a_fifo_as_kernel_source_is_refused_at_once(tmp_path, capsys):
     os.mkfifo(tmp_path / "f.c")
     code = main(["sweep", f"c:{tmp_path}/f.c:k", "--dtype", "fp8_e4m3", "--reference", "relu"])
     _one_error_line(code, capsys.readouterr().err, "not a regular file")
+
+
+HELD_AT_EXIT = r"""#include <pthread.h>
+#include <stdlib.h>
+/* a library of the parent's (as OpenBLAS, torch...): its atexit handler takes a lock that
+   the parent holds while the kernel runs */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static void at_exit(void) { pthread_mutex_lock(&lock); pthread_mutex_unlock(&lock); }
+__attribute__((constructor)) static void init(void) { atexit(at_exit); }
+void hold(void) { pthread_mutex_lock(&lock); }
+void release(void) { pthread_mutex_unlock(&lock); }
+"""
+
+
+def test_a_kernel_that_exits_runs_none_of_the_parents_exit_handlers(tmp_path, capsys):
+    # a kernel calling exit() in a fork of this process ran the atexit handlers of every
+    # library loaded here, and hung (until the 600 s timeout) on a lock held by the parent:
+    # the kernel runs in a fresh process, which has loaded none of them
+    import ctypes
+
+    (tmp_path / "held.c").write_text(HELD_AT_EXIT)
+    so = tmp_path / "libheld.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(so), str(tmp_path / "held.c"), "-pthread"], check=True
+    )
+    lib = ctypes.CDLL(str(so))
+    (tmp_path / "e.c").write_text(EXITS)
+    lib.hold()
+    try:
+        code = main(
+            ["sweep", f"c:{tmp_path}/e.c:quits", "--dtype", "fp8_e4m3", "--reference", "relu"]
+            + ["--timeout", "60"]  # the hang, were it back, is this line's failure
+        )
+    finally:
+        lib.release()
+    _one_error_line(code, capsys.readouterr().err, "exited (status 0) before returning")
+
+
+FDS = r"""#include <dirent.h>
+#include <stddef.h>
+#include <stdlib.h>
+/* y = the descriptors open in the kernel's process, in order, then -1 */
+void fds(const float *x, float *y, size_t n) {
+    (void)x;
+    size_t k = 0;
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        int fd = atoi(e->d_name);
+        if (fd != dirfd(d) && k < n) y[k++] = (float)fd;
+    }
+    if (d) closedir(d);
+    while (k < n) y[k++] = -1.0f;
+}
+"""
+
+
+def test_the_kernel_sees_only_its_own_descriptors(tmp_path):
+    from audit.ckernels import object_fd
+
+    (tmp_path / "fds.c").write_text(FDS)
+    c = c_candidate(f"c:{tmp_path}/fds.c:fds", "relu", F32)
+    comp = compile_kernel(tmp_path / "fds.c", None, "fds")
+    leak = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(leak, True)  # a descriptor of the parent's that a child would inherit
+    try:
+        y = c.evaluate(np.zeros(64), F32, F32)
+    finally:
+        os.close(leak)
+    seen = sorted(int(v) for v in y if v >= 0)
+    # stdin, stdout, stderr, the object (dlopen'ed from /proc/self/fd) and the report pipe
+    assert seen[:3] == [0, 1, 2] and len(seen) == 5 and object_fd(comp) in seen, seen
+    assert leak not in seen
+
+
+def test_the_runner_is_verified_before_it_is_run(tmp_path, monkeypatch):
+    from audit import ckernels
+
+    monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(ckernels, "_RUNNER", {})
+    (tmp_path / "hs.c").write_text(HS)
+    fmt = FORMATS["fp8_e4m3"]
+    x = fmt.finite_values()
+    c = c_candidate(f"c:{tmp_path}/hs.c:hs16", "relu", fmt)
+    assert np.array_equal(c.evaluate(x, fmt, fmt), -x)
+    (runner,) = (tmp_path / "cache" / "ckernels").glob("runner-*[0-9a-f]")
+    good = runner.read_bytes()
+    assert good[:4] == b"\x7fELF"
+    # a runner replaced in the cache (with its record left as it was) is built again
+    runner.write_bytes(b"#!/bin/sh\nexit 0\n")
+    monkeypatch.setattr(ckernels, "_RUNNER", {})
+    assert np.array_equal(c.evaluate(x, fmt, fmt), -x)
+    assert runner.read_bytes() == good
+
+
+def test_an_object_that_does_not_load_is_one_line(tmp_path, capsys):
+    # it links (a shared object may leave symbols undefined) but does not load (RTLD_NOW)
+    (tmp_path / "u.c").write_text(
+        "#include <stddef.h>\nvoid nowhere_to_be_found(void);\n"
+        "void k(const float *x, float *y, size_t n) { (void)x; (void)y; (void)n; nowhere_to_be_found(); }\n"
+    )
+    code = main(["sweep", f"c:{tmp_path}/u.c:k", "--dtype", "fp8_e4m3", "--reference", "relu"])
+    _one_error_line(code, capsys.readouterr().err, "undefined symbol: nowhere_to_be_found)")
+
+
+def test_a_kernel_that_exits_after_onnxruntime_ran_here(tmp_path, capsys):
+    # the case seen: once an onnxruntime session had run in this process (another test), a
+    # kernel's exit() in a fork of it never ended (onnxruntime's exit-time teardown waits, in
+    # a sleep loop, for threads that the fork does not have): 600 s, then the timeout
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (got,) = sess.run(None, {"x": np.array([-1, 0, 1, 2], dtype=np.float32)})
+    assert got.tolist() == [0, 0, 1, 2]
+    (tmp_path / "e.c").write_text(EXITS)
+    code = main(
+        ["sweep", f"c:{tmp_path}/e.c:quits", "--dtype", "fp8_e4m3", "--reference", "relu", "--timeout", "60"]
+    )
+    _one_error_line(code, capsys.readouterr().err, "exited (status 0) before returning")
