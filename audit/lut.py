@@ -466,17 +466,17 @@ def write_table(path, reference: str, inq, out, params: dict | None = None) -> d
             tmp.write_bytes(_npy_with_record(stored, record))
         elif suffix == ".npz":
             with open(tmp, "wb") as fh:
-                np.savez(
-                    fh,
-                    table=stored,
-                    values=y,
-                    x=x,
-                    exact=exact,
-                    reference=np.str_(reference),
-                    in_dtype=np.str_(in_name),
-                    out_dtype=np.str_(out_name),
-                    **{RECORD_MEMBER: np.str_(record)},
-                )
+                members: dict[str, object] = {
+                    "table": stored,
+                    "values": y,
+                    "x": x,
+                    "exact": exact,
+                    "reference": np.str_(reference),
+                    "in_dtype": np.str_(in_name),
+                    "out_dtype": np.str_(out_name),
+                    RECORD_MEMBER: np.str_(record),
+                }
+                np.savez(fh, **members)  # type: ignore[arg-type]
         elif suffix == ".csv":
             import pandas as pd
 
