@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import CMP_OPS, INT_OPS, Program
+from .ir import Program, c_statement
 
 _COMMON = ["-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math"]  # no FP traps: selects if-convert
 FLAGS = {
@@ -46,39 +46,20 @@ def operand(a, ty: dict) -> str:
 CTYPE = {"f": "float", "u": "uint32_t", "m": "int"}
 
 
+SPELL = {
+    "add": lambda a, b: f"{a} + {b}",
+    "sub": lambda a, b: f"{a} - {b}",
+    "mul": lambda a, b: f"{a} * {b}",
+    "div": lambda a, b: f"{a} / {b}",
+    "fma": lambda a, b, c: f"fmaf({a}, {b}, {c})",
+    "bits": lambda a: f"aa_bits({a})",
+    "float": lambda a: f"aa_float({a})",
+}
+
+
 def statement(o, ty: dict) -> str:
     """The C statement of one op (the test parses these back)."""
-    a = [operand(v, ty) for v in o.args]
-    op = o.op
-    if op == "add":
-        e = f"{a[0]} + {a[1]}"
-    elif op == "sub":
-        e = f"{a[0]} - {a[1]}"
-    elif op == "mul":
-        e = f"{a[0]} * {a[1]}"
-    elif op == "div":
-        e = f"{a[0]} / {a[1]}"
-    elif op == "fma":
-        e = f"fmaf({a[0]}, {a[1]}, {a[2]})"
-    elif op == "neg":
-        e = f"-{a[0]}"
-    elif op == "abs":
-        e = f"fabsf({a[0]})"
-    elif op in CMP_OPS:
-        e = f"{a[0]} {CMP_OPS[op]} {a[1]}"
-    elif op == "ieq":
-        e = f"{a[0]} == {a[1]}"
-    elif op == "select":
-        e = f"{a[0]} ? {a[1]} : {a[2]}"
-    elif op == "bits":
-        e = f"aa_bits({a[0]})"
-    elif op == "float":
-        e = f"aa_float({a[0]})"
-    elif op in INT_OPS:
-        e = f"{a[0]} {INT_OPS[op]} {a[1]}"
-    else:
-        raise ValueError(op)
-    return f"const {CTYPE[ty[o.dest]]} {o.dest} = {e};"
+    return c_statement(o, ty, lambda v: operand(v, ty), CTYPE, SPELL)
 
 
 def source(prog: Program, header: str = "") -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .ir import CMP_OPS, INT_OPS, Program
+from .ir import Program, c_statement
 
 NO_GPU = (
     "No GPU on the machine that generated this file: it was not compiled or run there.  Its ops are\n"
@@ -39,30 +39,19 @@ CTYPE = {"f": "float", "u": "unsigned int", "m": "bool"}
 RN = {"add": "__fadd_rn", "sub": "__fsub_rn", "mul": "__fmul_rn", "div": "__fdiv_rn", "fma": "__fmaf_rn"}
 
 
+def _call(name: str):
+    return lambda *a: f"{name}({', '.join(a)})"
+
+
+SPELL = {
+    **{op: _call(name) for op, name in RN.items()},
+    "bits": lambda a: f"__float_as_uint({a})",
+    "float": lambda a: f"__uint_as_float({a})",
+}
+
+
 def statement(o, ty: dict) -> str:
-    a = [operand(v) for v in o.args]
-    op = o.op
-    if op in RN:
-        e = f"{RN[op]}({', '.join(a)})"
-    elif op == "neg":
-        e = f"-{a[0]}"
-    elif op == "abs":
-        e = f"fabsf({a[0]})"
-    elif op in CMP_OPS:
-        e = f"{a[0]} {CMP_OPS[op]} {a[1]}"
-    elif op == "ieq":
-        e = f"{a[0]} == {a[1]}"
-    elif op == "select":
-        e = f"{a[0]} ? {a[1]} : {a[2]}"
-    elif op == "bits":
-        e = f"__float_as_uint({a[0]})"
-    elif op == "float":
-        e = f"__uint_as_float({a[0]})"
-    elif op in INT_OPS:
-        e = f"{a[0]} {INT_OPS[op]} {a[1]}"
-    else:
-        raise ValueError(op)
-    return f"const {CTYPE[ty[o.dest]]} {o.dest} = {e};"
+    return c_statement(o, ty, operand, CTYPE, SPELL)
 
 
 def source(prog: Program, header: str = "") -> str:
