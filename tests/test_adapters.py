@@ -196,3 +196,32 @@ def test_dump_problems_are_reported(tmp_path, capsys):
     (r,) = audit.sweep([], dtype="fp16", dump=str(nan_in), reference="gelu")
     assert r.domain.count == 1 and len(r.specials) == 2
     assert [s["ok"] for s in r.specials] == [True, True]
+
+
+@pytest.mark.parametrize("engine", ["torch", "jax"])
+def test_a_baseline_of_another_torch_or_jax_version_does_not_pass_check(
+    tmp_path, monkeypatch, capsys, engine
+):
+    """A torch: or jax: target's baseline entry is bound to the framework's version and
+    device (backend): after an upgrade, check fails (re-record), it never compares the figures
+    of another framework as if they were the same run."""
+    import importlib
+    import json
+
+    mod = importlib.import_module(engine)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "actaudit.toml").write_text(
+        f'baseline = "base.json"\n[[audit]]\nname = "e"\ntargets = ["{engine}:gelu"]\ndtype = "fp16"\n'
+    )
+    assert main(["baseline"]) == 0
+    assert main(["check"]) == 0
+    base = json.loads((tmp_path / "base.json").read_text())
+    ((_, ent),) = base["entries"].items()
+    ident = ent["identity"]["candidate_identity"]
+    assert ident["engine"] == engine and ident["version"] == str(mod.__version__)
+    assert ident["options"] == ({"device": "cpu"} if engine == "torch" else {"backend": "cpu"})
+    capsys.readouterr()
+    monkeypatch.setattr(mod, "__version__", "99.0.0")  # the installed version is another one
+    assert main(["check"]) == 1
+    out = capsys.readouterr().out
+    assert "re-record with actaudit baseline" in out and "99.0.0" in out

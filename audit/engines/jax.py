@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from ..candidates import Candidate
 from ..errors import UnknownNameError
 from ..formats import Format
+from .base import EngineInfo
 from .callables import _need, wrap_callable
 
 JAX_OPS = {
@@ -49,6 +51,18 @@ def jax_candidate(name: str, fmt: Format, reference: str | None = None) -> Candi
     def call(arr):
         return np.asarray(op(jnp.asarray(arr), **kw)).astype(fmt.dtype)
 
-    return wrap_callable(
+    cand = wrap_callable(
         call, reference or ref, fmt, f"jax:{name}", f"jax {jax.__version__} jax.nn.{op.__name__} {kw or ''}"
     )
+    backend = jax.default_backend()
+    info = EngineInfo(  # (as torch_candidate's: the baseline is bound to version and backend)
+        engine="jax",
+        version=str(jax.__version__),
+        op="jax.scipy.special.erf" if name == "erf" else f"jax.nn.{op.__name__}",
+        attributes=dict(kw),
+        dtype=fmt.name,
+        options={"backend": backend},
+        precision=fmt.name,
+        dispatch=f"eager on {backend}, jaxlib {importlib.import_module('jaxlib').__version__}",
+    )
+    return dataclasses.replace(cand, identity=info.to_dict())

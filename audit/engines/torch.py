@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from ..candidates import Candidate
 from ..errors import BadOptionError, UnknownNameError
 from ..formats import Format
+from .base import EngineInfo
 from .callables import _need, wrap_callable
 
 # reference of each framework op name
@@ -58,7 +60,7 @@ def torch_candidate(name: str, fmt: Format, device: str = "cpu", reference: str 
             y = op(t, **kw)
         return y.to("cpu").contiguous().view(ti).numpy().view(fmt.dtype)
 
-    return wrap_callable(
+    cand = wrap_callable(
         call,
         reference or ref,
         fmt,
@@ -66,3 +68,16 @@ def torch_candidate(name: str, fmt: Format, device: str = "cpu", reference: str 
         f"torch {torch.__version__} torch.nn.functional.{op.__name__}"
         f"{'(approximate=tanh)' if kw else ''} on {device}",
     )
+    # what a baseline of this candidate is bound to: another torch version or device is
+    # another run (check says: re-record), never compared as the same one
+    info = EngineInfo(
+        engine="torch",
+        version=str(torch.__version__),
+        op=f"torch.nn.functional.{op.__name__}",
+        attributes=dict(kw),
+        dtype=fmt.name,
+        options={"device": device},
+        precision=fmt.name,
+        dispatch=f"eager on {device}",
+    )
+    return dataclasses.replace(cand, identity=info.to_dict())
