@@ -1262,6 +1262,7 @@ def check(
         + (f", {len(removed)} no longer in the spec" if removed else "")
         + ("" if not better or fails else " (refresh with 'actaudit baseline')"),
         highlight=False,
+        soft_wrap=True,
     )
     return 1 if fails else 0
 

@@ -179,7 +179,11 @@ def _ids():
     return [f"{page}:{line}:{lang or 'plain'}" for page, lang, _, line, _ in ALL_BLOCKS]
 
 
-@pytest.mark.parametrize("block", ALL_BLOCKS, ids=_ids())
+# a page's blocks run in order in one directory (a block may use the file an earlier one
+# wrote): under pytest-xdist (`-n auto --dist loadgroup`) they stay on one worker
+@pytest.mark.parametrize(
+    "block", [pytest.param(b, marks=pytest.mark.xdist_group(b[0])) for b in ALL_BLOCKS], ids=_ids()
+)
 def test_docs_block(block, tmp_path_factory, cache_dir, capsys):
     page, lang, body, line, prose = block
     workdir = _workdir(page, tmp_path_factory, cache_dir)
