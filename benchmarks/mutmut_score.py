@@ -67,11 +67,11 @@ class Sources:
         if module not in self._defs:
             path = self.mutants / Path(*module.split(".")).with_suffix(".py")
             text = path.read_text()
-            tree = ast.parse(text)
+            lines = text.splitlines()
             defs = {}
-            for node in ast.walk(tree):
+            for node in ast.walk(ast.parse(text)):  # (get_source_segment is linear in the file)
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "__mutmut_" in node.name:
-                    defs[node.name] = ast.get_source_segment(text, node) or ""
+                    defs[node.name] = "\n".join(lines[node.lineno - 1 : node.end_lineno])
             self._defs[module] = defs
         return self._defs[module]
 
