@@ -228,12 +228,21 @@ def test_findings_compared_by_count_and_by_interval():
     assert gate.compare_findings(rose, base) == (["nan findings rose: 5 -> 6 inputs"], [])
     new = {"findings": {"nan": [[0.5, 4.0], [1.0, 4.5], [5.0, 6.0]]}, "finding_counts": {"nan": 5}}
     assert gate.compare_findings(new, base) == (["new nan interval [0.5, 4.0] and 2 more"], [])
+    two = {"findings": {"nan": [[0.5, 4.0], [1.0, 4.5]]}, "finding_counts": {"nan": 5}}
+    assert gate.compare_findings(two, base) == (["new nan interval [0.5, 4.0] and 1 more"], [])
     one = {"findings": {"nan": [[1.0, 4.0], [0.0, 0.0]]}, "finding_counts": {"nan": 5}}
     assert gate.compare_findings(one, base) == (["new nan interval [0.0, 0.0]"], [])
     other = {"findings": {"sign": [[1.0, 1.0]]}, "finding_counts": {"sign": 1}}
     assert gate.compare_findings(other, base) == (
         ["sign findings rose: 0 -> 1 inputs", "new sign interval [1.0, 1.0]"],
         ["nan findings fell: 5 -> 0 inputs"],
+    )
+    gone = {"findings": {}, "finding_counts": {}}
+    assert gate.compare_findings(
+        gone, {"findings": {"sign": [[1.0, 1.0]]}, "finding_counts": {"sign": 1}}
+    ) == (
+        [],
+        ["sign findings fell: 1 -> 0 inputs"],
     )
 
 
@@ -304,6 +313,11 @@ def test_the_entry_kind_and_identity_must_match_before_any_figure():
     assert ab(both, fe()) == ([want.format('entry.candidate "d" (baseline "c"), seed 1 (baseline null)')], [])
     assert ab(fe(params={"k": 1.0}), fe(params={"k": 2.0})) == (
         [want.format('entry.params {"k": 1.0} (baseline {"k": 2.0})')],
+        [],
+    )
+    # compare() takes a baseline dict as given: an entry of kind null is no float entry either
+    assert ab(fe(), fe(kind=None)) == (
+        ["the baseline entry is a None audit, this is a float audit; record the baseline again"],
         [],
     )
     d1 = {"kind": "diff", "identity": {"a": "x"}}
