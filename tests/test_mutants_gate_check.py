@@ -774,3 +774,21 @@ def test_a_baseline_file_is_read_with_its_limits(tmp_path):
     assert str(err.value) == f"{p}: over 16777216 bytes, more than a baseline may hold (too large)"
     p = write(tmp_path, None, raw=text + " " * ((1 << 24) - len(text)))  # 16 MiB exactly
     assert gate.load_baseline(p) == good_doc()
+
+
+def test_the_commands_pass_on_progress_and_the_reference(tmp_path):
+    from audit.errors import BadOptionError
+
+    p = tmp_path / "actaudit.toml"
+    p.write_text(SPEC)
+    # fp8_e4m3: 256 codes, two of them NaN (0x7f, 0xff): 254 inputs for the audit, 254 for the diff
+    calls = []
+    gate.baseline_command(p, progress=calls.append, force=True)
+    assert calls == [254, 254]
+    calls = []
+    gate.check_command(p, progress=calls.append)
+    assert calls == [254, 254]
+    for command in (gate.baseline_command, gate.check_command):
+        with pytest.raises(BadOptionError) as err:
+            command(p, reference="gelu")
+        assert str(err.value) == f"{p}: audit 's': sigmoid.naive approximates sigmoid, not --reference gelu"
