@@ -792,3 +792,24 @@ def test_the_commands_pass_on_progress_and_the_reference(tmp_path):
         with pytest.raises(BadOptionError) as err:
             command(p, reference="gelu")
         assert str(err.value) == f"{p}: audit 's': sigmoid.naive approximates sigmoid, not --reference gelu"
+
+
+def test_a_quantized_audit_is_held_to_its_own_tolerances(tmp_path):
+    import re
+
+    p = tmp_path / "actaudit.toml"
+    p.write_text(
+        '[[audit]]\nname = "q"\ntargets = ["sigmoid.naive"]\ndtype = "fp8_e4m3"\n'
+        'out_dtype = "int8:scale=0.01,zero=0"\ntolerance = { max_ulp = 1, max_code_error = 0 }\n'
+    )
+    with pytest.raises(gate.BaselineRefused) as e:
+        gate.baseline_command(p)
+    keys = {b.split(": ", 1)[0] for b in e.value.broken}
+    msgs = [b.split(": ", 1)[1] for b in e.value.broken]
+    assert len(keys) == 1 and keys.pop().startswith("q/sigmoid.naive/fp8_e4m3->int8:")
+    assert msgs[0] == (
+        "tolerance 'max_ulp' cannot be checked on a quant audit (it takes correct_code_fraction, "
+        "max_code_error, nan)"
+    )
+    # int8 codes of scale 0.01 cannot hold sigmoid exactly: some error above zero
+    assert len(msgs) == 2 and re.fullmatch(r"max_code_error = [0-9.e+-]+ exceeds the tolerance 0", msgs[1])
