@@ -717,10 +717,11 @@ def test_a_malformed_entry_is_refused_with_one_line(tmp_path, e, key, msg):
 
 
 def test_a_quantized_entry_is_checked_by_its_own_rules(tmp_path):
-    p = write(tmp_path, good_doc(q={"kind": "blocks"}))
-    with pytest.raises(BadFileError) as err:
-        gate.load_baseline(p)
-    assert str(err.value).startswith(f"{p}: key 'entries.q.")
+    for kind in ("blocks", "quant"):
+        p = write(tmp_path, good_doc(q={"kind": kind, "bogus": 1}))
+        with pytest.raises(BadFileError) as err:
+            gate.load_baseline(p)
+        assert str(err.value).startswith(f"{p}: key 'entries.q.bogus' is unknown in a {kind} entry (known: ")
 
 
 BAD_DOCS = [
