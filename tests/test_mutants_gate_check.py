@@ -814,3 +814,30 @@ def test_a_quantized_audit_is_held_to_its_own_tolerances(tmp_path):
     )
     # int8 codes of scale 0.01 cannot hold sigmoid exactly: some error above zero
     assert len(msgs) == 2 and re.fullmatch(r"max_code_error = [0-9.e+-]+ exceeds the tolerance 0", msgs[1])
+
+
+RELU_C = """
+#include <stddef.h>
+void relu(const float *x, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+
+
+def test_a_c_kernels_flags_are_part_of_its_key_everywhere(tmp_path):
+    (tmp_path / "k.c").write_text(RELU_C)
+    p = tmp_path / "actaudit.toml"
+    p.write_text(
+        'baseline = "base.json"\n[[audit]]\nname = "k"\ntargets = ["c:k.c:relu"]\nreference = "relu"\ndtype = "fp8_e4m3"\n'
+        'cflags = ["-O1", "-DK=2 -DJ"]\ntolerance = { max_code_error = 1 }\n'
+    )
+    key = "k/c:k.c:relu/fp8_e4m3/native cflags=-O1 '-DK=2 -DJ'"
+    with pytest.raises(gate.BaselineRefused) as e:
+        gate.baseline_command(p)
+    assert e.value.broken == [f"{key}: " + QUANT_ONLY.format("max_code_error")]
+    gate.baseline_command(p, force=True)
+    assert list(json.loads((tmp_path / "base.json").read_text())["entries"]) == [key]
+    _, changes = gate.check_command(p)
+    assert [(c.key, c.status, c.messages) for c in changes] == [
+        (key, "fail", [QUANT_ONLY.format("max_code_error")])
+    ]
