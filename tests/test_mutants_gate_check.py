@@ -841,3 +841,25 @@ def test_a_c_kernels_flags_are_part_of_its_key_everywhere(tmp_path):
     assert [(c.key, c.status, c.messages) for c in changes] == [
         (key, "fail", [QUANT_ONLY.format("max_code_error")])
     ]
+
+
+def test_require_certified_adds_a_failure_per_uncertified_table(tmp_path, monkeypatch):
+    p = tmp_path / "actaudit.toml"
+    p.write_text(SPEC)
+    gate.baseline_command(p, force=True)
+    monkeypatch.setenv("ACTAUDIT_NO_CACHE", "1")  # no table is certified then: one line says so
+    nocache = (
+        "oracle-tables",
+        "",
+        "fail",
+        ["the oracle cache is disabled (ACTAUDIT_NO_CACHE): nothing is certified"],
+    )
+    plain = [("s/sigmoid.naive/fp8_e4m3/fp8_e4m3", "fail"), ("diff/d/fp8_e4m3", "ok")]
+    _, changes = gate.check_command(p)
+    assert [(c.key, c.status) for c in changes] == plain
+    _, changes = gate.check_command(p, require_certified=True)
+    assert [(c.key, c.status) for c in changes[:2]] == plain
+    assert [(c.key, c.candidate, c.status, c.messages) for c in changes[2:]] == [nocache]
+    p.write_text("require_certified = true\n" + SPEC)
+    _, changes = gate.check_command(p)
+    assert [(c.key, c.candidate, c.status, c.messages) for c in changes[2:]] == [nocache]
