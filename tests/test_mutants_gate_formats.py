@@ -2,3 +2,594 @@
 
 They kill mutants that mutmut found surviving the rest of the suite, each with an expectation
 worked in the test (docs/design/mutation-testing.md)."""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from audit import blocks as blocks_mod
+from audit import gate_formats
+from audit import quant as quant_mod
+from audit.errors import BadFileError, BadOptionError
+from audit.gate import Audit
+
+QIN = "int8:scale=0.0625,zero=0"
+QOUT = "uint8:scale=0.00390625,zero=0"
+
+
+def show(a, b=None):
+    """A stand-in for the gate's number printer: the exact values it was handed."""
+    return f"<{a!r}>" if b is None else f"<{a!r}|{b!r}>"
+
+
+# ------------------------------------------------------------------ results built by hand
+def qresult(got, want, code_err, params=None, findings=()):
+    """A QuantResult of len(got) input codes 0, 1, ...; got NaN = no output."""
+    n = len(got)
+    x = np.arange(n, dtype=np.float64) / 16
+    return quant_mod.QuantResult(
+        candidate="sigmoid.exp",
+        reference="sigmoid",
+        dtype=QIN,
+        out_dtype=QOUT,
+        compute="fp32",
+        params=dict(params or {}),
+        count=n,
+        x=x,
+        x_codes=np.arange(n),
+        got=np.array(got, dtype=np.float64),
+        want=np.array(want, dtype=np.float64),
+        exact=np.array(want, dtype=np.float64) / 256,
+        code_err=np.array(code_err, dtype=np.float64),
+        real_err=np.array(code_err, dtype=np.float64) / 256,
+        findings=list(findings),
+    )
+
+
+# 4 codes: one wrong by 1 code, one without output, two right: max 1 code, 2 of 4 correct, 1 NaN
+Q = qresult([0, 1, math.nan, 3], [0, 1, 2, 2], [0.25, 0.0, math.nan, 1.0])
+# two NaN outputs
+Q2 = qresult([math.nan, 1, math.nan, 3], [0, 1, 2, 3], [math.nan, 0.0, math.nan, 0.5])
+
+
+def bresult(**over):
+    kw = dict(
+        candidate="gelu.tanh",
+        reference="gelu",
+        dtype="bf16",
+        out_dtype="mxfp8_e4m3",
+        rule="ocp",
+        compute="fp32",
+        inputs="normal:std=1 (seed 0)",
+        elements=64,
+        blocks=2,
+        max_elem_ulp=2.0,
+        mean_elem_ulp=0.5,
+        max_rel=0.125,
+        ref_max_elem_ulp=0.5,
+        mismatches=4,
+        max_added_ulp=1.0,
+        scale_diff_blocks=3,
+        scale_diff_first=[0, 1, 2],
+        worst_block={"index": 1, "max_elem_ulp": 2.0, "scale_candidate": 0.5, "scale_ref": 0.25},
+        nan_elements=2,
+        tensor_scale=None,
+        n_mpmath=0,
+    )
+    kw.update(over)
+    return blocks_mod.BlockResult(**kw)
+
+
+B = bresult()
+B0 = bresult(nan_elements=0)
+
+
+# ------------------------------------------------------------------ tolerances
+TAKES_Q = "correct_code_fraction, max_code_error, nan"
+TAKES_B = "max_elem_ulp, nan, scale_diff_blocks"
+
+
+@pytest.mark.parametrize(
+    "r, tol, want",
+    [
+        (Q, {"max_code_error": 1.0}, []),  # equal to the tolerance: within it
+        (Q, {"max_code_error": 0.75}, ["max_code_error = <1.0> exceeds the tolerance <0.75>"]),
+        (Q, {"correct_code_fraction": 0.5}, []),
+        (
+            Q,
+            {"correct_code_fraction": 0.75},
+            ["correct_code_fraction = <0.5> is below the tolerance <0.75>"],
+        ),
+        (Q, {"nan": False}, ["1 NaN results where the tolerance allows none"]),
+        (Q2, {"nan": False}, ["2 NaN results where the tolerance allows none"]),
+        (Q2, {"nan": True}, []),
+        (Q2, {}, []),
+        (
+            Q,
+            {"scale_diff_blocks": 0, "max_elem_ulp": 0.5},
+            [
+                f"tolerance 'max_elem_ulp' cannot be checked on a quant audit (it takes {TAKES_Q})",
+                f"tolerance 'scale_diff_blocks' cannot be checked on a quant audit (it takes {TAKES_Q})",
+            ],
+        ),
+        (B, {"max_elem_ulp": 2.0}, []),
+        (B, {"max_elem_ulp": 1.5}, ["max_elem_ulp = <2.0> exceeds the tolerance <1.5>"]),
+        (B, {"scale_diff_blocks": 3}, []),
+        (B, {"scale_diff_blocks": 2}, ["scale_diff_blocks = 3 exceeds the tolerance <2>"]),
+        (B, {"nan": False}, ["2 NaN results where the tolerance allows none"]),
+        (B0, {"nan": False}, []),
+        (B, {"nan": True}, []),
+        (
+            B,
+            {"max_code_error": 1, "correct_code_fraction": 0.5},
+            [
+                f"tolerance 'correct_code_fraction' cannot be checked on a blocks audit (it takes {TAKES_B})",
+                f"tolerance 'max_code_error' cannot be checked on a blocks audit (it takes {TAKES_B})",
+            ],
+        ),
+    ],
+)
+def test_tolerance_failures(r, tol, want):
+    assert gate_formats.tolerance_failures(SimpleNamespace(tolerance=tol), r, show) == want
+
+
+# ------------------------------------------------------------------ entries and their keys
+def test_entry_has_an_identity_only_with_its_audit():
+    for r in (Q, B):
+        assert "identity" not in gate_formats.entry(r)
+        assert "identity" in gate_formats.entry(r, Audit("a", ["x"], ["bf16"]))
+
+
+def test_entry_key_names_params_and_rule():
+    r = qresult([0], [0], [0.0], params={"beta": 2, "alpha": 0.5})
+    assert gate_formats.entry_key("aud", r) == f"aud/sigmoid.exp/{QIN}->{QOUT}/fp32/alpha=0.5,beta=2.0"
+    assert gate_formats.entry_key("aud", qresult([0], [0], [0.0])) == f"aud/sigmoid.exp/{QIN}->{QOUT}/fp32"
+    assert (
+        gate_formats.entry_key("b", bresult(params={"k": 3})) == "b/gelu.tanh/bf16->mxfp8_e4m3@ocp/fp32/k=3.0"
+    )
+
+
+def test_num_reads_strings_none_and_numbers():
+    assert gate_formats._num("inf") == math.inf
+    assert math.isnan(gate_formats._num("nan"))
+    assert math.isnan(gate_formats._num(None))
+    assert gate_formats._num(2) == 2.0
+
+
+# ------------------------------------------------------------------ baseline entries: validation
+QKEYS = (
+    "kind, identity, candidate, dtype, out_dtype, compute, params, inputs, max_code_error, "
+    "mean_code_error, max_real_error, correct_code_fraction, nan_count, max_code_distance, "
+    "findings, finding_counts, worst"
+)
+BKEYS = (
+    "kind, identity, candidate, dtype, out_dtype, rule, compute, params, inputs, elements, blocks, "
+    "max_elem_ulp, mean_elem_ulp, max_rel, max_added_ulp, scale_diff_blocks, mismatches, "
+    "nan_elements, worst_block"
+)
+QIDENT = "candidate reference dtype out_dtype compute params exhaustive inputs candidate_identity"
+BIDENT = (
+    "candidate reference dtype out_dtype rule compute params distribution samples seed exhaustive "
+    "inputs elements blocks candidate_identity"
+)
+
+
+def qentry():
+    return {
+        "kind": "quant",
+        "identity": dict.fromkeys(QIDENT.split()),
+        "candidate": "sigmoid.exp",
+        "dtype": QIN,
+        "out_dtype": QOUT,
+        "compute": "fp32",
+        "params": {"alpha": 1.5, "n": 2},
+        "inputs": {"count": 256, "exhaustive": True},
+        "max_code_error": "inf",
+        "mean_code_error": 0,
+        "max_real_error": "nan",
+        "correct_code_fraction": 1,
+        "nan_count": 0,
+        "max_code_distance": 2**63 - 1,
+        "findings": {"saturated": [[0.0, 1.0], [2, 2]], "nan": []},
+        "finding_counts": {"saturated": 3, "nan": 0},
+        "worst": None,
+    }
+
+
+def bentry():
+    return {
+        "kind": "blocks",
+        "identity": dict.fromkeys(BIDENT.split()),
+        "candidate": "gelu.tanh",
+        "dtype": "bf16",
+        "out_dtype": "mxfp8_e4m3",
+        "rule": "ocp",
+        "compute": "fp32",
+        "params": {},
+        "inputs": "normal:std=1 (seed 0)",
+        "elements": 64,
+        "blocks": 2,
+        "max_elem_ulp": 0.0,
+        "mean_elem_ulp": "nan",
+        "max_rel": "inf",
+        "max_added_ulp": 1.5,
+        "scale_diff_blocks": 0,
+        "mismatches": 2**63 - 1,
+        "nan_elements": 0,
+        "worst_block": None,
+    }
+
+
+def test_valid_entries_pass():
+    gate_formats.check_entry("base.json", "entries.k", qentry())
+    gate_formats.check_entry("base.json", "entries.k", bentry())
+
+
+def _set(k, v):
+    return lambda e: e.update({k: v})
+
+
+def _find(ivs, count=0, kind="nan"):
+    return lambda e: e.update(findings={kind: ivs}, finding_counts={kind: count})
+
+
+NUM = "must be a number >= 0, 'inf' or 'nan'"
+INT = "must be an integer >= 0"
+IVS = "must be a list of finite [lo, hi] intervals"
+SAME = "and 'finding_counts' must be objects with the same kinds"
+FIN = "must be an object of finite numbers"
+
+
+@pytest.mark.parametrize(
+    "make, edit, key, msg",
+    [
+        (qentry, _set("bogus", 1), "bogus", f"is unknown in a quant entry (known: {QKEYS})"),
+        (bentry, _set("findings", {}), "findings", f"is unknown in a blocks entry (known: {BKEYS})"),
+        (qentry, lambda e: e.pop("worst"), "worst", "is missing"),
+        (bentry, lambda e: e.pop("max_rel"), "max_rel", "is missing"),
+        (qentry, _set("max_code_error", -1), "max_code_error", NUM),
+        (qentry, _set("max_code_error", "bogus"), "max_code_error", NUM),
+        (qentry, _set("max_code_error", "-inf"), "max_code_error", NUM),
+        (qentry, _set("mean_code_error", True), "mean_code_error", NUM),
+        (qentry, _set("max_real_error", math.inf), "max_real_error", NUM),
+        (bentry, _set("max_added_ulp", -0.5), "max_added_ulp", NUM),
+        (qentry, _set("correct_code_fraction", 1.5), "correct_code_fraction", "must be a fraction in [0, 1]"),
+        (qentry, _set("nan_count", 2**63), "nan_count", INT),
+        (qentry, _set("nan_count", -1), "nan_count", INT),
+        (qentry, _set("max_code_distance", 1.0), "max_code_distance", INT),
+        (bentry, _set("mismatches", 2**63), "mismatches", INT),
+        (bentry, _set("nan_elements", False), "nan_elements", INT),
+        (qentry, _set("candidate", 5), "candidate", "must be a string"),
+        (bentry, _set("compute", None), "compute", "must be a string"),
+        (qentry, _set("params", {"a": math.inf}), "params", FIN),
+        (qentry, _set("params", {"a": True}), "params", FIN),
+        (qentry, _set("params", {"a": "1"}), "params", FIN),
+        (qentry, _set("params", []), "params", FIN),
+        (bentry, _set("params", {"a": math.nan}), "params", FIN),
+        (qentry, lambda e: e.update(findings={}, finding_counts={"nan": 0}), "findings", SAME),
+        (qentry, lambda e: e.update(findings={"nan": []}, finding_counts={}), "findings", SAME),
+        (qentry, lambda e: e.update(findings=[], finding_counts={}), "findings", SAME),
+        (qentry, lambda e: e.update(findings={}, finding_counts=[]), "findings", SAME),
+        (
+            qentry,
+            _find([], kind="overflow"),
+            "findings.overflow",
+            "is not a finding kind (pinned, saturated, monotonicity, nan)",
+        ),
+        (qentry, _find({}), "findings.nan", IVS),
+        (qentry, _find("ab"), "findings.nan", IVS),
+        (qentry, _find([[0.0, math.inf]]), "findings.nan", IVS),
+        (qentry, _find([[math.nan, math.nan]]), "findings.nan", IVS),
+        (qentry, _find([[1.0, 2.0, 3.0]]), "findings.nan", IVS),
+        (qentry, _find([[1.0]]), "findings.nan", IVS),
+        (qentry, _find([[2.0, 1.0]]), "findings.nan", IVS),
+        (qentry, _find([[True, 2]]), "findings.nan", IVS),
+        (qentry, _find([[0, "1"]]), "findings.nan", IVS),
+        (qentry, _find([(0, 1)]), "findings.nan", IVS),
+        (qentry, _find([[0, 1]], count=-1), "finding_counts.nan", INT),
+        (qentry, _find([[0, 1]], count=2**63), "finding_counts.nan", INT),
+    ],
+)
+def test_bad_entries_are_refused_with_one_line(make, edit, key, msg):
+    e = make()
+    edit(e)
+    with pytest.raises(BadFileError) as ei:
+        gate_formats.check_entry("base.json", "entries.k", e)
+    assert str(ei.value) == f"base.json: key 'entries.k.{key}' {msg}"
+
+
+@pytest.mark.parametrize("make, kind", [(qentry, "quant"), (bentry, "blocks")])
+def test_an_identity_with_an_unknown_field_is_refused(make, kind):
+    e = make()
+    e["identity"]["bogus"] = 1
+    with pytest.raises(BadFileError) as ei:
+        gate_formats.check_entry("base.json", "entries.k", e)
+    assert str(ei.value).startswith(
+        f"base.json: key 'entries.k.identity.bogus' is unknown in a {kind} entry's identity (known: "
+    )
+
+
+# ------------------------------------------------------------------ against the baseline
+WORST = {"x": 0.5, "x_code": 8, "got": 3, "want": 2, "exact": 0.0078125}
+WORST_LINE = "worst input x = 0.5 (code 8): code 3, correct 2"
+
+
+def qd(**over):
+    d = {
+        "kind": "quant",
+        "inputs": {"count": 256, "exhaustive": True},
+        "max_code_error": 1.0,
+        "mean_code_error": 0.25,
+        "max_real_error": 0.5,
+        "correct_code_fraction": 0.75,
+        "nan_count": 0,
+        "max_code_distance": 1,
+        "findings": {},
+        "finding_counts": {},
+        "worst": WORST,
+    }
+    d.update(over)
+    return d
+
+
+WB = {"index": 3, "first_element": 96, "max_elem_ulp": 2.5, "scale_candidate": 0.25, "scale_ref": 0.125}
+
+
+def bd(**over):
+    d = {
+        "kind": "blocks",
+        "inputs": "normal:std=1 (seed 3)",
+        "elements": 128,
+        "max_elem_ulp": 1.0,
+        "mean_elem_ulp": 0.25,
+        "max_rel": 0.0625,
+        "max_added_ulp": 0.5,
+        "scale_diff_blocks": 0,
+        "mismatches": 2,
+        "nan_elements": 0,
+        "worst_block": WB,
+    }
+    d.update(over)
+    return d
+
+
+AGAIN = "the figures cannot be compared: record the baseline again"
+
+
+@pytest.mark.parametrize(
+    "slack, now, base, fails, better",
+    [
+        (
+            0.0,
+            qd(),
+            {"kind": "blocks"},
+            ["the baseline entry is a blocks audit, this is a quant audit; record the baseline again"],
+            [],
+        ),
+        (
+            0.0,
+            bd(),
+            {},
+            ["the baseline entry is a float audit, this is a blocks audit; record the baseline again"],
+            [],
+        ),
+        (
+            0.0,
+            qd(),
+            qd(inputs={"count": 128, "exhaustive": True}, max_code_error=2.0),
+            [
+                "the inputs changed ({'count': 128, 'exhaustive': True} -> "
+                f"{{'count': 256, 'exhaustive': True}}); {AGAIN}"
+            ],
+            [],
+        ),
+        (
+            0.0,
+            bd(inputs="normal:std=1 (seed 4)"),
+            bd(),
+            [f"the inputs changed (normal:std=1 (seed 3) -> normal:std=1 (seed 4)); {AGAIN}"],
+            [],
+        ),
+        (
+            0.0,
+            bd(elements=256),
+            bd(),
+            [f"the inputs changed (normal:std=1 (seed 3) -> normal:std=1 (seed 3)); {AGAIN}"],
+            [],
+        ),
+        (0.0, qd(), qd(), [], []),
+        (0.0, bd(), bd(), [], []),
+        (
+            0.0,
+            qd(),
+            qd(max_code_error="nan"),
+            [
+                "max_code_error = <1.0> has no baseline value (NaN when recorded); record the baseline again",
+                WORST_LINE,
+            ],
+            [],
+        ),
+        (
+            0.0,
+            qd(max_code_error="nan", mean_code_error=0.5),
+            qd(max_code_error="nan"),
+            ["mean_code_error got worse: <0.25|0.5>", WORST_LINE],
+            [],
+        ),
+        (0.0, qd(max_real_error="nan"), qd(), ["max_real_error got worse: <0.5|nan>", WORST_LINE], []),
+        (0.0, qd(max_real_error="inf"), qd(), ["max_real_error got worse: <0.5|inf>", WORST_LINE], []),
+        # within the slack (0.25 of the baseline value), both ways; exactly at it is within
+        (0.25, qd(max_code_error=1.1875), qd(), [], []),
+        (0.25, qd(max_code_error=1.25), qd(), [], []),
+        (0.25, qd(max_code_error=0.75), qd(), [], []),
+        (0.25, qd(max_real_error=2.25), qd(max_real_error=2.0), [], []),
+        (0.25, qd(max_real_error=1.75), qd(max_real_error=2.0), [], []),
+        (0.25, qd(correct_code_fraction=0.40625), qd(correct_code_fraction=0.5), [], []),
+        (0.25, qd(correct_code_fraction=0.59375), qd(correct_code_fraction=0.5), [], []),
+        (0.25, qd(mean_code_error=0), qd(mean_code_error=0), [], []),
+        (0.0, qd(mean_code_error=0), qd(mean_code_error=0), [], []),
+        (
+            0.25,
+            qd(max_code_error=1.5),
+            qd(),
+            ["max_code_error got worse: <1.0|1.5>", WORST_LINE],
+            [],
+        ),
+        (0.25, qd(max_code_error=0.5), qd(), [], ["max_code_error improved: <1.0|0.5>"]),
+        (
+            0.25,
+            qd(correct_code_fraction=0.25),
+            qd(correct_code_fraction=0.5),
+            ["correct_code_fraction got worse: <0.5|0.25>", WORST_LINE],
+            [],
+        ),
+        (
+            0.25,
+            qd(correct_code_fraction=0.75),
+            qd(correct_code_fraction=0.5),
+            [],
+            ["correct_code_fraction improved: <0.5|0.75>"],
+        ),
+        (0.0, qd(mean_code_error=1e-300), qd(mean_code_error=0), [], []),
+        (0.0, qd(max_code_distance=2), qd(), ["max_code_distance rose: 1 -> 2", WORST_LINE], []),
+        (0.0, qd(max_code_distance=1), qd(max_code_distance=2), [], ["max_code_distance fell: 2 -> 1"]),
+        (0.0, qd(worst=None, nan_count=3), qd(), ["nan_count rose: 0 -> 3"], []),
+        (
+            0.0,
+            qd(findings={"nan": [[0.5, 1.0]]}, finding_counts={"nan": 2}, max_code_error=0.5),
+            qd(),
+            ["nan findings rose: 0 -> 2 inputs", "new nan interval [0.5, 1.0]", WORST_LINE],
+            ["max_code_error improved: <1.0|0.5>"],
+        ),
+        (
+            0.0,
+            bd(max_elem_ulp=2.5, mean_elem_ulp=0.125),
+            bd(),
+            [
+                "max_elem_ulp got worse: <1.0|2.5>",
+                "worst block: block 3, <2.5> element ULP, scale <0.25> (reference <0.125>)",
+            ],
+            ["mean_elem_ulp improved: <0.25|0.125>"],
+        ),
+        (
+            0.0,
+            bd(
+                mismatches=3,
+                worst_block={
+                    "x": 1.5,
+                    "pair_input": -2.0,
+                    "max_elem_ulp": 1.0,
+                    "scale_candidate": 1.0,
+                    "scale_ref": 0.5,
+                },
+            ),
+            bd(),
+            [
+                "mismatches rose: 2 -> 3",
+                "worst block: x = 1.5 paired with -2.0, <1.0> element ULP, scale <1.0> (reference <0.5>)",
+            ],
+            [],
+        ),
+        (0.0, bd(scale_diff_blocks=1, worst_block=None), bd(), ["scale_diff_blocks rose: 0 -> 1"], []),
+    ],
+)
+def test_against_baseline(slack, now, base, fails, better):
+    assert gate_formats.against_baseline(slack, now, base, show) == (fails, better)
+
+
+# ------------------------------------------------------------------ run: keys refused, sweeps called
+QUANT_BAD = [
+    ("range", {"range": (-1.0, 1.0)}),
+    ("grid", {"grid": 16}),
+    ("grad", {"grad": True}),
+    ("backward", {"backward": True}),
+    ("dump", {"dump": "d.npz"}),
+    ("semantics", {"semantics": ["ftz"]}),
+    ("device", {"device": "cuda"}),
+    ("samples", {"samples": 10}),
+    ("seed", {"seed": 5}),
+    ("blocks", {"blocks": "normal:std=2"}),
+    ("scale_rule", {"scale_rule": "nv"}),
+]
+
+
+@pytest.mark.parametrize("key, over", QUANT_BAD)
+def test_keys_a_quantized_audit_refuses(key, over):
+    a = Audit("q", ["sigmoid.exp"], [QIN], out_dtype=QOUT, **over)
+    with pytest.raises(BadOptionError) as ei:
+        gate_formats.run(a)
+    assert str(ei.value) == f"key '{key}' does not apply to a quantized audit (every input code is swept)"
+
+
+@pytest.mark.parametrize("key, over", QUANT_BAD[:7])
+def test_keys_a_block_audit_refuses(key, over):
+    a = Audit("b", ["gelu.tanh"], ["bf16"], out_dtype="mxfp8_e4m3", **over)
+    with pytest.raises(BadOptionError) as ei:
+        gate_formats.run(a)
+    assert (
+        str(ei.value) == f"key '{key}' does not apply to a block-scaled audit (inputs: blocks, samples, seed)"
+    )
+
+
+def test_run_hands_the_audit_to_the_quant_sweep(monkeypatch):
+    calls = []
+
+    def sweep(*args, **kw):
+        calls.append((args, kw))
+        return [("result", args[1], args[3])]
+
+    monkeypatch.setattr(quant_mod, "sweep", sweep)
+    q2 = "int8:scale=0.125,zero=0"
+    a = Audit(
+        "q",
+        ["lut:t.npz"],
+        [QIN, q2],
+        compute=["bf16", "fp64"],
+        params={"alpha": 1.5},
+        reference="tanh",
+        out_dtype=QOUT,
+    )
+    assert gate_formats.run(a) == [
+        ("result", QIN, "bf16"),
+        ("result", QIN, "fp64"),
+        ("result", q2, "bf16"),
+        ("result", q2, "fp64"),
+    ]
+    assert calls == [
+        ((["lut:t.npz"], d, QOUT, c, {"alpha": 1.5}, "tanh"), {}) for d in (QIN, q2) for c in ("bf16", "fp64")
+    ]
+
+
+def test_run_hands_the_audit_to_the_block_sweep(monkeypatch):
+    calls = []
+
+    def sweep(*args, **kw):
+        calls.append((args, kw))
+        return [
+            SimpleNamespace(inputs="exhaustive (65536 inputs)" if kw["dist"] == "exhaustive" else kw["dist"])
+        ]
+
+    monkeypatch.setattr(blocks_mod, "sweep", sweep)
+    a = Audit(
+        "b",
+        ["gelu.tanh"],
+        ["bf16", "fp16"],
+        compute=["bf16"],
+        params={"k": 2.0},
+        out_dtype="mxfp4_e2m1",
+        samples=256,
+        seed=5,
+        blocks="normal:std=2",
+        scale_rule="nv",
+    )
+    assert [r.inputs for r in gate_formats.run(a)] == ["normal:std=2 (seed 5)"] * 2
+    kw = {"rule": "nv", "dist": "normal:std=2", "elements": 256, "seed": 5, "params": {"k": 2.0}}
+    assert calls == [((["gelu.tanh"], d, "mxfp4_e2m1", "bf16"), kw) for d in ("bf16", "fp16")]
+
+    calls.clear()
+    a = Audit("b", ["gelu.tanh"], ["bf16"], compute=["fp64"], out_dtype="mxfp8_e4m3", blocks="exhaustive")
+    assert [r.inputs for r in gate_formats.run(a)] == ["exhaustive (65536 inputs)"]
+    kw = {"rule": "ocp", "dist": "exhaustive", "elements": 65536, "seed": 0, "params": None}
+    assert calls == [((["gelu.tanh"], "bf16", "mxfp8_e4m3", "fp64"), kw)]
