@@ -4,14 +4,17 @@ They kill mutants that mutmut found surviving the rest of the suite, each with a
 worked in the test (docs/design/mutation-testing.md)."""
 
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from audit import blocks as blocks_mod
-from audit import gate_formats
+from audit import diff as diff_mod
+from audit import gate_diff, gate_formats
 from audit import quant as quant_mod
+from audit.diff import DiffResult
 from audit.errors import BadFileError, BadOptionError
 from audit.gate import Audit
 
@@ -593,3 +596,280 @@ def test_run_hands_the_audit_to_the_block_sweep(monkeypatch):
     assert [r.inputs for r in gate_formats.run(a)] == ["exhaustive (65536 inputs)"]
     kw = {"rule": "ocp", "dist": "exhaustive", "elements": 65536, "seed": 0, "params": None}
     assert calls == [((["gelu.tanh"], "bf16", "mxfp8_e4m3", "fp64"), kw)]
+
+
+# ================================================================== audit/gate_diff.py
+
+SPEC = Path("spec.toml")
+
+
+def raw(**over):
+    d = {"name": "n", "a": "torch:silu", "b": "silu.exp", "dtype": "bf16"}
+    d.update(over)
+    return {k: v for k, v in d.items() if v is not ...}
+
+
+def test_parse_a_minimal_and_a_full_diff():
+    assert gate_diff.parse(SPEC, None, "diff") == []
+    assert gate_diff.parse(SPEC, [], "diff") == []
+    assert gate_diff.parse(SPEC, [raw()], "diff") == [
+        {
+            "name": "n",
+            "a": "torch:silu",
+            "b": "silu.exp",
+            "run_a": "torch:silu",
+            "run_b": "silu.exp",
+            "dtype": ["bf16"],
+            "compute": None,
+            "reference": None,
+            "range": None,
+            "grid": None,
+            "params": {},
+            "expect": "identical",
+        }
+    ]
+    full = raw(
+        a="lut:t.npz",
+        b="c:k.c:f",
+        dtype=["fp16", "bf16"],
+        compute="fp32",
+        reference="tanh",
+        range=[-1, 2],
+        grid=2,
+        params={"alpha": 1, "beta": 0.5},
+        expect="not-worse",
+    )
+    (d,) = gate_diff.parse(Path("/d/spec.toml"), [full], "tool.actaudit.diff")
+    assert d == {
+        "name": "n",
+        "a": "lut:t.npz",
+        "b": "c:k.c:f",
+        "run_a": "lut:/d/t.npz",
+        "run_b": "c:/d/k.c:f",
+        "dtype": ["fp16", "bf16"],
+        "compute": "fp32",
+        "reference": "tanh",
+        "range": (-1.0, 2.0),
+        "grid": 2,
+        "params": {"alpha": 1.0, "beta": 0.5},
+        "expect": "not-worse",
+    }
+    assert all(type(v) is float for v in (*d["range"], *d["params"].values()))
+    # the largest grid, two entries of other names
+    two = gate_diff.parse(SPEC, [raw(grid=2**31 - 1), raw(name="m")], "diff")
+    assert [(d["name"], d["grid"]) for d in two] == [("n", 2**31 - 1), ("m", None)]
+
+
+NONEMPTY = "must be a non-empty string"
+DTYPE = "must be a string or a non-empty list of strings"
+RANGE = "must be [lo, hi] with finite lo < hi"
+GRID = "must be an integer >= 2"
+PARAMS = "must be a table of finite numbers"
+
+
+@pytest.mark.parametrize(
+    "raws, key, msg",
+    [
+        ({"name": "n"}, "diff", "must be an array of tables ([[diff]])"),
+        ("n", "diff", "must be an array of tables ([[diff]])"),
+        ([raw(), "n"], "diff[1]", "must be a table"),
+        ([raw(name=...)], "diff[0].name", "is missing"),
+        ([raw(a=...)], "diff[0].a", "is missing"),
+        ([raw(b=...)], "diff[0].b", "is missing"),
+        ([raw(dtype=...)], "diff[0].dtype", "is missing"),
+        ([raw(name="")], "diff[0].name", NONEMPTY),
+        ([raw(a=5)], "diff[0].a", NONEMPTY),
+        ([raw(b="")], "diff[0].b", NONEMPTY),
+        ([raw(), raw(b="x")], "diff[1].name", "duplicate name 'n'"),
+        ([raw(dtype=[])], "diff[0].dtype", DTYPE),
+        ([raw(dtype="")], "diff[0].dtype", DTYPE),
+        ([raw(dtype=["bf16", ""])], "diff[0].dtype", DTYPE),
+        ([raw(dtype=["bf16", 16])], "diff[0].dtype", DTYPE),
+        ([raw(dtype=16)], "diff[0].dtype", DTYPE),
+        ([raw(compute="")], "diff[0].compute", NONEMPTY),
+        ([raw(compute=32)], "diff[0].compute", NONEMPTY),
+        ([raw(reference="")], "diff[0].reference", NONEMPTY),
+        ([raw(reference=["tanh"])], "diff[0].reference", NONEMPTY),
+        ([raw(range=[1, 1])], "diff[0].range", RANGE),
+        ([raw(range=[2.0, 1.0])], "diff[0].range", RANGE),
+        ([raw(range=[0.0, math.inf])], "diff[0].range", RANGE),
+        ([raw(range=[-math.inf, 0.0])], "diff[0].range", RANGE),
+        ([raw(range=[math.nan, 1.0])], "diff[0].range", RANGE),
+        ([raw(range=[False, 1])], "diff[0].range", RANGE),
+        ([raw(range=[0, "1"])], "diff[0].range", RANGE),
+        ([raw(range=[0, 1, 2])], "diff[0].range", RANGE),
+        ([raw(range=[0])], "diff[0].range", RANGE),
+        ([raw(range=(0, 1))], "diff[0].range", RANGE),
+        ([raw(range="0,1")], "diff[0].range", RANGE),
+        ([raw(grid=1)], "diff[0].grid", GRID),
+        ([raw(grid=2**31)], "diff[0].grid", GRID),
+        ([raw(grid=True)], "diff[0].grid", GRID),
+        ([raw(grid=16.0)], "diff[0].grid", GRID),
+        ([raw(grid=None)], "diff[0].grid", GRID),
+        ([raw(params=[])], "diff[0].params", PARAMS),
+        ([raw(params={"a": math.inf})], "diff[0].params", PARAMS),
+        ([raw(params={"a": math.nan})], "diff[0].params", PARAMS),
+        ([raw(params={"a": True})], "diff[0].params", PARAMS),
+        ([raw(params={"a": "1"})], "diff[0].params", PARAMS),
+        ([raw(expect="same")], "diff[0].expect", "must be one of identical, not-worse"),
+        ([raw(expect=None)], "diff[0].expect", "must be one of identical, not-worse"),
+        ([raw(), raw(name="m", expect="same")], "diff[1].expect", "must be one of identical, not-worse"),
+    ],
+)
+def test_parse_refuses_bad_diffs_with_one_line(raws, key, msg):
+    with pytest.raises(BadFileError) as ei:
+        gate_diff.parse(SPEC, raws, "diff")
+    assert str(ei.value) == f"spec.toml: key '{key}' {msg}"
+
+
+def test_parse_refuses_unknown_keys():
+    with pytest.raises(BadFileError) as ei:
+        gate_diff.parse(SPEC, [raw(samples=10)], "diff")
+    assert str(ei.value).startswith("spec.toml: key 'diff[0].samples' is unknown in [[diff]] (known: ")
+
+
+DIDENT = "a b reference dtype compute params range grid exhaustive inputs specials a_identity b_identity"
+
+
+def test_diff_baseline_entries_are_validated():
+    ok = {"kind": "diff", "identity": dict.fromkeys(DIDENT.split())}
+    gate_diff.check_entry("base.json", "entries.k", ok)
+    cases = [
+        (
+            {**ok, "bogus": 1},
+            "base.json: key 'entries.k.bogus' is unknown in a diff entry (known: identity, kind)",
+        ),
+        ({"kind": "diff"}, "base.json: key 'entries.k.identity' is missing"),
+    ]
+    for e, msg in cases:
+        with pytest.raises(BadFileError) as ei:
+            gate_diff.check_entry("base.json", "entries.k", e)
+        assert str(ei.value) == msg
+    with pytest.raises(BadFileError) as ei:
+        gate_diff.check_entry(
+            "base.json", "entries.k", {"kind": "diff", "identity": {**ok["identity"], "x": 1}}
+        )
+    assert str(ei.value).startswith(
+        "base.json: key 'entries.k.identity.x' is unknown in a diff entry's identity"
+    )
+
+
+def dres(**over):
+    kw = dict(a="torch:silu", b="silu.exp", reference="silu", dtype="bf16", compute="fp32", count=4, same=4)
+    kw.update(over)
+    return DiffResult(**kw)
+
+
+IVS2 = [
+    {"lo": 0.5, "hi": 1.0, "count": 1, "a_closer": 0, "b_closer": 1, "max_distance": 3},
+    {"lo": 2.0, "hi": 3.0, "count": 1, "a_closer": 0, "b_closer": 1, "max_distance": 1},
+]
+
+
+@pytest.mark.parametrize(
+    "expect, r, want",
+    [
+        ("identical", dres(), []),
+        ("not-worse", dres(), []),
+        ("not-worse", dres(same=2, a_closer=2), []),
+        ("not-worse", dres(same=2, ties=2), []),
+        (
+            "identical",
+            dres(same=2, a_closer=2, max_distance=1),
+            [
+                "torch:silu vs silu.exp [bf16/fp32]: expected identical, got A better: 2 of 4 inputs differ "
+                "(A closer at 2, B at 0), max distance 1 ULP"
+            ],
+        ),
+        (
+            "identical",
+            dres(same=2, ties=2, max_distance=1),
+            [
+                "torch:silu vs silu.exp [bf16/fp32]: expected identical, got same error: 2 of 4 inputs "
+                "differ (A closer at 0, B at 0), max distance 1 ULP"
+            ],
+        ),
+        (
+            "not-worse",
+            dres(same=2, b_closer=2, max_distance=3, intervals=IVS2, compute="fp64"),
+            [
+                "torch:silu vs silu.exp [bf16/fp64]: expected not-worse, got B better: 2 of 4 inputs differ "
+                "(A closer at 0, B at 2), max distance 3 ULP; first at [0.5, 1]"
+            ],
+        ),
+        (
+            "not-worse",
+            dres(same=1, a_closer=1, b_closer=2, max_distance=2, intervals=IVS2[1:]),
+            [
+                "torch:silu vs silu.exp [bf16/fp32]: expected not-worse, got mixed: 3 of 4 inputs differ "
+                "(A closer at 1, B at 2), max distance 2 ULP; first at [2, 3]"
+            ],
+        ),
+    ],
+)
+def test_expectation_failures(expect, r, want):
+    assert gate_diff.expectation_failures({"expect": expect}, r) == want
+
+
+def test_run_all_runs_each_format_and_names_the_sides_as_written(monkeypatch):
+    calls = []
+
+    def diff(a, b, f, compute, **kw):
+        calls.append((a, b, f, compute, kw))
+        # a side the diff names otherwise than the resolved path keeps its name
+        return dres(a=a, b="other" if b == "silu.exp" else b, dtype=f)
+
+    monkeypatch.setattr(diff_mod, "diff", diff)
+    progress = object()
+    d1 = {
+        "name": "n",
+        "a": "lut:t.npz",
+        "b": "silu.exp",
+        "run_a": "lut:/d/t.npz",
+        "run_b": "silu.exp",
+        "dtype": ["fp16", "bf16"],
+        "compute": "fp32",
+        "reference": "silu",
+        "range": (-1.0, 2.0),
+        "grid": 4,
+        "params": {"alpha": 1.0},
+        "expect": "identical",
+    }
+    d2 = {**d1, "name": "m", "dtype": ["fp8_e4m3"], "params": {}, "b": "x", "run_b": "lut:/d/x.npz"}
+    del d2["run_a"]
+    out = gate_diff.run_all(Path("/d/spec.toml"), [d1, d2], progress)
+    kw1 = {
+        "range": (-1.0, 2.0),
+        "grid": 4,
+        "reference": "silu",
+        "params": {"alpha": 1.0},
+        "progress": progress,
+    }
+    kw2 = {**kw1, "params": None}
+    assert calls == [
+        ("lut:/d/t.npz", "silu.exp", "fp16", "fp32", kw1),
+        ("lut:/d/t.npz", "silu.exp", "bf16", "fp32", kw1),
+        ("lut:t.npz", "lut:/d/x.npz", "fp8_e4m3", "fp32", kw2),
+    ]
+    assert [(d["name"], r.a, r.b, r.dtype) for d, r in out] == [
+        ("n", "lut:t.npz", "other", "fp16"),
+        ("n", "lut:t.npz", "other", "bf16"),
+        ("m", "lut:t.npz", "x", "fp8_e4m3"),
+    ]
+    assert [gate_diff.entry_key(d, r) for d, r in out] == ["diff/n/fp16", "diff/n/bf16", "diff/m/fp8_e4m3"]
+    e = gate_diff.entry(d1, out[0][1])
+    assert sorted(e) == ["identity", "kind"] and e["kind"] == "diff"
+    assert sorted(e["identity"]) == sorted(DIDENT.split())
+    assert e["identity"]["grid"] == 4 and e["identity"]["range"] == [-1.0, 2.0]
+
+
+def test_run_all_names_the_diff_in_its_errors(monkeypatch):
+    def diff(*a, **kw):
+        raise BadOptionError("no such input")
+
+    monkeypatch.setattr(diff_mod, "diff", diff)
+    d = gate_diff.parse(SPEC, [raw()], "diff")
+    with pytest.raises(BadOptionError) as ei:
+        gate_diff.run_all(Path("/d/spec.toml"), d)
+    assert str(ei.value) == "/d/spec.toml: diff 'n': no such input"
+    assert ei.value.__cause__ is None and ei.value.__suppress_context__
