@@ -873,3 +873,21 @@ def test_run_all_names_the_diff_in_its_errors(monkeypatch):
         gate_diff.run_all(Path("/d/spec.toml"), d)
     assert str(ei.value) == "/d/spec.toml: diff 'n': no such input"
     assert ei.value.__cause__ is None and ei.value.__suppress_context__
+
+
+@pytest.mark.parametrize(
+    "dtype, out, kind",
+    [
+        (["bf16"], "mxfp8_e4m3", "blocks"),
+        (["bf16"], "nvfp4", "blocks"),
+        (["bf16"], QOUT, "quant"),
+        ([QIN], None, "quant"),
+        (["bf16", QIN], None, "quant"),
+        ([QIN, "bf16"], None, "quant"),
+        ([QIN], QOUT, "quant"),
+        (["bf16"], None, None),
+        (["bf16", "fp16"], "fp16", None),
+    ],
+)
+def test_kind_of(dtype, out, kind):
+    assert gate_formats.kind_of(Audit("a", ["gelu.tanh"], dtype, out_dtype=out)) == kind
