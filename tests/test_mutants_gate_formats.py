@@ -837,7 +837,9 @@ def test_run_all_runs_each_format_and_names_the_sides_as_written(monkeypatch):
     }
     d2 = {**d1, "name": "m", "dtype": ["fp8_e4m3"], "params": {}, "b": "x", "run_b": "lut:/d/x.npz"}
     del d2["run_a"]
-    out = gate_diff.run_all(Path("/d/spec.toml"), [d1, d2], progress)
+    d3 = {**d1, "name": "o", "dtype": ["fp16"]}
+    del d3["run_b"]
+    out = gate_diff.run_all(Path("/d/spec.toml"), [d1, d2, d3], progress)
     kw1 = {
         "range": (-1.0, 2.0),
         "grid": 4,
@@ -850,13 +852,20 @@ def test_run_all_runs_each_format_and_names_the_sides_as_written(monkeypatch):
         ("lut:/d/t.npz", "silu.exp", "fp16", "fp32", kw1),
         ("lut:/d/t.npz", "silu.exp", "bf16", "fp32", kw1),
         ("lut:t.npz", "lut:/d/x.npz", "fp8_e4m3", "fp32", kw2),
+        ("lut:/d/t.npz", "silu.exp", "fp16", "fp32", kw1),
     ]
     assert [(d["name"], r.a, r.b, r.dtype) for d, r in out] == [
         ("n", "lut:t.npz", "other", "fp16"),
         ("n", "lut:t.npz", "other", "bf16"),
         ("m", "lut:t.npz", "x", "fp8_e4m3"),
+        ("o", "lut:t.npz", "other", "fp16"),
     ]
-    assert [gate_diff.entry_key(d, r) for d, r in out] == ["diff/n/fp16", "diff/n/bf16", "diff/m/fp8_e4m3"]
+    assert [gate_diff.entry_key(d, r) for d, r in out] == [
+        "diff/n/fp16",
+        "diff/n/bf16",
+        "diff/m/fp8_e4m3",
+        "diff/o/fp16",
+    ]
     e = gate_diff.entry(d1, out[0][1])
     assert sorted(e) == ["identity", "kind"] and e["kind"] == "diff"
     assert sorted(e["identity"]) == sorted(DIDENT.split())
