@@ -218,6 +218,17 @@ def test_silu_identity_above_and_clamp_below_with_errors_that_come_and_go():
     _same(r, _rec(-2.0, 2.0, "clamp", "identity", -2.0, 2.0, worst, 0.5, None))
 
 
+def test_silu_flushed_before_it_saturates():
+    # as above, but NaN from 1.5 on: a bound at 1 would leave x = 1.5 to the identity, 0.55 ULP
+    # off; at 0.5, x = 1 (0.54); at 1.5 and beyond the candidate itself is out: no clip helps
+    got = [-1, -1, -1, -0.0, -0.5, -0.5, -0.0, -0.0, 0.0, 0.5, 0.5, NAN, 2.0, NAN, NAN, NAN]
+    r = _recommend("silu", got, max_ulp=0.5)
+    note = (
+        "hi side: off by more than the tolerance from x = 1.5 on, before f saturates (x = 2): no clip helps"
+    )
+    _same(r, _rec(-2.0, None, "clamp", "none", -2.0, 1.0, math.inf, 0.5, None, note))
+
+
 def test_an_absolute_tolerance_alone():
     # hardtanh, x itself above 0: |x - 1| = 0.5 at 1.5 is within atol 0.5, 1 at 2 is not; the
     # constant 1 is 0.5 off at 0.5: within.  Below 0 correctly rounded.  The worst ULP error
