@@ -55,6 +55,8 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(mutants))
     os.environ["PYTHONPATH"] = os.pathsep.join([str(mutants), *filter(None, [os.environ.get("PYTHONPATH")])])
     os.environ.pop("MUTANT_UNDER_TEST", None)
+    # no third-party pytest plugins (xdist, benchmark, ...): three times faster per mutant
+    os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     import pytest
 
     import audit  # noqa: F401  (loaded once, before forking)
