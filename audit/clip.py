@@ -120,6 +120,8 @@ def recommend(
                 oka = _ok(ea.ulp_err, ea.abs_err, ea.cls, max_ulp, atol)
                 pre = np.cumprod(okc[idx]).astype(bool)
                 suf = np.cumprod(oka[::-1])[::-1].astype(bool)
+                # feasible bounds: within up to j, the action within beyond it; j is never the
+                # last input (some input of this side is out), so something is always left beyond
                 feas = pre & np.append(suf[1:], True)
                 if feas.any():
                     j = int(np.flatnonzero(feas)[-1])
@@ -127,10 +129,8 @@ def recommend(
                     rest = idx[j + 1 :]
                     fixed[rest] = ea.ulp_err[j + 1 :]
                     action = "identity" if s["value"] == "identity" else "constant"
-                    if action == "constant" and len(rest) and e.got[idx][j] == s["value"]:
+                    if action == "constant" and e.got[idx][j] == s["value"]:
                         action = "clamp"  # clamping the input there already gives the constant
-                    if not len(rest):
-                        action, bound = "none", None
                 else:
                     first_bad = float(x[idx][int(np.flatnonzero(~okc[idx])[0])])
                     note = (

@@ -220,9 +220,6 @@ def check_entry(path, where: str, e: dict) -> None:
         if k not in e:
             bad(k, "is missing")
     gate_identity.check(path, where, e["identity"], kind)
-    for m in up + down + counts + ("candidate", "dtype", "out_dtype", "compute", "params"):
-        if m not in e:
-            bad(m, "is missing")
     for m in up + down:
         if not _metric(e[m]):
             bad(m, "must be a number >= 0, 'inf' or 'nan'")

@@ -61,7 +61,7 @@ def float_identity(r, a) -> dict:
             "range": _range(a.range),
             "samples": a.samples,
             "seed": a.seed,
-            "distribution": getattr(a, "distribution", None),
+            "distribution": a.distribution,
             "exhaustive": bool(r.domain.exhaustive),
             "inputs": int(r.domain.count),
             "specials": len(r.specials),
@@ -69,7 +69,7 @@ def float_identity(r, a) -> dict:
             "grad": bool(a.grad),
             "backward": bool(a.backward),
             "cflags": a.cflags if has_c and str(r.candidate).startswith("c:") else None,
-            "candidate_identity": dict(getattr(r, "identity", None) or {}),
+            "candidate_identity": dict(r.identity),
         }
     )
 
@@ -85,7 +85,7 @@ def quant_identity(r) -> dict:
             "params": _params(r.params),
             "exhaustive": True,
             "inputs": int(r.count),
-            "candidate_identity": dict(getattr(r, "identity", None) or {}),
+            "candidate_identity": dict(r.identity),
         }
     )
 
@@ -100,21 +100,21 @@ def blocks_identity(r, a) -> dict:
             "rule": r.rule,
             "compute": r.compute,
             "params": _params(r.params),
-            "distribution": None if a is None else a.blocks,
-            "samples": None if a is None else a.samples,
-            "seed": None if a is None else a.seed,
+            "distribution": a.blocks,
+            "samples": a.samples,
+            "seed": a.seed,
             "exhaustive": str(r.inputs).startswith("exhaustive"),
             "inputs": r.inputs,
             "elements": int(r.elements),
             "blocks": int(r.blocks),
-            "candidate_identity": dict(getattr(r, "identity", None) or {}),
+            "candidate_identity": dict(r.identity),
         }
     )
 
 
 def diff_identity(d: dict, r) -> dict:
     """A ``[[diff]]`` entry ``d`` (audit.gate_diff.parse) and its DiffResult."""
-    ids = getattr(r, "identities", None) or {}
+    ids = r.identities
     return normalize(
         {
             "a": r.a,
