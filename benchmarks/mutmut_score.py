@@ -145,7 +145,9 @@ def score(results: dict[str, str], equivalents: dict[str, Equivalent], sources: 
             if eq:
                 plus = [ln[1:].strip() for ln in sources.diff(name) if ln.startswith("+")]
                 if eq.line.strip() not in plus:
-                    problems.append(f"{name}: its diff no longer shows {eq.line!r} ({eq.source}): renumbered?")
+                    problems.append(
+                        f"{name}: its diff no longer shows {eq.line!r} ({eq.source}): renumbered?"
+                    )
                     row.survived.append(name)
                 else:
                     row.equivalent += 1
@@ -192,7 +194,9 @@ def main(argv=None) -> int:
             )
         )
     else:
-        print(f"{'module':28} {'mutants':>8} {'killed':>8} {'equiv.':>7} {'survived':>9} {'undecided':>10} {'score':>7}")
+        print(
+            f"{'module':28} {'mutants':>8} {'killed':>8} {'equiv.':>7} {'survived':>9} {'undecided':>10} {'score':>7}"
+        )
         tot = Row("total")
         for r in rows.values():
             und = sum(r.undecided.values())
