@@ -140,7 +140,8 @@ def find_spec(path: str | Path | None = None) -> Path:
 
 def _has_tool_section(p: Path) -> bool:
     try:
-        return "actaudit" in tomllib.loads(read_text(p, MAX_FILE, "spec")).get("tool", {})
+        tool = tomllib.loads(read_text(p, MAX_FILE, "spec")).get("tool")
+        return isinstance(tool, dict) and "actaudit" in tool
     except (BadFileError, tomllib.TOMLDecodeError, RecursionError):
         return False
 
@@ -161,7 +162,8 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
     doc = _toml(p)
     where = "tool.actaudit" if p.name == "pyproject.toml" else ""
     if where:
-        doc = doc.get("tool", {}).get("actaudit")
+        tool = doc.get("tool")  # `tool = 1` is valid TOML: not a table, no section
+        doc = tool.get("actaudit") if isinstance(tool, dict) else None
         if not isinstance(doc, dict):
             raise BadFileError(f"{p}: no [tool.actaudit] section")
 
