@@ -308,8 +308,9 @@ def _audit(p: Path, raw, where: str) -> Audit:
             bad("semantics", str(e))
     dist = None
     if "distribution" in raw:
+        text = string("distribution")  # its own line: not caught below as the parser's
         try:
-            dist = weighting_mod.spec_distribution(p.parent, string("distribution"))
+            dist = weighting_mod.spec_distribution(p.parent, text)
         except ActauditError as e:
             bad("distribution", str(e))
     targets = strings("targets") if "targets" in raw else []
