@@ -140,7 +140,7 @@ def find_spec(path: str | Path | None = None) -> Path:
 
 def _has_tool_section(p: Path) -> bool:
     try:
-        tool = tomllib.loads(read_text(p, MAX_FILE, "spec")).get("tool")
+        tool = tomllib.loads(read_text(p, MAX_FILE)).get("tool")  # (its errors are not said)
         return isinstance(tool, dict) and "actaudit" in tool
     except (BadFileError, tomllib.TOMLDecodeError, RecursionError):
         return False
@@ -364,7 +364,7 @@ def parse_cflags(v, bad) -> list[str]:
 
 def _spec_path(p: Path, path: str) -> str:
     """``path`` of a spec resolved against the spec file's directory."""
-    if not path or Path(path).is_absolute() or str(p.parent) in ("", "."):
+    if not path or Path(path).is_absolute() or str(p.parent) == ".":  # (a Path's parent is never "")
         return path
     return str(p.parent / path)
 
