@@ -263,8 +263,8 @@ def _audit(p: Path, raw, where: str) -> Audit:
             "scale_diff_blocks",
         ) and not (_is_num(v) and v >= 0):
             bad(f"tolerance.{k}", "must be a finite number >= 0")
-        if k.startswith("weighted_") and weighting_mod.check_tolerance(k, v):
-            bad(f"tolerance.{k}", weighting_mod.check_tolerance(k, v))
+        if k.startswith("weighted_") and (msg := weighting_mod.check_tolerance(k, v)):
+            bad(f"tolerance.{k}", msg)
         if k == "correct_code_fraction" and not (_is_num(v) and 0 <= v <= 1):
             bad(f"tolerance.{k}", "must be a fraction in [0, 1]")
         if k == "safe_range" and not (
@@ -451,7 +451,7 @@ def _input_count(r) -> int:
     from . import gate_formats
 
     if gate_formats.is_format_result(r):
-        return int(getattr(r, "count", None) or getattr(r, "elements", 0) or 0)
+        return int(getattr(r, "count", None) or getattr(r, "elements", 0))
     return int(r.domain.count)
 
 
