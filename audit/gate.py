@@ -163,9 +163,9 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
     where = "tool.actaudit" if p.name == "pyproject.toml" else ""
     if where:
         tool = doc.get("tool")  # `tool = 1` is valid TOML: not a table, no section
-        doc = tool.get("actaudit") if isinstance(tool, dict) else None
-        if not isinstance(doc, dict):
+        if not isinstance(tool, dict) or not isinstance(tool.get("actaudit"), dict):
             raise BadFileError(f"{p}: no [tool.actaudit] section")
+        doc = tool["actaudit"]
 
     def key(k):
         return f"{where}.{k}" if where else k
