@@ -140,7 +140,8 @@ def find_spec(path: str | Path | None = None) -> Path:
 
 def _has_tool_section(p: Path) -> bool:
     try:
-        return "actaudit" in tomllib.loads(read_text(p, MAX_FILE, "spec")).get("tool", {})
+        tool = tomllib.loads(read_text(p, MAX_FILE)).get("tool")  # (its errors are not said)
+        return isinstance(tool, dict) and "actaudit" in tool
     except (BadFileError, tomllib.TOMLDecodeError, RecursionError):
         return False
 
@@ -161,9 +162,10 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
     doc = _toml(p)
     where = "tool.actaudit" if p.name == "pyproject.toml" else ""
     if where:
-        doc = doc.get("tool", {}).get("actaudit")
-        if not isinstance(doc, dict):
+        tool = doc.get("tool")  # `tool = 1` is valid TOML: not a table, no section
+        if not isinstance(tool, dict) or not isinstance(tool.get("actaudit"), dict):
             raise BadFileError(f"{p}: no [tool.actaudit] section")
+        doc = tool["actaudit"]
 
     def key(k):
         return f"{where}.{k}" if where else k
@@ -261,8 +263,8 @@ def _audit(p: Path, raw, where: str) -> Audit:
             "scale_diff_blocks",
         ) and not (_is_num(v) and v >= 0):
             bad(f"tolerance.{k}", "must be a finite number >= 0")
-        if k.startswith("weighted_") and weighting_mod.check_tolerance(k, v):
-            bad(f"tolerance.{k}", weighting_mod.check_tolerance(k, v))
+        if k.startswith("weighted_") and (msg := weighting_mod.check_tolerance(k, v)):
+            bad(f"tolerance.{k}", msg)
         if k == "correct_code_fraction" and not (_is_num(v) and 0 <= v <= 1):
             bad(f"tolerance.{k}", "must be a fraction in [0, 1]")
         if k == "safe_range" and not (
@@ -306,8 +308,9 @@ def _audit(p: Path, raw, where: str) -> Audit:
             bad("semantics", str(e))
     dist = None
     if "distribution" in raw:
+        text = string("distribution")  # its own line: not caught below as the parser's
         try:
-            dist = weighting_mod.spec_distribution(p.parent, string("distribution"))
+            dist = weighting_mod.spec_distribution(p.parent, text)
         except ActauditError as e:
             bad("distribution", str(e))
     targets = strings("targets") if "targets" in raw else []
@@ -361,7 +364,7 @@ def parse_cflags(v, bad) -> list[str]:
 
 def _spec_path(p: Path, path: str) -> str:
     """``path`` of a spec resolved against the spec file's directory."""
-    if not path or Path(path).is_absolute() or str(p.parent) in ("", "."):
+    if not path or Path(path).is_absolute() or str(p.parent) == ".":  # (a Path's parent is never "")
         return path
     return str(p.parent / path)
 
@@ -448,7 +451,7 @@ def _input_count(r) -> int:
     from . import gate_formats
 
     if gate_formats.is_format_result(r):
-        return int(getattr(r, "count", None) or getattr(r, "elements", 0) or 0)
+        return int(getattr(r, "count", None) or getattr(r, "elements", 0))
     return int(r.domain.count)
 
 
