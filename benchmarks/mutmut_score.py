@@ -155,7 +155,10 @@ def score(results: dict[str, str], equivalents: dict[str, Equivalent], sources: 
                 row.survived.append(name)
         else:
             row.undecided[status] = row.undecided.get(status, 0) + 1
+    mutated = {module_of(n) for n in results}  # (a run may have mutated some modules only)
     for name, eq in equivalents.items():
+        if module_of(name) not in mutated:
+            continue
         if name not in results and (not modules or any(name.startswith(m) for m in modules)):
             problems.append(f"{name}: listed as equivalent ({eq.source}) but mutmut has no such mutant")
     return rows, problems

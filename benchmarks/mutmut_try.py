@@ -72,7 +72,7 @@ def main(argv=None) -> int:
                 os.dup2(devnull, 1)
                 os.dup2(devnull, 2)
             signal.alarm(a.timeout)
-            rc = pytest.main([*tests, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"])
+            rc = pytest.main([*tests, "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts="])
             os._exit(int(rc))
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):

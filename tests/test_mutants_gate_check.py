@@ -863,3 +863,25 @@ def test_require_certified_adds_a_failure_per_uncertified_table(tmp_path, monkey
     p.write_text("require_certified = true\n" + SPEC)
     _, changes = gate.check_command(p)
     assert [(c.key, c.candidate, c.status, c.messages) for c in changes[2:]] == [nocache]
+
+
+def test_check_command_of_the_python_api_warns_on_another_tool_version(tmp_path, monkeypatch):
+    """check_command's default is not strict: a baseline recorded by another actaudit version
+    is one warning, and the results are still compared (as `actaudit check` without --strict)."""
+    import json
+
+    from audit import gate
+    from audit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "actaudit.toml").write_text(
+        'baseline = "b.json"\n[[audit]]\nname = "t"\ntargets = ["relu.max"]\ndtype = "fp8_e4m3"\n'
+    )
+    assert main(["baseline"]) == 0
+    doc = json.loads((tmp_path / "b.json").read_text())
+    doc["actaudit"] = "99.0"
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    _, changes = gate.check_command("actaudit.toml")
+    assert sorted(c.status for c in changes) == ["ok", "warning"]
+    _, changes = gate.check_command("actaudit.toml", strict=True)
+    assert "fail" in [c.status for c in changes]
