@@ -9,7 +9,9 @@ the given test files against it, one forked pytest per mutant::
     python benchmarks/mutmut_try.py NAME NAME --mutants /path/to/mutants --tests tests/test_x.py
 
 A name that is not a whole mutant name is a prefix: it stands for every mutant starting with
-it that mutmut's last run left surviving (``--every`` for all of them, killed or not).  The
+it that mutmut's last run did not kill: survived, no tests, timeout (a mutant no test
+covers, or one whose tests ran past mutmut's limit, proves nothing either), ``--every`` for
+all of them, killed or not.  The
 test files are read from where they are (your working tree); the code under test is the
 mutated copy in ``mutants/``.  Prints one line per mutant and the ones left alive; exits 1
 if any is.
@@ -24,7 +26,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutmut_score import ROOT, Sources, load_results  # noqa: E402
+from mutmut_score import KILLED, ROOT, Sources, load_results  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -44,7 +46,7 @@ def main(argv=None) -> int:
         if n in results:
             names.append(n)
         else:
-            hits = [k for k, s in sorted(results.items()) if k.startswith(n) and (a.every or s == "survived")]
+            hits = [k for k, s in sorted(results.items()) if k.startswith(n) and (a.every or s not in KILLED)]
             if not hits:
                 print(f"no mutant matches {n!r}", file=sys.stderr)
             names += hits
