@@ -488,7 +488,12 @@ def _build_runner(exe: Path, key: str, cc: str) -> bytes:
 
 
 def _kill(pid: int) -> None:
-    """SIGKILL to the kernel's process group and to the kernel, then reap it."""
+    """SIGKILL to the kernel's process group and to the kernel, then reap it; nothing if it
+    was reaped already (its pid may belong to another process by now)."""
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return
     for kill in (os.killpg, os.kill):
         with contextlib.suppress(OSError):
             kill(pid, signal.SIGKILL)

@@ -662,3 +662,23 @@ def test_a_kernel_that_exits_after_onnxruntime_ran_here(tmp_path, capsys):
         ["sweep", f"c:{tmp_path}/e.c:quits", "--dtype", "fp8_e4m3", "--reference", "relu", "--timeout", "60"]
     )
     _one_error_line(code, capsys.readouterr().err, "exited (status 0) before returning")
+
+
+def test_a_reaped_kernel_is_never_signalled_again(monkeypatch):
+    # a pid, once reaped, may be given to another process: _kill must not signal it (the
+    # timeout path killed the kernel, then killed the same pid again on the way out)
+    from audit import ckernels
+
+    p = subprocess.Popen(["true"])
+    p.wait()  # reaped
+    sent = []
+    monkeypatch.setattr(ckernels.os, "kill", lambda pid, s: sent.append(("kill", pid, s)))
+    monkeypatch.setattr(ckernels.os, "killpg", lambda pid, s: sent.append(("killpg", pid, s)))
+    ckernels._kill(p.pid)
+    assert sent == []
+    q = subprocess.Popen(["sleep", "60"], process_group=0)
+    q.returncode = 0  # reaped by _kill, not by Popen
+    monkeypatch.undo()
+    ckernels._kill(q.pid)  # alive: killed and reaped
+    with pytest.raises(ChildProcessError):
+        os.waitpid(q.pid, os.WNOHANG)
