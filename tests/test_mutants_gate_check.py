@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from audit import __version__, gate
-from audit.errors import BadFileError
+from audit.errors import ActauditError, BadFileError
 from audit.gate_schema import IDENTITY_FIELDS
 from audit.sweep import sweep
 
@@ -885,3 +885,107 @@ def test_check_command_of_the_python_api_warns_on_another_tool_version(tmp_path,
     assert sorted(c.status for c in changes) == ["ok", "warning"]
     _, changes = gate.check_command("actaudit.toml", strict=True)
     assert "fail" in [c.status for c in changes]
+
+
+# ------------------------------------------------------------------ what the survivors of the last run showed
+def test_a_metric_nan_in_both_skips_that_metric_alone():
+    """Both NaN: nothing to compare for that metric; every other metric is still compared."""
+    base = fe(max_ulp="nan", p99_ulp=1.0, max_rel=1.0)
+    now = fe(max_ulp="nan", p99_ulp=2.0, max_rel=0.5)  # slack 0.25: 2 > 1.25, 0.5 < 0.75
+    assert ab(now, base) == (["p99_ulp got worse: 1 -> 2"], ["max_rel improved: 1 -> 0.5"])
+    last = fe(**{m: "nan" for m in gate.METRICS[:-1]}, nan_count=4)  # and the counts after them
+    assert ab(last, fe(**{m: "nan" for m in gate.METRICS[:-1]})) == (["nan_count rose: 3 -> 4"], [])
+
+
+def test_a_removed_entry_without_an_identity_is_named_by_its_candidate():
+    """compare() takes a baseline dict as given: an entry of gate.entry(r) without its audit
+    has no identity, and is still said by its candidate when the spec no longer makes it."""
+    s = spec()
+    base = gate.make_baseline(s, runs())
+    base["entries"]["gone/y"] = gate.entry(result())
+    assert "identity" not in base["entries"]["gone/y"]
+    out = gate.compare(s, runs(), base)
+    assert [(c.key, c.candidate, c.status) for c in out] == [
+        (KEY, "sigmoid.naive", "ok"),
+        ("gone/y", "sigmoid.naive", "removed"),
+    ]
+    base["entries"]["diff/e/fp8_e4m3"] = {"kind": "diff"}  # no identity, no candidate
+    out = gate.compare(s, runs(), base, diff_runs=[])
+    assert [(c.key, c.candidate) for c in out[1:]] == [
+        ("gone/y", "sigmoid.naive"),
+        ("diff/e/fp8_e4m3", "None vs None"),
+    ]
+
+
+# a [[diff]] whose expectation is not met: fp8_e4m3 (256 codes, 2 NaN) is 254 inputs
+FAILING_DIFF = """
+[[diff]]
+name = "e"
+a = "sigmoid.naive"
+b = "sigmoid.exp"
+dtype = "fp8_e4m3"
+"""
+NO_INPUT_DIFF = """
+[[diff]]
+name = "z"
+a = "sigmoid.naive"
+b = "sigmoid.naive"
+dtype = "fp8_e4m3"
+range = [1000.0, 2000.0]
+"""
+
+
+def test_baseline_lists_a_diff_that_fails_its_expectation_by_its_key(tmp_path):
+    import re
+
+    p = tmp_path / "actaudit.toml"
+    p.write_text(SPEC + FAILING_DIFF)
+    with pytest.raises(gate.BaselineRefused) as e:
+        gate.baseline_command(p)
+    assert len(e.value.broken) == 2 and e.value.broken[0] == BROKEN
+    key, msg = e.value.broken[1].split(": ", 1)
+    assert key == "diff/e/fp8_e4m3"
+    assert re.fullmatch(
+        r"sigmoid\.naive vs sigmoid\.exp \[fp8_e4m3/fp8_e4m3\]: expected identical, got [a-zA-Z ]+: "
+        r"[1-9][0-9]* of 254 inputs differ \(A closer at [0-9]+, B at [0-9]+\), max distance [0-9.]+ ULP"
+        r"; first at \[[^,]+, [^\]]+\]",
+        msg,
+    ), msg
+    assert gate.baseline_command(p, force=True)[1:] == (3, e.value.broken)
+
+
+def test_an_error_of_a_diff_names_the_spec_file_and_the_diff(tmp_path):
+    p = tmp_path / "actaudit.toml"
+    p.write_text(SPEC)
+    gate.baseline_command(p, force=True)  # a baseline to check against
+    p.write_text(SPEC + NO_INPUT_DIFF)
+    # fp8_e4m3's largest finite value is 448: no input in [1000, 2000]
+    want = f"{p}: diff 'z': range [1000.0, 2000.0] holds no finite fp8_e4m3 value"
+    for command in (gate.baseline_command, gate.check_command):
+        with pytest.raises(ActauditError) as err:
+            command(p)
+        assert str(err.value) == want
+
+
+def test_check_sweeps_in_this_process_when_certification_is_required(tmp_path, monkeypatch):
+    """require_certified (the argument or the spec key): the sweeps run in this process
+    (workers = 1), so that every oracle table they use is one this process has seen;
+    otherwise one worker per core (None), as baseline does.  (Today no result shows the
+    count: every domain a spec sweeps is held in memory and swept in this process; the
+    argument is what keeps certification whole if that changes.)"""
+    real, seen = gate.sweep, []
+
+    def spy(*args, **kw):
+        seen.append(kw["workers"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(gate, "sweep", spy)
+    monkeypatch.setenv("ACTAUDIT_NO_CACHE", "1")
+    p = tmp_path / "actaudit.toml"
+    p.write_text(SPEC)
+    gate.baseline_command(p, force=True)
+    gate.check_command(p)
+    gate.check_command(p, require_certified=True)
+    p.write_text("require_certified = true\n" + SPEC)
+    gate.check_command(p)
+    assert seen == [None, None, 1, 1]

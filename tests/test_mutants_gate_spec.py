@@ -1019,3 +1019,29 @@ def test_entry_of_a_format_result(monkeypatch):
     monkeypatch.setattr(gate_formats, "entry", lambda r, a=None: {"of": r, "audit": a})
     a = gate.Audit("a", ["x"], ["int8"])
     assert gate.entry(q, a) == {"of": q, "audit": a} and gate.entry(q) == {"of": q, "audit": None}
+
+
+def test_a_float_audit_sweeps_into_its_out_dtype(tmp_path):
+    """out_dtype of a float audit (no quantized or block-scaled format) reaches the sweep:
+    relu of fp8_e4m3's 0.5, 0.5625, 0.625, 0.6875, 0.75 stored in fp8_e5m2 (spacing 0.125
+    there) rounds 0.5625 and 0.6875 half an e5m2 ULP away, the other three exactly."""
+    p = write(
+        tmp_path,
+        table(targets='["relu.max"]', dtype='"fp8_e4m3"', range="[0.5, 0.75]", out_dtype='"fp8_e5m2"'),
+    )
+    ((a, (r,)),) = gate.run_spec(gate.load_spec(p), workers=1)
+    d = r.to_dict()
+    assert (r.out_dtype, r.domain.count, d["max_ulp"], d["mean_ulp"], d["max_abs"]) == (
+        "fp8_e5m2",
+        5,
+        0.5,
+        (0.5 + 0.5) / 5,
+        0.0625,
+    )
+    assert gate.entry_key(a.name, r) == "a/relu.max/fp8_e4m3->fp8_e5m2/fp8_e4m3"
+
+
+def test_entry_key_writes_each_parameter_sorted_and_exactly(results):
+    plain, _, _ = results
+    two = dataclasses.replace(plain, params={"b": 2, "a": 0.1, "c": 1e-300})
+    assert gate.entry_key("au", two) == "au/relu.max/fp8_e4m3/fp8_e4m3/a=0.1,b=2.0,c=1e-300"
