@@ -416,3 +416,73 @@ def test_exact_p99_limit_in_merge(monkeypatch):
     assert a.p99_exact
     a.add(chunk([2.0], [FINITE]), H)
     assert not a.p99_exact and len(state_hist(a)) == 5
+
+
+def test_point_errors_on_a_table_of_every_class():
+    # fp16 (p = 11, max 65504, ulp(1) = 2^-10); rows: result, hi, lo, RN_F(hi + lo), then the
+    # class, ULP error, ULP distance, absolute and relative error worked by hand
+    t = 2.0**-40
+    rows = [
+        (1 + 2.0**-9, 1.0, 0.0, 1.0, FINITE, 2.0, 2, 2.0**-9, 2.0**-9),
+        # the fast value 2^-40 past the midpoint 1 + 2^-11, RN decided 1: capped at 0.5
+        (1.0, 1 + 2.0**-11 + t, 0.0, 1.0, FINITE, 0.5, 0, 2.0**-11 + t, None),
+        (inf, 70000.0, 0.0, inf, OVERFLOW_OK, nan, 0, nan, nan),
+        (65504.0, 70000.0, 0.0, inf, OVERFLOW_MISS, 4496 / 64, 1, 4496.0, float(Fraction(4496, 70000))),
+        (nan, 1.0, 0.0, 1.0, NAN, nan, -1, nan, nan),
+        (-inf, 2.0, 0.0, 2.0, INF, nan, -1, nan, nan),
+        (nan, nan, 0.0, nan, UNDEFINED, nan, -1, nan, nan),
+        (0.5, nan, 0.0, nan, UNDEFINED, nan, -1, nan, nan),
+        (-0.0, 0.0, 0.0, 0.0, FINITE, 0.0, 0, 0.0, 0.0),
+        (2.0**-24, 0.0, 0.0, 0.0, FINITE, 1.0, 1, 2.0**-24, inf),  # ulp(0) = 2^-24
+        # nonzero below float64's range (the 2^-1074 stand-in) against a zero result: rel 1
+        (0.0, 0.0, 5e-324, 0.0, FINITE, 2.0**-1050, 0, 5e-324, 1.0),
+        (inf, inf, 0.0, inf, OVERFLOW_OK, nan, 0, nan, nan),  # a pole, correctly infinite
+        # beyond float64 (e^712): unknown without mpmath: ULP and abs inf, rel 1 (|r| <= 2^960)
+        (65504.0, inf, 0.0, inf, OVERFLOW_MISS, inf, 1, inf, 1.0),
+    ]
+    got, hi, lo, rn, cls, ulp, dist, ab, rel = (list(c) for c in zip(*rows))
+    rel[1] = float(Fraction(2**-11 + t) / Fraction(1 + 2**-11 + t))
+    n = len(rows)
+    x = list(range(n))  # ints: the inputs are float64 all the same
+    e = point_errors(x, got, OracleValues(np.array(rn), np.array(hi), np.array(lo), 0), H, x2=x)
+    np.testing.assert_array_equal(e.cls, cls)
+    np.testing.assert_array_equal(e.ulp_err, ulp)
+    np.testing.assert_array_equal(e.abs_err, ab)
+    np.testing.assert_array_equal(e.rel_err, rel)
+    np.testing.assert_array_equal(e.ulp_dist, dist)
+    assert e.ulp_dist.dtype == np.int64 and e.x.dtype == np.float64 and e.x2.dtype == np.float64
+    assert e.x.tolist() == e.x2.tolist() == [float(v) for v in x]
+    assert e.correct.tolist() == [
+        False,
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+        False,
+        True,
+        False,
+        True,
+        True,
+        False,
+    ]
+    assert point_errors(x, got, OracleValues(np.array(rn), np.array(hi), np.array(lo), 0), H).x2 is None
+    # the same with mpmath's figures for the inputs beyond float64: asked for exactly those
+    calls = []
+
+    def beyond(idx, g):
+        calls.append((idx.tolist(), g.tolist()))
+        return 146.92, 5e307, 1.0  # any figures: they are placed as given
+
+    e = point_errors(x, got, OracleValues(np.array(rn), np.array(hi), np.array(lo), 0), H, beyond=beyond)
+    assert calls == [([12], [65504.0])]
+    assert (e.ulp_err[12], e.abs_err[12], e.rel_err[12], e.cls[12]) == (146.92, 5e307, 1.0, OVERFLOW_MISS)
+    np.testing.assert_array_equal(e.ulp_err[:12], ulp[:12])
+
+
+def test_beyond_float64_in_fp64_has_relative_error_inf():
+    # fp64's results reach 2^1024: 1 - r/f need not round to 1, so unknown: inf
+    f64 = get_format("fp64")
+    e = point_errors([0.0], [1e308], OracleValues(np.array([inf]), np.array([inf]), np.zeros(1), 0), f64)
+    assert (e.cls[0], e.ulp_err[0], e.abs_err[0], e.rel_err[0]) == (OVERFLOW_MISS, inf, inf, inf)
