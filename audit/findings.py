@@ -163,7 +163,7 @@ def monotone_edges(e: PointErrors, pieces) -> list:
     ok = finite_result(e.cls)
     if len(e.x) and ok.all():  # the common case: the chunk inside one piece, no masks
         for i, (a, b, _) in enumerate(pieces):
-            if a <= e.x[0] and e.x[-1] <= b:
+            if a < e.x[0] and e.x[-1] < b:  # (an end of a piece may begin the next one)
                 ends = [[float(e.x[j]), float(e.got[j]), float(e.exact[j])] for j in (0, -1)]
                 return [ends if k == i else None for k in range(len(pieces))]
     for a, b, _ in pieces:
