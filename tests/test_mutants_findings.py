@@ -4,13 +4,15 @@ traces (the ftz and saturation notes).  They kill the mutants that mutmut found 
 the rest of the suite (docs/design/mutation-testing.md)."""
 
 import math
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
 
 from audit import findings as F
-from audit.candidates import catalog
+from audit.candidates import Candidate, catalog
 from audit.formats import get_format
+from audit.metrics import PointErrors
 
 
 def test_runs_by_hand():
@@ -183,3 +185,202 @@ def test_x_runs_keeps_what_it_is_asked_to():
     x = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 1.0])
     mask = np.array([True, False, True, False, True, False])
     assert F.x_runs(x, mask, keep=1) == ([[1.0, 1.0]], [5.0, 5.0], 3)
+
+
+# ------------------------------------------------- hand-built sweeps (PointErrors) and candidates
+FINITE, NAN_, INF_, MISS = 0, 2, 3, 4  # the classes of docs/concepts/definitions.md, in metrics' codes
+OVER_NOTE = (
+    "infinite, or saturated to the largest finite value, where the exact "
+    "value is in range; or finite where the exact value overflows"
+)
+
+
+def _pe(x, got, exact, rounded, cls=None, lo=None, x2=None):
+    """A PointErrors built by hand: only the columns that findings read are meaningful."""
+    x, got, exact, rounded = (np.asarray(a, dtype=np.float64) for a in (x, got, exact, rounded))
+    if cls is None:  # the class by its definition
+        cls = np.where(
+            np.isfinite(got),
+            np.where(np.isfinite(rounded), FINITE, MISS),
+            np.where(np.isnan(got), NAN_, INF_),
+        )
+    z = np.zeros(len(x))
+    return PointErrors(
+        x,
+        got,
+        exact,
+        z if lo is None else np.asarray(lo, dtype=np.float64),
+        rounded,
+        z,
+        z.astype(np.int64),
+        z,
+        z,
+        np.asarray(cls, dtype=np.int8),
+        got == rounded,
+        None if x2 is None else np.asarray(x2, dtype=np.float64),
+    )
+
+
+def _ref(bounds=None, pieces=(), arity=1, **kw):
+    return SimpleNamespace(bounds=bounds, arity=arity, pieces=lambda p: pieces, **kw)
+
+
+def _masks(e, fmt="fp16", **ref):
+    out = F.masks(e, SimpleNamespace(ref=_ref(**ref)), get_format(fmt), {})
+    return {k: (m.tolist(), note) for k, (m, note) in out.items()}
+
+
+def test_masks_saturation_next_to_a_nan_on_either_side():
+    # fp16: 65504 returned where RN(f) = 65472 (f = 65470): saturated, an overflow finding;
+    # a NaN elsewhere in the chunk must not hide it from the cheap whole-array check
+    e = _pe([1.0, 2.0, 3.0], [math.nan, 65504.0, 1.0], [0.5, 65470.0, 1.0], [0.5, 65472.0, 1.0])
+    assert _masks(e) == {
+        "nan": ([True, False, False], ""),
+        "overflow": ([False, True, False], OVER_NOTE),
+        "underflow": ([False, False, False], ""),
+        "sign": ([False, False, False], ""),
+    }
+    e = _pe([1.0, 2.0, 3.0], [math.nan, -65504.0, 1.0], [0.5, -65470.0, 1.0], [0.5, -65472.0, 1.0])
+    assert _masks(e)["overflow"] == ([False, True, False], OVER_NOTE)
+    # every result finite
+    e = _pe([1.0, 2.0], [65504.0, 3.0], [65470.0, 3.0], [65472.0, 3.0])
+    assert _masks(e)["overflow"] == ([True, False], OVER_NOTE)
+    e = _pe([1.0, 2.0], [3.0, -65504.0], [3.0, -65470.0], [3.0, -65472.0])
+    assert _masks(e)["overflow"] == ([False, True], OVER_NOTE)
+    # exactly 65504 where RN(f) is 65504: correct, no finding
+    e = _pe([1.0, 2.0], [65504.0, -65504.0], [65500.0, -65500.0], [65504.0, -65504.0])
+    assert _masks(e)["overflow"] == ([False, False], OVER_NOTE)
+
+
+def test_masks_raise_no_floating_point_warning():
+    # fp64 results from -max to +max: the step between them overflows float64 (inf); the
+    # monotonicity check must neither warn nor lose the step's sign
+    big = 1.7976931348623157e308
+    inc = ((-math.inf, math.inf, 1),)
+    with warnings.catch_warnings(), np.errstate(all="warn"):
+        warnings.simplefilter("error")
+        e = _pe([1.0, 2.0], [-big, big], [-big, big], [-big, big])
+        assert _masks(e, "fp64", pieces=inc)["monotonicity"] == ([False, False], "")
+        e = _pe([1.0, 2.0], [big, -big], [big, big], [big, big])
+        assert _masks(e, "fp64", pieces=inc)["monotonicity"] == ([False, True], "")
+
+
+def _first_line(fn):
+    return fn.__code__.co_firstlineno + 1
+
+
+def _sqrt_of_x_minus_a(x, m, a):
+    return m.sqrt(x - a)
+
+
+SQRT = Candidate("t.sqrt", "sigmoid", "sqrt(x - a)", "the test", _sqrt_of_x_minus_a, {"a": 0.0})
+HERE = "tests/test_mutants_findings.py"
+
+
+def test_edge_finding_explains_its_own_input_with_its_parameters():
+    fp16 = get_format("fp16")
+    at = f"{HERE}:{_first_line(_sqrt_of_x_minus_a)}"
+    # sqrt(2 - 3) = NaN: the first NaN from ordinary operands is the cause at x = 2, a = 3
+    f = F.edge_finding([1.0, 0.5], [2.0, 0.25, 0.75], 1, SQRT, fp16, fp16, {"a": 3.0})
+    assert f.cause == {
+        "op": "sqrt",
+        "file": HERE,
+        "line": _first_line(_sqrt_of_x_minus_a),
+        "text": f"sqrt(-1) = NaN at {at}",
+    }
+    f = F.edge_finding([1.0, 0.5], [2.0, 0.25, 0.75], 1, SQRT, fp16, fp16, {"a": 1.5})
+    assert f.cause["text"] == (
+        f"no exceptional operation: the result of sqrt goes backwards through approximation or rounding error at {at}"
+    )
+    # a decreasing piece: a rise is the step back
+    f = F.edge_finding([1.0, 0.25], [2.0, 0.5, 0.75], -1, SQRT, fp16, fp16, {"a": 4.0})
+    assert f.cause["text"] == f"sqrt(-2) = NaN at {at}" and f.example == {"x": 2.0, "got": 0.5, "exact": 0.75}
+
+
+def test_x_runs_of_a_grid_and_of_an_object_mask():
+    # x as a grid of pairs (one row per dy), the mask over its elements in order
+    x = np.array([[3.0, 1.0], [2.0, 4.0], [5.0, 3.0]])
+    mask = np.array([True, False, False, False, False, True])
+    assert F.x_runs(x, mask) == ([[3.0, 3.0]], [3.0, 3.0], 1)
+    assert F.x_runs(x, [0, 0, 1, 1, 1, 0]) == ([[2.0, 2.0], [4.0, 5.0]], [4.0, 5.0], 2)
+    # a mask of Python truth values (an object array), as runs() takes it
+    obj = np.array([True, False, True, False, False, False], dtype=object)
+    assert F.x_runs(x, obj) == ([[2.0, 3.0]], [2.0, 3.0], 1)
+    assert F.runs(np.array([1.0, 2.0, 3.0]), obj[:3]) == ([[1.0, 1.0], [3.0, 3.0]], [3.0, 3.0], 2)
+
+
+V = ((-math.inf, 0.0, -1), (0.0, math.inf, 1))  # decreasing up to 0, increasing from 0 (|x|-like)
+
+
+def _b(x, got, ok=None, pieces=V):
+    x, got = np.array(x, dtype=float), np.array(got, dtype=float)
+    ok = np.isfinite(got) if ok is None else np.array(ok)
+    return F._backwards(x, got, ok, pieces).tolist()
+
+
+def test_backwards_steps_by_hand():
+    assert _b([], []) == [] and _b([1.0], [5.0]) == [False]
+    # inside the increasing piece: 3 -> 2 goes back (at x = 3), 2 -> 2 does not
+    assert _b([1.0, 2.0, 3.0, 4.0], [1.0, 3.0, 2.0, 2.0]) == [False, False, True, False]
+    # inside the decreasing piece: 3 -> 3.5 goes back
+    assert _b([-4.0, -3.0, -2.0, -1.0], [4.0, 3.0, 3.5, 1.0]) == [False, False, True, False]
+    # the ends of a piece belong to it: x = 0 is the last of one piece and the first of the other
+    assert _b([-2.0, -1.0, 0.0, 1.0, 2.0], [2.0, 2.5, 0.0, -1.0, 3.0]) == [False, True, False, True, False]
+    assert _b([-1.0, 0.0], [1.0, 2.0]) == [False, True]
+    assert _b([0.0, 1.0], [2.0, 1.0]) == [False, True]
+    # an input without a finite result is skipped: 1 -> 0.5 across it goes back
+    assert _b([1.0, 2.0, 3.0], [1.0, math.nan, 0.5]) == [False, False, True]
+    assert _b([1.0, 2.0, 3.0], [1.0, 9.0, 0.5], ok=[True, False, True]) == [False, False, True]
+    # one input in a piece compares nothing; a piece that the chunk leaves
+    assert _b([-1.0, 1.0, 2.0], [0.0, 3.0, 2.0]) == [False, False, True]
+    assert _b([1.0, 2.0], [2.0, 1.0], pieces=((5.0, 9.0, 1),)) == [False, False]
+    # a chunk inside a piece that is not the first
+    assert _b([1.0, 2.0, 3.0], [2.0, 1.0, 3.0], pieces=((-9.0, 0.5, 1), (0.5, 9.0, -1))) == [
+        False,
+        False,
+        True,
+    ]
+    assert _b([1.0, 2.0, 3.0], [2.0, 1.0, 3.0], pieces=((-9.0, 0.5, -1), (0.5, 9.0, 1))) == [
+        False,
+        True,
+        False,
+    ]
+
+
+def _edges(x, got, cls=None, pieces=V):
+    exact = [g + 0.25 for g in got]
+    return F.monotone_edges(_pe(x, got, exact, exact, cls), pieces)
+
+
+def test_monotone_edges_by_hand():
+    assert _edges([], []) == [None, None]
+    # the chunk inside the increasing piece
+    assert _edges([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) == [None, [[1.0, 1.0, 1.25], [3.0, 3.0, 3.25]]]
+    assert _edges([-3.0, -2.0, -1.0], [3.0, 2.0, 1.0]) == [[[-3.0, 3.0, 3.25], [-1.0, 1.0, 1.25]], None]
+    # across the turning point, which belongs to both pieces
+    assert _edges([-1.0, 0.0, 1.0], [1.0, 0.0, 1.0]) == [
+        [[-1.0, 1.0, 1.25], [0.0, 0.0, 0.25]],
+        [[0.0, 0.0, 0.25], [1.0, 1.0, 1.25]],
+    ]
+    # a chunk that ends (or starts) at the turning point has an edge in the other piece too
+    assert _edges([-2.0, -1.0, 0.0], [2.0, 1.0, 0.0]) == [
+        [[-2.0, 2.0, 2.25], [0.0, 0.0, 0.25]],
+        [[0.0, 0.0, 0.25], [0.0, 0.0, 0.25]],
+    ]
+    assert _edges([0.0, 1.0], [0.0, 1.0]) == [
+        [[0.0, 0.0, 0.25], [0.0, 0.0, 0.25]],
+        [[0.0, 0.0, 0.25], [1.0, 1.0, 1.25]],
+    ]
+    # only finite results count: nan and inf are skipped, an overflow miss (finite) is not
+    assert _edges([1.0, 2.0, 3.0, 4.0], [math.nan, 2.0, 3.0, math.inf], cls=[NAN_, FINITE, MISS, INF_]) == [
+        None,
+        [[2.0, 2.0, 2.25], [3.0, 3.0, 3.25]],
+    ]
+    assert _edges([-1.0, 1.0], [math.nan, 1.0], cls=[NAN_, FINITE]) == [
+        None,
+        [[1.0, 1.0, 1.25], [1.0, 1.0, 1.25]],
+    ]
+    assert _edges([1.0, 2.0], [1.0, 2.0], pieces=((5.0, 9.0, 1),)) == [None]
+    edges = _edges([1.0, 2.0], [1.0, 2.0], pieces=((-9.0, 0.5, 1), (0.5, 9.0, -1)))
+    assert edges == [None, [[1.0, 1.0, 1.25], [2.0, 2.0, 2.25]]]
+    assert all(type(v) is float for v in edges[1][0] + edges[1][1])
