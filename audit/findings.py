@@ -115,7 +115,8 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
         if sign.any():
             idx = np.flatnonzero(sign)
             g, exact = got[idx], e.exact[idx] + e.exact_lo[idx]
-            sign[idx] = np.isfinite(g) & (g != 0) & (rn[idx] != 0) & (np.sign(g) != np.sign(exact))
+            # opposite signs, both nonzero; an undefined exact value (NaN, of either sign bit) has none
+            sign[idx] = np.isfinite(g) & (g != 0) & (rn[idx] != 0) & (np.sign(g) * np.sign(exact) < 0)
         out["sign"] = (sign, "")
         ref = cand.ref
         if ref.bounds is not None and ref.arity == 1:
