@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from audit import findings as F
+from audit import metrics
 from audit.candidates import Candidate, catalog
 from audit.formats import get_format
 from audit.metrics import PointErrors
@@ -188,7 +189,15 @@ def test_x_runs_keeps_what_it_is_asked_to():
 
 
 # ------------------------------------------------- hand-built sweeps (PointErrors) and candidates
-FINITE, NAN_, INF_, MISS = 0, 2, 3, 4  # the classes of docs/concepts/definitions.md, in metrics' codes
+# the classes of docs/concepts/definitions.md
+FINITE, OVER_OK, NAN_, INF_, MISS, UNDEF = (
+    metrics.FINITE,
+    metrics.OVERFLOW_OK,
+    metrics.NAN,
+    metrics.INF,
+    metrics.OVERFLOW_MISS,
+    metrics.UNDEFINED,
+)
 OVER_NOTE = (
     "infinite, or saturated to the largest finite value, where the exact "
     "value is in range; or finite where the exact value overflows"
@@ -199,10 +208,15 @@ def _pe(x, got, exact, rounded, cls=None, lo=None, x2=None):
     """A PointErrors built by hand: only the columns that findings read are meaningful."""
     x, got, exact, rounded = (np.asarray(a, dtype=np.float64) for a in (x, got, exact, rounded))
     if cls is None:  # the class by its definition
+        same = (got == rounded) | (np.isnan(got) & np.isnan(rounded))
         cls = np.where(
-            np.isfinite(got),
-            np.where(np.isfinite(rounded), FINITE, MISS),
-            np.where(np.isnan(got), NAN_, INF_),
+            np.isnan(exact),
+            UNDEF,
+            np.where(
+                np.isfinite(got),
+                np.where(np.isfinite(rounded), FINITE, MISS),
+                np.where(same, OVER_OK, np.where(np.isnan(got), NAN_, INF_)),
+            ),
         )
     z = np.zeros(len(x))
     return PointErrors(
@@ -333,6 +347,15 @@ def test_backwards_steps_by_hand():
     assert _b([1.0, 2.0, 3.0], [1.0, 9.0, 0.5], ok=[True, False, True]) == [False, False, True]
     # one input in a piece compares nothing; a piece that the chunk leaves
     assert _b([-1.0, 1.0, 2.0], [0.0, 3.0, 2.0]) == [False, False, True]
+    assert _b([-1.0, 1.0, 2.0], [3.0, 0.0, 1.0]) == [False, False, False]  # 3 -> 0 crosses the turn
+    assert _b([-1.0, 0.0, 1.0], [1.0, 2.0, 3.0]) == [False, True, False]  # 1 -> 2 rises up to the turn
+    # equal results, and steps smaller than 1, are no step back, on either path
+    assert _b([-3.0, -2.0, -1.0], [4.0, 4.0, 3.0]) == [False, False, False]
+    assert _b([-1.0, 1.0, 2.0, 3.0], [0.0, 3.0, 3.0, 3.5]) == [False, False, False, False]
+    assert _b([-2.0, -1.0, 1.0], [0.5, 0.25, 3.0]) == [False, False, False]
+    assert F._backwards(np.array([1.0, 2.0]), np.array([2.0, 1.0]), np.array([True, True]), V).dtype == bool
+    assert F._backwards(np.array([-1.0, 2.0]), np.array([2.0, 1.0]), np.array([True, True]), V).dtype == bool
+    assert F._backwards(np.array([1.0]), np.array([2.0]), np.array([True]), V).dtype == bool
     assert _b([1.0, 2.0], [2.0, 1.0], pieces=((5.0, 9.0, 1),)) == [False, False]
     # a chunk inside a piece that is not the first
     assert _b([1.0, 2.0, 3.0], [2.0, 1.0, 3.0], pieces=((-9.0, 0.5, 1), (0.5, 9.0, -1))) == [
@@ -384,3 +407,450 @@ def test_monotone_edges_by_hand():
     edges = _edges([1.0, 2.0], [1.0, 2.0], pieces=((-9.0, 0.5, 1), (0.5, 9.0, -1)))
     assert edges == [None, [[1.0, 1.0, 1.25], [2.0, 2.0, 2.25]]]
     assert all(type(v) is float for v in edges[1][0] + edges[1][1])
+
+
+INF, NAN = math.inf, math.nan
+AT = " at f.py:3"
+NOEXC = "no exceptional operation: the result of {} {} through approximation or rounding error"
+WHAT = {
+    "sign": "has the wrong sign",
+    "range": "leaves the function's range",
+    "monotonicity": "goes backwards",
+    "overflow": "is finite where the exact value overflows (or is a pole)",
+}
+STORE = _t("rounding to fp16", [1.0], 1.0, 1.0, file="(storage)", line=0)
+EXPLAIN_CASES = [
+    # an int32 bit trick out of range: 2^31 and beyond on either side, non-finite
+    (
+        [_t("bits", [2.0**31], 0.0, 0.0)],
+        "overflow",
+        "int32 conversion of 2.14748e+09 is out of range (gives 0x80000000)" + AT,
+    ),
+    (
+        [_t("bits", [-(2.0**31)], 0.0, 0.0)],
+        "nan",
+        "int32 conversion of -2.14748e+09 is out of range (gives 0x80000000)" + AT,
+    ),
+    (
+        [_t("bits", [INF], 0.0, 0.0)],
+        "underflow",
+        "int32 conversion of inf is out of range (gives 0x80000000)" + AT,
+    ),
+    (
+        [_t("bits", [NAN], 0.0, 0.0)],
+        "special",
+        "int32 conversion of NaN is out of range (gives 0x80000000)" + AT,
+    ),
+    ([_t("bits", [2.0**31 - 1], 0.0, 0.0)], "overflow", NOEXC.format("bits", WHAT["overflow"]) + AT),
+    ([_t("bits", [2.0**31], 0.0, 0.0)], "sign", NOEXC.format("bits", WHAT["sign"]) + AT),
+    ([_t("bits", [], 0.0, 0.0)], "nan", None),
+    # overflow to an infinity from finite operands
+    ([_t("exp", [12.0], INF, 162754.791419)], "overflow", "exp overflowed to inf (exact 162755)" + AT),
+    ([_t("*", [-300.0, 300.0], -INF, -90000.0)], "overflow", "* overflowed to -inf (exact -90000)" + AT),
+    ([_t("exp", [INF], INF, INF)], "overflow", NOEXC.format("exp", WHAT["overflow"]) + AT),
+    ([_t("exp", [12.0], INF, 1.6e5, line=2)], "special", "exp overflowed to inf at f.py:2"),
+    ([_t("exp", [12.0], INF, 1.6e5, line=2)], "nan", "exp overflowed to inf at f.py:2"),
+    ([_t("exp", [12.0], INF, 1.6e5, line=2)], "underflow", None),
+    (
+        [_t("exp", [12.0], INF, 1.6e5, line=2)],
+        "monotonicity",
+        NOEXC.format("exp", WHAT["monotonicity"]) + " at f.py:2",
+    ),
+    # the first NaN from ordinary operands, after the (first) overflow that fed it
+    (
+        [
+            _t("exp", [12.0], INF, 1.6e5, line=2),
+            _t("exp", [13.0], INF, 4.4e5, line=5),
+            _t("-", [INF, INF], NAN, NAN, line=7),
+        ],
+        "nan",
+        "exp overflowed to inf at f.py:2, then inf - inf = NaN at f.py:7",
+    ),
+    ([_t("sqrt", [-1.0], NAN, NAN)], "underflow", "sqrt(-1) = NaN" + AT),
+    ([_t("sqrt", [-1.0], NAN, NAN)], "sign", "sqrt(-1) = NaN" + AT),
+    ([_t("+", [NAN, 1.0], NAN, NAN)], "nan", None),
+    # rounded onto the largest finite value of the compute format (fp16: 65504, p = 11)
+    (
+        [_t("*", [300.0, 218.0], 65504.0, 65400.0)],
+        "overflow",
+        "300 * 218 rounded to the largest finite value 65504" + AT,
+    ),
+    (
+        [_t("*", [-300.0, 218.0], -65504.0, -65400.0)],
+        "overflow",
+        "-300 * 218 rounded to the largest finite value -65504" + AT,
+    ),
+    (
+        [_t("*", [300.0, 220.0], 65504.0, 65504.0 * (1 + 2.0**-11))],
+        "overflow",
+        NOEXC.format("*", WHAT["overflow"]) + AT,
+    ),
+    (
+        [_t("*", [300.0, 220.0], 65504.0, 65535.0)],
+        "overflow",
+        "300 * 220 rounded to the largest finite value 65504" + AT,
+    ),
+    ([_t("*", [300.0, 218.0], 65472.0, 65470.0)], "overflow", NOEXC.format("*", WHAT["overflow"]) + AT),
+    ([_t("*", [300.0, 218.0], 65504.0, 65400.0)], "range", NOEXC.format("*", WHAT["range"]) + AT),
+    # a clamp
+    (
+        [_t("max", [-3.0, 0.0], 0.0, 0.0)],
+        "overflow",
+        "max(-3, 0) = 0: the formula clamps, the exact value does not" + AT,
+    ),
+    ([_t("min", [3.0, 5.0], 3.0, 3.0)], "overflow", NOEXC.format("min", WHAT["overflow"]) + AT),
+    ([_t("max", [-3.0, 0.0], 0.0, 0.0)], "sign", NOEXC.format("max", WHAT["sign"]) + AT),
+    # zeros from nonzero operands
+    ([_t("/", [1.0, INF], 0.0, 0.0)], "underflow", "1 / inf = 0" + AT),
+    (
+        [_t("exp", [12.0], INF, 1.6e5, line=2), _t("/", [1.0, INF], 0.0, 0.0)],
+        "underflow",
+        "exp overflowed to inf at f.py:2, then 1 / inf = 0" + AT,
+    ),
+    (
+        [_t("+", [1.0, -1.0], 0.0, 0.0)],
+        "underflow",
+        "1 + -1 = 0: cancellation (an operand rounded onto the other)" + AT,
+    ),
+    (
+        [_t("-", [2.0, 2.0], 0.0, 0.0)],
+        "underflow",
+        "2 - 2 = 0: cancellation (an operand rounded onto the other)" + AT,
+    ),
+    ([_t("max", [-2.0, 0.0], 0.0, 0.0)], "underflow", "max(-2, 0) = 0: the formula clamps to 0" + AT),
+    ([_t("min", [0.0, 2.0], 0.0, 0.0)], "underflow", "min(0, 2) = 0: the formula clamps to 0" + AT),
+    (
+        [_t("*", [1e-4, 0.0], 0.0, 0.0)],
+        "underflow",
+        "0.0001 * 0 = 0 exactly: an earlier rounding absorbed the small term of its argument" + AT,
+    ),
+    ([_t("exp", [-20.0], 0.0, 2.06e-9)], "underflow", "exp underflowed to 0 (exact 2.06e-09)" + AT),
+    ([_t("*", [0.0, 0.0], 0.0, 0.0)], "underflow", None),
+    ([_t("max", [NAN, 0.0], 0.0, 0.0)], "underflow", None),
+    ([_t("*", [1e-4, 1e-4], 1e-8, 1e-8)], "underflow", None),
+    ([_t("/", [1.0, INF], 0.0, 0.0)], "overflow", NOEXC.format("/", WHAT["overflow"]) + AT),
+    # a non-finite input turned into a finite value
+    ([_t("tanh", [INF], 1.0, 1.0)], "special", "tanh(inf) = 1: the non-finite input is lost" + AT),
+    ([_t("tanh", [-INF], -1.0, -1.0)], "special", "tanh(-inf) = -1: the non-finite input is lost" + AT),
+    ([_t("tanh", [2.0], 1.0, 0.96)], "special", None),
+    ([_t("tanh", [INF], 1.0, 1.0)], "nan", None),
+    # no exceptional operation: the last operation of the formula, not the storage rounding
+    ([_t("*", [2.0, 3.0], 6.0, 6.0), STORE], "range", NOEXC.format("*", WHAT["range"]) + AT),
+    (
+        [_t("*", [2.0, 3.0], 6.0, 6.0, line=2), _t("+", [6.0, 1.0], 7.0, 7.0), STORE],
+        "monotonicity",
+        NOEXC.format("+", WHAT["monotonicity"]) + AT,
+    ),
+    ([STORE], "sign", NOEXC.format("rounding to fp16", WHAT["sign"]) + " at (storage):0"),
+    ([], "sign", None),
+    ([], "overflow", None),
+    ([_t("*", [2.0, 3.0], 6.0, 6.0)], "underflow", None),
+    ([_t("*", [2.0, 3.0], 6.0, 6.0)], "nan", None),
+]
+
+
+def test_explain_table_of_hand_built_traces(monkeypatch):
+    for entries, kind, text in EXPLAIN_CASES:
+        got = _explain(monkeypatch, entries, kind)[0]
+        if text is None:
+            assert got is None, (entries, kind, got)
+            continue
+        assert got is not None and got["text"] == text, (entries, kind, got)
+        t = next(t for t in entries if got["text"].endswith(f"at {t.file}:{t.line}") and t.op == got["op"])
+        assert got == {"op": t.op, "file": t.file, "line": t.line, "text": text}
+
+
+def test_masks_finite_where_the_exact_value_overflows_and_saturating_formats():
+    # fp16: 65504 where f = e^12 = 162754.8 overflows (RN = inf): an overflow miss; inf there is
+    # its correct rounding; an undefined value (exact NaN) is no overflow
+    e = _pe(
+        [12.0, 13.0, -1.0, 0.0],
+        [65504.0, INF, 65504.0, -3.0],
+        [162754.79, 442413.39, NAN, -INF],
+        [INF, INF, NAN, -INF],
+    )
+    assert _masks(e)["overflow"] == ([True, False, False, True], OVER_NOTE)
+    # fp4_e2m1 saturates: max 6, overflow from 7 = 6 + ulp(6)/2 on; RN(f) = +-6 beyond it
+    e = _pe(
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        [4.0, -4.0, 4.0, 6.0, 6.0, 4.0],
+        [7.0, -100.0, 6.99, 100.0, 5.0, 4.0],
+        [6.0, -6.0, 6.0, 6.0, 4.0, 4.0],
+        cls=[FINITE, FINITE, FINITE, 1, FINITE, FINITE],
+    )
+    assert _masks(e, "fp4_e2m1")["overflow"] == ([True, True, False, False, True, False], OVER_NOTE)
+    # fp16 does not saturate: 4 where RN(f) is 65504 and f is beyond 65520 is just an error
+    e = _pe([1.0], [4.0], [1e6], [65504.0])
+    assert _masks(e)["overflow"] == ([False], OVER_NOTE)
+
+
+def test_masks_flush_sign_range_and_which_kinds():
+    e = _pe(
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        [0.0, 0.0, 0.0, -0.0, 1.0, 0.0],
+        [1e-5, 0.0, NAN, -1e-5, 1.0, -1e-5],
+        [1e-5, 0.0, NAN, -1e-5, 1.0, -1e-5],
+    )
+    assert _masks(e)["underflow"] == ([True, False, False, True, False, True], "")
+    assert _masks(_pe([1.0], [1.0], [1.0], [1.0]))["underflow"] == ([False], "")
+    # opposite signs, both nonzero and the result finite
+    e = _pe(
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+        [-1.0, -0.0, 1.0, -INF, 2.0, -2.0, 1.0],
+        [1.0, 1.0, -0.0, 1.0, 3.0, -3.0, -0.5],
+        [1.0, 1.0, -0.0, 1.0, 3.0, -3.0, -0.5],
+    )
+    assert _masks(e)["sign"] == ([True, False, False, False, False, False, True], "")
+    # the range [0, 1] of sigmoid, NaN and inf are other kinds
+    unit = lambda x: (np.zeros_like(x), np.ones_like(x))  # noqa: E731
+    e = _pe(
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        [-0.001, 0.0, 1.0, 1.001, NAN, INF],
+        [0.5] * 6,
+        [0.5] * 6,
+    )
+    assert _masks(e, bounds=unit)["range"] == ([True, False, False, True, False, False], "")
+    e = _pe([1.0, 2.0], [-0.5, 1.5], [0.5] * 2, [0.5] * 2)
+    assert _masks(e, bounds=unit)["range"] == ([True, True], "")
+    # the bounds are rounded to the output format: RN_fp16(1.0007) = 1.0009765625 is in range
+    ident = lambda x: (np.minimum(x, 0), np.maximum(x, 0))  # noqa: E731
+    e = _pe([1.0007, 1.0007, -1.0007], [1.0009765625, 1.001953125, -1.0009765625], [1.0] * 3, [1.0] * 3)
+    assert _masks(e, bounds=ident)["range"] == ([False, True, False], "")
+    # the reference's parameters reach its bounds
+    seen = {}
+
+    def scaled(x, beta):
+        seen["beta"] = beta
+        return np.full_like(x, -beta), np.full_like(x, beta)
+
+    e = _pe([1.0, 2.0], [1.5, 2.5], [1.0] * 2, [1.0] * 2)
+    out = F.masks(e, SimpleNamespace(ref=_ref(bounds=scaled)), get_format("fp16"), {"beta": 2.0})
+    assert out["range"][0].tolist() == [False, True] and seen == {"beta": 2.0}
+    # a gated (two-argument) reference: no range or monotonicity kind
+    both = dict(bounds=unit, pieces=V)
+    assert list(_masks(_pe([1.0], [0.5], [0.5], [0.5]), **both)) == [
+        "nan",
+        "overflow",
+        "underflow",
+        "sign",
+        "range",
+        "monotonicity",
+    ]
+    assert list(_masks(_pe([1.0], [0.5], [0.5], [0.5]), arity=2, **both)) == [
+        "nan",
+        "overflow",
+        "underflow",
+        "sign",
+    ]
+    # monotonicity over finite results: an overflow miss (finite) counts, NaN does not
+    e = _pe([1.0, 2.0, 3.0, 4.0], [3.0, NAN, 2.0, 1.0], [3.0, 2.0, 2.0, INF], [3.0, 2.0, 2.0, INF])
+    assert _masks(e, pieces=V)["monotonicity"] == ([False, False, True, True], "")
+
+
+def test_failing_is_every_failure_kind(monkeypatch):
+    kinds = ("nan", "overflow", "underflow", "sign", "range", "monotonicity", "special", "no_effect")
+    ms = {k: (np.arange(len(kinds)) == i, "") for i, k in enumerate(kinds)}
+    e, cand, fmt, rp = _Len(len(kinds)), object(), object(), {"beta": 1}
+
+    def fake(*args):
+        assert len(args) == 4 and all(a is b for a, b in zip(args, (e, cand, fmt, rp)))
+        return ms
+
+    monkeypatch.setattr(F, "masks", fake)
+    assert F.failing(e, cand, fmt, rp).tolist() == [True] * 5 + [False] * 3
+
+
+def test_find_builds_each_finding(monkeypatch):
+    calls = []
+
+    def fake_masks(e_, cand, fmt, ref_params):
+        assert e_ is e and cand in (plain, bwd, gated)
+        calls.append(("masks", fmt.name, ref_params))
+        return {
+            "nan": (np.array([False, True, True, False, True]), ""),
+            "sign": (np.zeros(5, bool), ""),
+            "underflow": (np.array([1, 0, 0, 0, 0], bool), ""),
+            "overflow": (np.array([False, False, False, True, False]), "a note"),
+        }
+
+    def fake_explain(cand, storage, compute_fmt, params, x, x2, kind):
+        assert cand in (plain, bwd, gated)
+        calls.append(
+            (
+                "explain",
+                storage.name,
+                compute_fmt.name,
+                params,
+                x.tolist(),
+                None if x2 is None else x2.tolist(),
+                kind,
+            )
+        )
+        return {"text": kind}
+
+    monkeypatch.setattr(F, "masks", fake_masks)
+    monkeypatch.setattr(F, "explain", fake_explain)
+    s, c = get_format("fp16"), get_format("fp32")
+    e = _pe([1.0, 2.0, 3.0, 4.0, 5.0], [0.0, NAN, NAN, INF, NAN], [0.1, 0.2, 0.3, 0.4, 0.5], [0.1] * 5)
+    plain = SimpleNamespace(ref=SimpleNamespace())
+    bwd = SimpleNamespace(ref=SimpleNamespace(x_intervals=True))
+    gated = SimpleNamespace(ref=SimpleNamespace())  # a Reference has no x_intervals
+    got = [vars(f) for f in F.find(e, plain, s, c, {"a": 1}, {"b": 2})]
+    assert got == [
+        dict(
+            kind="nan",
+            count=3,
+            intervals=[[2.0, 3.0], [5.0, 5.0]],
+            example={"x": 2.0, "got": NAN, "exact": 0.2},
+            cause={"text": "nan"},
+            intervals_total=2,
+            note="",
+            last=[5.0, 5.0],
+        )
+        | {"example": got[0]["example"]},
+        dict(
+            kind="underflow",
+            count=1,
+            intervals=[[1.0, 1.0]],
+            example={"x": 1.0, "got": 0.0, "exact": 0.1},
+            cause={"text": "underflow"},
+            intervals_total=1,
+            note="",
+            last=[1.0, 1.0],
+        ),
+        dict(
+            kind="overflow",
+            count=1,
+            intervals=[[4.0, 4.0]],
+            example={"x": 4.0, "got": INF, "exact": 0.4},
+            cause={"text": "overflow"},
+            intervals_total=1,
+            note="a note",
+            last=[4.0, 4.0],
+        ),
+    ]
+    assert (
+        got[0]["example"]["x"] == 2.0
+        and math.isnan(got[0]["example"]["got"])
+        and got[0]["example"]["exact"] == 0.2
+    )
+    assert all(type(v) is float for f in got for v in f["example"].values())
+    assert calls == [
+        ("masks", "fp16", {"b": 2}),
+        ("explain", "fp16", "fp32", {"a": 1}, [2.0], None, "nan"),
+        ("explain", "fp16", "fp32", {"a": 1}, [1.0], None, "underflow"),
+        ("explain", "fp16", "fp32", {"a": 1}, [4.0], None, "overflow"),
+    ]
+    # pairs (x, dy) of a backward reference: intervals over x, the dead-gradient note
+    calls.clear()
+    e = _pe(
+        [3.0, 1.0, 3.0, 2.0, 1.0],
+        [0.0, NAN, NAN, INF, NAN],
+        [0.1, 0.2, 0.3, 0.4, 0.5],
+        [0.1] * 5,
+        x2=[5.0, 6.0, 7.0, 8.0, 9.0],
+    )
+    got = [vars(f) for f in F.find(e, bwd, s, c, {}, {})]
+    assert [
+        (f["kind"], f["count"], f["intervals"], f["intervals_total"], f["last"], f["note"]) for f in got
+    ] == [
+        ("nan", 3, [[1.0, 1.0], [3.0, 3.0]], 2, [3.0, 3.0], ""),
+        (
+            "underflow",
+            1,
+            [[3.0, 3.0]],
+            1,
+            [3.0, 3.0],
+            "dead gradient: dx = 0 where dy * f'(x) rounds to a nonzero value",
+        ),
+        ("overflow", 1, [[2.0, 2.0]], 1, [2.0, 2.0], "a note"),
+    ]
+    assert got[1]["example"] == {"x": 3.0, "got": 0.0, "exact": 0.1, "b": 5.0}
+    assert calls[1:] == [
+        ("explain", "fp16", "fp32", {}, [1.0], [6.0], "nan"),
+        ("explain", "fp16", "fp32", {}, [3.0], [5.0], "underflow"),
+        ("explain", "fp16", "fp32", {}, [2.0], [8.0], "overflow"),
+    ]
+    # a gated unit (x, b): no intervals, the note as masks gives it
+    got = [vars(f) for f in F.find(e, gated, s, c, {}, {})]
+    assert [
+        (f["kind"], f["count"], f["intervals"], f["intervals_total"], f["last"], f["note"]) for f in got
+    ] == [
+        ("nan", 3, [], 0, None, ""),
+        ("underflow", 1, [], 0, None, ""),
+        ("overflow", 1, [], 0, None, "a note"),
+    ]
+
+
+def test_special_findings_by_hand(monkeypatch):
+    calls = []
+    cand, f16, f32 = object(), get_format("fp16"), get_format("fp32")
+
+    def fake(c, s, cf, p, x, x2, kind):
+        assert c is cand and s is f16 and cf is f32
+        calls.append((p, x.tolist(), x2, kind))
+        return {"k": kind}
+
+    monkeypatch.setattr(F, "explain", fake)
+    ok = {"x": INF, "ok": True, "got": 1.0, "expected": 1.0}
+    assert F.special_findings(cand, f16, f32, {}, [ok]) == [] and calls == []
+    bad = [
+        ok,
+        {"x": -INF, "ok": False, "got": NAN, "expected": 0.0},
+        {"x": NAN, "ok": False, "got": 1.0, "expected": NAN},
+    ]
+    (f,) = F.special_findings(cand, f16, f32, {"a": 3}, bad)
+    assert (f.kind, f.count, f.intervals, f.intervals_total, f.cause, f.note, f.last) == (
+        "special",
+        2,
+        [[-INF, -INF], [NAN, NAN]][:1] + [f.intervals[1]],
+        2,
+        {"k": "nan"},
+        "",
+        None,
+    )
+    assert math.isnan(f.intervals[1][0]) and math.isnan(f.intervals[1][1])
+    assert f.example["x"] == -INF and math.isnan(f.example["got"]) and f.example["exact"] == 0.0
+    assert calls == [({"a": 3}, [-INF], None, "nan")]
+    # a finite (or non-float) result where another is expected: the special kind of cause
+    for got in (1.0, 0, None):
+        calls.clear()
+        (f,) = F.special_findings(cand, f16, f32, {}, [{"x": INF, "ok": False, "got": got, "expected": 0.0}])
+        assert calls == [({}, [INF], None, "special")] and f.count == 1 and f.intervals == [[INF, INF]]
+
+
+def test_masks_kinds_together_in_one_chunk():
+    # inf where RN(f) = 1 (class inf), -inf where RN(f) = +inf (the other sign: class inf too)
+    # and a saturated 65504 in one chunk: all three are overflows
+    e = _pe(
+        [1.0, 2.0, 3.0, 4.0], [INF, -INF, 65504.0, 2.0], [1.0, 1e6, 65470.0, 2.0], [1.0, INF, 65472.0, 2.0]
+    )
+    assert _masks(e)["overflow"] == ([True, True, True, False], OVER_NOTE)
+    assert _masks(e)["nan"] == ([False] * 4, "")
+    # every result finite: the masks are still boolean arrays
+    out = F.masks(
+        _pe([1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [1.0, 2.0]),
+        SimpleNamespace(ref=_ref()),
+        get_format("fp16"),
+        {},
+    )
+    assert all(m.dtype == bool and m.shape == (2,) for m, _ in out.values())
+    # a finite result where f is undefined (NaN of the same sign bit) has no sign
+    e = _pe([-1.0, -2.0], [1.0, 2.0], [NAN, NAN], [NAN, NAN])
+    assert _masks(e)["sign"] == ([False, False], "")
+    # the reference's parameters choose its monotone pieces
+    seen = []
+    ref = SimpleNamespace(bounds=None, arity=1, pieces=lambda p: seen.append(p) or ((-INF, INF, -1),))
+    out = F.masks(
+        _pe([1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [1.0, 2.0]),
+        SimpleNamespace(ref=ref),
+        get_format("fp16"),
+        {"beta": -1.0},
+    )
+    assert seen == [{"beta": -1.0}] and out["monotonicity"][0].tolist() == [False, True]
+
+
+def test_sign_needs_a_defined_exact_value():
+    # a finite result of the other sign bit than the exact NaN (numpy's log(-1) is -NaN): no sign
+    e = _pe([-1.0, -2.0, 3.0], [-1.0, 2.0, -1.0], [NAN, -NAN, 1.0], [NAN, NAN, 1.0])
+    assert _masks(e)["sign"] == ([False, False, True], "")
