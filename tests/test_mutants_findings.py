@@ -89,7 +89,7 @@ def test_t_max_is_the_storage_format_for_the_storage_rounding():
     assert F.t_max(_t("*", [], 0, 0, file="x.py"), c, s) == c.max_finite
 
 
-def _explain(monkeypatch, entries, kind, x2=None, params=None):
+def _explain(monkeypatch, entries, kind, x2=None, params=None, storage="fp16", compute="fp16"):
     seen = {}
 
     def fake(cand, storage, compute_fmt, p, x, y=None):
@@ -97,8 +97,9 @@ def _explain(monkeypatch, entries, kind, x2=None, params=None):
         return entries
 
     monkeypatch.setattr(F, "trace", fake)
-    f = get_format("fp16")
-    out = F.explain(None, f, f, params or {"a": 1}, np.array([1.0]), x2, kind)
+    out = F.explain(
+        None, get_format(storage), get_format(compute), params or {"a": 1}, np.array([1.0]), x2, kind
+    )
     return out, seen
 
 
@@ -499,6 +500,11 @@ EXPLAIN_CASES = [
         "max(-3, 0) = 0: the formula clamps, the exact value does not" + AT,
     ),
     ([_t("min", [3.0, 5.0], 3.0, 3.0)], "overflow", NOEXC.format("min", WHAT["overflow"]) + AT),
+    (
+        [_t("min", [5.0, 3.0], 3.0, 3.0)],
+        "overflow",
+        "min(5, 3) = 3: the formula clamps, the exact value does not" + AT,
+    ),
     ([_t("max", [-3.0, 0.0], 0.0, 0.0)], "sign", NOEXC.format("max", WHAT["sign"]) + AT),
     # zeros from nonzero operands
     ([_t("/", [1.0, INF], 0.0, 0.0)], "underflow", "1 / inf = 0" + AT),
@@ -854,3 +860,155 @@ def test_sign_needs_a_defined_exact_value():
     # a finite result of the other sign bit than the exact NaN (numpy's log(-1) is -NaN): no sign
     e = _pe([-1.0, -2.0, 3.0], [-1.0, 2.0, -1.0], [NAN, -NAN, 1.0], [NAN, NAN, 1.0])
     assert _masks(e)["sign"] == ([False, False, True], "")
+
+
+def test_explain_largest_finite_value_of_the_storage_format(monkeypatch):
+    # fp32 arithmetic, fp16 storage: the storage rounding onto 65504 is judged against fp16's
+    # largest value, an operation of the formula against fp32's
+    store = _t("rounding to fp16", [65504.001], 65504.0, 65504.001, file="(storage)", line=0)
+    got = _explain(monkeypatch, [store], "overflow", storage="fp16", compute="fp32")[0]
+    assert got == {
+        "op": "rounding to fp16",
+        "file": "(storage)",
+        "line": 0,
+        "text": "rounding to fp16(65504) rounded to the largest finite value 65504 at (storage):0",
+    }
+    op = _t("*", [256.0, 255.875], 65504.0, 65504.0)
+    got = _explain(monkeypatch, [op], "overflow", storage="fp16", compute="fp32")[0]
+    assert got["text"] == NOEXC.format("*", WHAT["overflow"]) + AT
+
+
+def test_masks_all_at_the_saturation_value_and_a_sign_beside_an_undefined_value():
+    # every RN(f) is the largest value 6 of fp4_e2m1: 4 is below it where f = 100 overflows
+    e = _pe([1.0], [4.0], [100.0], [6.0])
+    assert _masks(e, "fp4_e2m1")["overflow"] == ([True], OVER_NOTE)
+    # a real sign finding next to a finite result where f is undefined
+    e = _pe([1.0, 2.0], [-1.0, 1.0], [1.0, NAN], [1.0, NAN])
+    assert _masks(e)["sign"] == ([True, False], "")
+
+
+def _const(exact, out, line=3):
+    return _t("const", [], np.asarray(out, dtype=float), np.asarray(exact, dtype=float), line=line)
+
+
+def test_lossy_constants_by_hand():
+    f16, b16 = get_format("fp16"), get_format("bf16")
+
+    def lossy(exact, out, fmt=f16):
+        return F._lossy_constant(_const(exact, out), fmt)
+
+    assert lossy(1e-9, 0.0) == {
+        "kind": "constant",
+        "value": 1e-9,
+        "rounded": 0.0,
+        "file": "f.py",
+        "line": 3,
+        "text": "constant 1e-09 underflows to 0 in fp16 (becomes 0) at f.py:3",
+    }
+    assert lossy(135135.0, INF)["text"] == "constant 135135 overflows in fp16 (becomes inf) at f.py:3"
+    assert lossy(-135135.0, -INF)["rounded"] == "-inf"
+    d = lossy(1.0, NAN)
+    assert d["rounded"] == "nan" and d["text"] == "constant 1 overflows in fp16 (becomes NaN) at f.py:3"
+    # fp16's subnormals are below 2^-14 = 6.103515625e-05, that value itself is normal
+    assert lossy(1e-5, 1.0013580322265625e-05)["text"] == (
+        "constant 1e-05 is subnormal in fp16 (becomes 1.00136e-05) at f.py:3"
+    )
+    assert lossy(-1e-5, -1.0013580322265625e-05)["text"].startswith("constant -1e-05 is subnormal")
+    assert lossy(6.1035e-05, 2.0**-14) is None
+    # half of bf16's 8 bits: a relative change of more than 2^-4
+    assert lossy(1.0, 1.0625, b16) is None
+    assert lossy(1.0, 1.07, b16)["text"] == (
+        "constant 1 loses more than half its significant bits in bf16 (becomes 1.07) at f.py:3"
+    )
+    assert lossy(-1.0, -1.07, b16)["value"] == -1.0
+    assert lossy(0.1234567891234, 0.2, b16)["text"].startswith("constant 0.1234567891 loses")
+    assert lossy(1.0, 1.07, f16)["rounded"] == 1.07  # (fp16 keeps 11 bits: 2^-5.5 = 0.022 < 0.07)
+    assert lossy(1.0, 1.02, f16) is None
+    # no finding: an exact zero, a constant kept exactly, a table of constants
+    assert lossy(0.0, 0.0) is None and lossy(0.0, 1.0) is None and lossy(0.1, 0.1) is None
+    assert lossy([1e-9, 1.0], [0.0, 1.0]) is None and lossy(1e-9, [0.0, 0.0]) is None
+    assert lossy([1e-9], [0.0])["value"] == 1e-9
+
+
+def test_hidden_overflow_by_hand(monkeypatch):
+    f16, f32 = get_format("fp16"), get_format("fp32")
+    x = np.arange(1.0, 7.0)
+    e = _pe(x, [1.0, 2.0, 3.0, NAN, 5.0, 6.0], x, x)
+    ones = np.ones(6)
+    entries = [
+        _const(135135.0, INF, line=4),
+        _const(135135.0, 0.0, line=4),  # the same constant again: listed once, as first seen
+        _const(0.5, 0.5, line=6),
+        _t("*", [x, x], np.array([1.0, INF, INF, INF, 5.0, NAN]), x, line=5),
+        _t("exp", [np.full(6, INF)], np.full(6, INF), x, line=7),  # from an infinite operand: not hidden
+        _t("*", [x, ones], np.array([INF, 1.0, 1.0, 1.0, 1.0, 1.0]), x, line=5),  # the same operation
+        _t("+", [np.array(1.0)], np.array(INF), np.array(INF), line=8),  # one value for every input
+        _t("-", [x], x, x, line=9),
+    ]
+    text = "{} at f.py:{} overflowed to inf/NaN for {} inputs whose final result is finite (right only by saturation; a source of NaN gradients)"
+    got = F.hidden(None, f16, f16, {}, e, entries)
+    assert got == [
+        {
+            "kind": "hidden_overflow",
+            "op": "*",
+            "file": "f.py",
+            "line": 5,
+            "count": 4,
+            "intervals": [[1.0, 3.0], [6.0, 6.0]],
+            "intervals_total": 2,
+            "text": text.format("*", 5, 4),
+        },
+        {
+            "kind": "hidden_overflow",
+            "op": "+",
+            "file": "f.py",
+            "line": 8,
+            "count": 5,
+            "intervals": [[1.0, 3.0], [5.0, 6.0]],
+            "intervals_total": 2,
+            "text": text.format("+", 8, 5),
+        },
+        {
+            "kind": "constant",
+            "value": 135135.0,
+            "rounded": "inf",
+            "file": "f.py",
+            "line": 4,
+            "text": "constant 135135 overflows in fp16 (becomes inf) at f.py:4",
+        },
+    ]
+    assert all(type(h["count"]) is int for h in got[:2])
+    # constants are judged in the compute format (storage fp16 both times)
+    sub = [_const(1e-5, 1.0013580322265625e-05)]
+    assert (
+        F.hidden(None, f16, f16, {}, e, sub)[0]["text"]
+        == "constant 1e-05 is subnormal in fp16 (becomes 1.00136e-05) at f.py:3"
+    )
+    assert F.hidden(None, f16, f32, {}, e, sub)[0]["text"] == (
+        "constant 1e-05 loses more than half its significant bits in fp32 (becomes 1.00136e-05) at f.py:3"
+    )
+    # at most MAX_INTERVALS runs are listed
+    x = np.arange(130.0)
+    e = _pe(x, x, x, x)
+    out = np.where(np.arange(130) % 2 == 0, INF, 1.0)
+    (h,) = F.hidden(None, f16, f16, {}, e, [_t("*", [x], out, x)])
+    assert len(h["intervals"]) == 64 and h["intervals_total"] == 65 and h["count"] == 65
+    assert h["intervals"][63] == [126.0, 126.0]
+    # no recorded trace: the formula is traced at e's inputs, with its parameters
+    seen = []
+
+    def fake_trace(cand, storage, compute_fmt, params, xs, x2=None):
+        seen.append((cand, storage, compute_fmt, params, xs.tolist(), x2))
+        return [_const(1e-9, 0.0)]
+
+    monkeypatch.setattr(F, "trace", fake_trace)
+    e = _pe([1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [1.0, 2.0])
+    assert [h["kind"] for h in F.hidden("cand", f16, f32, {"a": 1}, e)] == ["constant"]
+    assert seen == [("cand", f16, f32, {"a": 1}, [1.0, 2.0], None)]
+    # a gated unit (x, b): nothing, not even a trace
+    e = _pe([1.0], [1.0], [1.0], [1.0], x2=[2.0])
+    assert (
+        F.hidden("cand", f16, f32, {}, e) == []
+        and F.hidden("cand", f16, f32, {}, e, entries) == []
+        and len(seen) == 1
+    )
