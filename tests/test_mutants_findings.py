@@ -927,6 +927,7 @@ def test_lossy_constants_by_hand():
     # no finding: an exact zero, a constant kept exactly, a table of constants
     assert lossy(0.0, 0.0) is None and lossy(0.0, 1.0) is None and lossy(0.1, 0.1) is None
     assert lossy([1e-9, 1.0], [0.0, 1.0]) is None and lossy(1e-9, [0.0, 0.0]) is None
+    assert lossy([1e-9, 1.0], 0.0) is None
     assert lossy([1e-9], [0.0])["value"] == 1e-9
 
 
@@ -941,6 +942,8 @@ def test_hidden_overflow_by_hand(monkeypatch):
         _const(0.5, 0.5, line=6),
         _t("*", [x, x], np.array([1.0, INF, INF, INF, 5.0, NAN]), x, line=5),
         _t("exp", [np.full(6, INF)], np.full(6, INF), x, line=7),  # from an infinite operand: not hidden
+        _t("/", [np.full(6, INF), x], np.full(6, INF), x, line=7),
+        _const(1e-9, 0.0, line=10),  # another lossy constant
         _t("*", [x, ones], np.array([INF, 1.0, 1.0, 1.0, 1.0, 1.0]), x, line=5),  # the same operation
         _t("+", [np.array(1.0)], np.array(INF), np.array(INF), line=8),  # one value for every input
         _t("-", [x], x, x, line=9),
@@ -975,6 +978,14 @@ def test_hidden_overflow_by_hand(monkeypatch):
             "file": "f.py",
             "line": 4,
             "text": "constant 135135 overflows in fp16 (becomes inf) at f.py:4",
+        },
+        {
+            "kind": "constant",
+            "value": 1e-9,
+            "rounded": 0.0,
+            "file": "f.py",
+            "line": 10,
+            "text": "constant 1e-09 underflows to 0 in fp16 (becomes 0) at f.py:10",
         },
     ]
     assert all(type(h["count"]) is int for h in got[:2])
