@@ -363,7 +363,7 @@ def explain(
             )
         if kind == "special" and math.isfinite(out) and not finite_ins:
             return _cause(t, f"{_show(t, ins)} = {_fmt(out)}: the non-finite input is lost")
-    if first_over is not None and kind in ("nan", "special", "overflow"):
+    if first_over is not None and kind in ("nan", "special"):  # (an overflow returned at first_over)
         return _cause(first_over, f"{first_over.op} overflowed to inf")
     if kind in ("sign", "range", "monotonicity", "overflow") and entries:
         # no exceptional operation: the approximation (or its rounding) itself; point at the

@@ -386,15 +386,6 @@ def test_monotone_edges_by_hand():
         [[-1.0, 1.0, 1.25], [0.0, 0.0, 0.25]],
         [[0.0, 0.0, 0.25], [1.0, 1.0, 1.25]],
     ]
-    # a chunk that ends (or starts) at the turning point has an edge in the other piece too
-    assert _edges([-2.0, -1.0, 0.0], [2.0, 1.0, 0.0]) == [
-        [[-2.0, 2.0, 2.25], [0.0, 0.0, 0.25]],
-        [[0.0, 0.0, 0.25], [0.0, 0.0, 0.25]],
-    ]
-    assert _edges([0.0, 1.0], [0.0, 1.0]) == [
-        [[0.0, 0.0, 0.25], [0.0, 0.0, 0.25]],
-        [[0.0, 0.0, 0.25], [1.0, 1.0, 1.25]],
-    ]
     # only finite results count: nan and inf are skipped, an overflow miss (finite) is not
     assert _edges([1.0, 2.0, 3.0, 4.0], [math.nan, 2.0, 3.0, math.inf], cls=[NAN_, FINITE, MISS, INF_]) == [
         None,
@@ -1023,3 +1014,16 @@ def test_hidden_overflow_by_hand(monkeypatch):
         and F.hidden("cand", f16, f32, {}, e, entries) == []
         and len(seen) == 1
     )
+
+
+def test_monotone_edges_of_a_chunk_that_ends_or_starts_at_the_turning_point():
+    # the turning point belongs to both pieces: a chunk ending (or starting) there has an edge
+    # in the piece it begins (or ends) too, so that the step across the chunk edge is compared
+    assert _edges([-2.0, -1.0, 0.0], [2.0, 1.0, 0.0]) == [
+        [[-2.0, 2.0, 2.25], [0.0, 0.0, 0.25]],
+        [[0.0, 0.0, 0.25], [0.0, 0.0, 0.25]],
+    ]
+    assert _edges([0.0, 1.0], [0.0, 1.0]) == [
+        [[0.0, 0.0, 0.25], [0.0, 0.0, 0.25]],
+        [[0.0, 0.0, 0.25], [1.0, 1.0, 1.25]],
+    ]
