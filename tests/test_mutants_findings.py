@@ -1,7 +1,9 @@
 """audit/findings.py's small pieces with expectations worked here: runs of a mask by hand,
 the failure kinds' union, number and cause text formats, and explain() over hand-built
 traces (the ftz and saturation notes).  They kill the mutants that mutmut found surviving
-the rest of the suite (docs/design/mutation-testing.md)."""
+the rest of the suite (docs/design/mutation-testing.md).  Further down: hand-built sweeps
+(PointErrors with the class each definition gives) and hand-built traces, each with the exact
+finding (kind, inputs, count, intervals, cause text) that docs/concepts/findings.md defines."""
 
 import math
 import warnings
