@@ -91,6 +91,10 @@ V5 = [-2.0, -1.0, 0.0, 1.0, 2.0]
         ([0.0, 1.0, 2.0], [-0.0, 0.0, 3.0], None, {"x": 1.0, "value": -0.0}),
         # a final run that is both constant and RN(f(x)) = x (a repeated sample): constant
         ([-1.0, 5.0, 5.0], [0.0, 5.0, 5.0], {"x": 5.0, "value": 5.0}, None),
+        # a NaN run at either end is no constant (NaN != NaN), nor RN(f(x)) = x
+        ([0.0, 1.0, 2.0], [NAN, NAN, 3.0], None, None),
+        ([0.0, 1.0, 2.0], [1.0, NAN, NAN], None, None),
+        ([0.0, 1.0, 2.0], [NAN, 1.0, 2.0], {"x": 1.0, "value": "identity"}, None),
         # one value: nothing saturates
         ([1.0], [2.0], None, None),
         ([1.0], [1.0], None, None),
@@ -132,6 +136,46 @@ def test_high_and_low_thresholds_by_hand(vals, rn, high, low):
 )
 def test_saturation_in_fp4_by_hand(name, params, high, low):
     _same(clip_mod.saturation(REFERENCES[name], FP4, params), {"high": high, "low": low})
+
+
+E4M3 = FORMATS["fp8_e4m3"]
+
+
+def _e4m3_grid(lo, hi, step):
+    """The fp8_e4m3 values lo, lo + step, ..., hi (one binade: 3 fraction bits, 8 steps)."""
+    return [lo + k * step for k in range(round((hi - lo) / step) + 1)]
+
+
+def test_saturation_in_fp8_e4m3_by_hand():
+    # fp8_e4m3 (OCP E4M3FN): 254 finite values up to +-448, spacing 1/16 in [0.5, 1), 1/4 in
+    # [2, 4), 1/2 in [4, 8), 32 in [256, 512); the smallest subnormal is 2^-9; no infinity: a
+    # value beyond 464 (448 + half its spacing) rounds to NaN.
+    v = E4M3.finite_values()
+    assert len(v) == 254 and v[0] == -448 and v[-1] == 448
+    for lo, hi, step in ((0.5, 0.9375, 1 / 16), (2.0, 3.75, 0.25), (4.0, 7.5, 0.5), (256.0, 448.0, 32.0)):
+        assert set(_e4m3_grid(lo, hi, step)) <= set(v.tolist())
+    assert 2.0**-9 in v and 2.0**-10 not in v
+    # RN(y) = 1 for y >= 1 - 1/32 (the midpoint 0.96875 ties to 1.0, whose last bit is even),
+    # RN(y) = 0 for 0 <= y <= 2^-10 (half the smallest subnormal, ties to the even 0).
+    # sigmoid >= 0.96875 from x = ln 31 = 3.434 on: the first value is 3.5;
+    # sigmoid <= 2^-10 up to x = -ln 1023 = -6.931: the last value is -7.
+    assert 3.25 < math.log(31) < 3.5 and -7 < -math.log(1023) < -6.5
+    # tanh >= 0.96875 from atanh(0.96875) = ln(63) / 2 = 2.072 on: 2.25 (and odd: -2.25 below)
+    assert 2.0 < math.log(63) / 2 < 2.25
+    # exp: <= 2^-10 up to -10 ln 2 = -6.931: -7; but exp(6.5) = 665 > 464 rounds to NaN (and
+    # so does every larger input): a NaN run at the top is no saturation
+    assert math.exp(6.5) > 464 and math.exp(6.0) < 464 and -7 < -10 * math.log(2) < -6.5
+    # log: NaN below zero (no saturation at the bottom); RN(y) = 6 for 5.75 <= y <= 6.25 (the
+    # midpoints to 5.5 and 6.5 tie to 6, even), from x = e^5.75 = 314.2 on: 320; log(448) = 6.105
+    assert 288 < math.exp(5.75) < 320 and math.log(448) < 6.25
+    cases = {
+        "sigmoid": ({"x": 3.5, "value": 1.0}, {"x": -7.0, "value": 0.0}),
+        "tanh": ({"x": 2.25, "value": 1.0}, {"x": -2.25, "value": -1.0}),
+        "exp": (None, {"x": -7.0, "value": 0.0}),
+        "log": ({"x": 320.0, "value": 6.0}, None),
+    }
+    for name, (high, low) in cases.items():
+        _same(clip_mod.saturation(REFERENCES[name], E4M3, {}), {"high": high, "low": low}, name)
 
 
 def test_saturation_over_sampled_inputs_sorts_them():
