@@ -250,6 +250,18 @@ def test_quantize_against_rationals(spec):
                 assert type(r) is float and r == want_code(y, q.kind, q.scale, q.zero, q.rounding), (k, d)
 
 
+def test_quantize_reads_narrow_floats_as_float64():
+    """A kernel's fp16 or fp32 outputs are quantized as the float64 values they hold: y / s
+    in fp16 would be 10008 or 10016 for 1001 / 0.1f = 10009.99985..."""
+    q = quant.parse_quant("int16:scale=0.1,zero=0")
+    ys = [1001.0, -1001.0, 0.5, 2.25]
+    want = [want_code(Fraction(y), "int16", q.scale, 0, "even") for y in ys]
+    assert want[0] == 10010
+    for dt in (np.float16, np.float32):
+        assert q.quantize(np.array(ys, dtype=dt)).tolist() == want
+    assert q.quantize([1001, -1001]).tolist() == want[:2]  # integers too
+
+
 def test_quantize_specials():
     for spec in SPECS:
         q = quant.parse_quant(spec)
@@ -599,6 +611,24 @@ def test_float_inputs_and_fractional_targets():
             assert abs(r.code_err[j] - float(abs(r.got[j] - t))) < 1e-9
     assert r.worst["x_code"] == "0x38"
     assert r.correct_fraction == 252 / 253
+    # the bits are written in full: 2 hex digits for fp8 (0x01, the smallest subnormal
+    # 2^-9), 2 for fp6_e2m3 (6 bits: 0x01 is 2^-3), 4 for fp16 (0x0001 is 2^-24)
+    for name, tiny, code in (
+        ("fp8_e4m3", 2.0**-9, "0x01"),
+        ("fp6_e2m3", 2.0**-3, "0x01"),
+        ("fp16", 2.0**-24, "0x0001"),
+    ):
+        f = element_format(name)
+        out = quant.parse_quant("int8:scale=0.5,zero=0")
+        c = quant.QuantCandidate(
+            "t",
+            "relu",
+            "",
+            "",
+            lambda codes, x, t=tiny, o=out: np.where(x == t, 9.0, o.quantize(np.maximum(x, 0))),
+        )
+        r = quant.audit_codes(REFERENCES["relu"], f, out, c)
+        assert r.worst == {"x": tiny, "x_code": code, "got": 9, "want": 0, "exact": tiny}, name
 
 
 # ------------------------------------------------------------------- saturated
@@ -912,6 +942,13 @@ def test_exact_codes_odd_fast_paths():
         for v, e in zip(x, exact):
             f = MPF["sigmoid"](mp.mpf(float(v)))
             assert abs(mp.mpf(float(e)) - f) <= f * 2.0**-40, v
+    # a fast path that computes in its input's type gets float64 inputs: x / 3 to 2^-53
+    third = dataclasses.replace(_half(lambda x: x / 3, rel_err=2.0**-52), mp=lambda v, **_: v / 3)
+    codes, exact, _ = quant.exact_codes(third, x.astype(np.float32), q, {})
+    assert exact.tolist() == (x / 3).tolist()
+    assert codes.tolist() == [
+        want_code(Fraction(float(v)) / 3, q.kind, q.scale, q.zero, q.rounding) for v in x
+    ]
     # a fast path giving float32 (within its bound): float64 values back, mpmath's in full
     ref = dataclasses.replace(_half(None), mp=lambda v, **_: v / 3, fast=lambda x: (x / 3).astype(np.float32))
     ref = dataclasses.replace(ref, rel_err=2.0**-20)
@@ -938,3 +975,57 @@ def test_exact_codes_odd_fast_paths():
     codes, exact, n = quant.exact_codes(tiny, np.array([-1.0, 2.0]), q, {})
     assert codes.tolist() == [-5, -5] and n == 2
     assert exact.tolist() == [5e-324, -5e-324]
+    # the same through a fast path that fails there (NaN): mpmath decides those inputs
+    tiny = dataclasses.replace(tiny, fast=lambda x: np.full(np.shape(x), np.nan), exact=True)
+    codes, exact, n = quant.exact_codes(tiny, np.array([-1.0, 2.0]), q, {})
+    assert codes.tolist() == [-5, -5] and n == 2 and exact.tolist() == [5e-324, -5e-324]
+
+
+def test_exact_codes_slack_is_the_declared_bound():
+    """f(x) = x / 2 on ties (k + 1/2) s, int8 codes of scale 1/16 in and out, half away:
+    a fast path off by exactly its declared bound 2^-20 (towards zero) is still sent to
+    mpmath; an exact fast path 1.5 bounds (2^-30) from the ties is not; a per-input bound
+    is read at the reference's parameters."""
+    q = quant.parse_quant("int8:scale=0.0625,zero=0,round=away")
+    x = q.values()
+    want = [want_code(Fraction(float(v)) / 2, "int8", 0.0625, 0, "away") for v in x]
+    edge = _half(lambda x: x / 2 * (1 - 2.0**-20), rel_err=2.0**-20)
+    codes, _, n = quant.exact_codes(edge, x, q, {})
+    assert codes.tolist() == want and n == 128  # every odd code: the ties
+    c = 1 + 1.5 * 2.0**-30
+    off = dataclasses.replace(
+        _half(lambda x: x / 2 * c, rel_err=2.0**-30),
+        mp=lambda v, **_: v / 2 * (1 + mp.mpf(1.5) * mp.mpf(2) ** -30),
+    )
+    codes, _, n = quant.exact_codes(off, x, q, {})
+    assert n == 0 and codes.tolist() == [
+        want_code(Fraction(float(v)) / 2 * Fraction(c), "int8", 0.0625, 0, "away") for v in x
+    ]
+    at = dataclasses.replace(
+        _half(
+            lambda x, c: x / 2 * (1 - 0.9e-12) * c,
+            rel_err=0.0,
+            rel_err_at=lambda x, c: np.full(np.shape(x), 1e-12 * c),
+        ),
+        mp=lambda v, c: v / 2 * c,
+        params={"c": 1.0},
+    )
+    codes, _, n = quant.exact_codes(at, x, q, {"c": 1.0})
+    assert codes.tolist() == want and n == 128
+
+
+def test_scale_beyond_float32_is_refused_quietly(capsys):
+    """scale=1e39 rounds to +inf in float32: refused in one line, no numpy warning on
+    stderr (the CLI's promise)."""
+    import warnings
+
+    from audit.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(BadOptionError) as e:
+            quant.parse_quant("int8:scale=1e39")
+    assert str(e.value) == "'int8:scale=1e39': scale must be a positive normal float32, got 1e39"
+    assert main(["sweep", "sigmoid.exp", "--dtype", "int8:scale=1e39"]) == 2
+    err = capsys.readouterr().err
+    assert err == "actaudit: error: 'int8:scale=1e39': scale must be a positive normal float32, got 1e39\n"
