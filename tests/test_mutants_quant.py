@@ -104,6 +104,8 @@ BAD = [
     ("int8:scale=1,zero=0,ZERO=0", _msg("int8:scale=1,zero=0,ZERO=0", "zero given twice")),
     ("int8:round=away,scale=1,round=even", _msg("int8:round=away,scale=1,round=even", "round given twice")),
     ("int8:scale=abc", _msg("int8:scale=abc", "scale 'abc' is not a number")),
+    ("int8:scale=1:5", _msg("int8:scale=1:5", "scale '1:5' is not a number")),  # one ':' splits
+    ("int8:scale=1=2", _msg("int8:scale=1=2", "scale '1=2' is not a number")),  # the first '=' splits
     ("int8:scale=", _msg("int8:scale=", "scale '' is not a number")),
     ("int8:scale=0", _msg("int8:scale=0", "scale must be a positive normal float32, got 0")),
     ("int8:scale=-0.5", _msg("int8:scale=-0.5", "scale must be a positive normal float32, got -0.5")),
