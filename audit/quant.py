@@ -170,7 +170,8 @@ def parse_quant(spec) -> QuantFormat:
         s64 = float(kv["scale"])
     except ValueError:
         raise BadOptionError(f"'{text}': scale '{kv['scale']}' is not a number") from None
-    s = float(np.float32(s64)) if math.isfinite(s64) else s64
+    with np.errstate(over="ignore"):  # beyond float32: inf, refused below (one line, no warning)
+        s = float(np.float32(s64)) if math.isfinite(s64) else s64
     if not (math.isfinite(s) and s > 0) or s < 2.0**-126:
         raise BadOptionError(f"'{text}': scale must be a positive normal float32, got {kv['scale']}")
     try:
