@@ -526,6 +526,10 @@ def sweep(
     names = [
         n.strip() for t in names for n in (t.split(",") if not t.startswith("lut:") else [t]) if n.strip()
     ]
+    if params and names and all(n.startswith("lut:") for n in names):
+        # a table is audited at its reference's defaults (its record says which): a parameter
+        # would be dropped without a word
+        raise BadOptionError(f"no selected candidate has a parameter '{sorted(params)[0]}'")
     out = []
     from . import engines
 

@@ -438,3 +438,16 @@ def test_a_fifo_as_a_table_is_refused_never_waited_on(tmp_path, args):
     os.mkfifo(tmp_path / name)
     r = _cli(args, tmp_path)
     _one_line(r.returncode, r.stderr, "not a regular file")
+
+
+@pytest.mark.parametrize("dtype", ["int8:scale=0.0625,zero=0", "fp8_e4m3"])
+def test_a_parameter_with_only_a_table_is_refused(tmp_path, capsys, dtype):
+    # a table is audited at its reference's defaults: a --param was dropped without a word
+    # on the quantized path (the float path refused it)
+    inq = quant.parse_quant("int8:scale=0.0625,zero=0") if dtype.startswith("int8") else get_format(dtype)
+    lut.write_table(tmp_path / "t.npy", "elu", inq, inq)
+    code = main(
+        ["sweep", f"lut:{tmp_path / 't.npy'}", "--dtype", dtype, "--reference", "elu", "--param", "alpha=2"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err == "actaudit: error: no selected candidate has a parameter 'alpha'\n", err
