@@ -589,3 +589,26 @@ def test_inputs_npy(tmp_path):
         blocks.inputs(f"npy:{tmp_path / 'none.npy'}", 0, 0, fp16, 16)
     assert str(e.value) == f"{tmp_path / 'none.npy'}: file of inputs not found"
     assert os.path.isdir(tmp_path)
+
+
+def test_tensor_scale_stays_positive_and_finite():
+    # an NVFP4 tensor whose maximum / 2688 rounds to 0 in fp32 (below 2688 * 2^-150), or
+    # overflows it: T is kept at fp32's least positive value / its largest, so no decode
+    # scale S T is 0 or infinite and no element turns to NaN
+    tmin, tmax = 2.0**-149, float(np.finfo(np.float32).max)
+    assert blocks.tensor_scale(1e-44) == tmin and blocks.tensor_scale(5e-324) == tmin
+    assert blocks.tensor_scale(1e42) == tmax and blocks.tensor_scale(1e300) == tmax
+    with mp.workprec(100):
+        assert blocks.tensor_scale_q(mp.mpf(1e-44) / 2688) == tmin
+        assert blocks.tensor_scale_q(mp.mpf(1e42) / 2688) == tmax
+    for y, t in (([1e-44, -3e-45, 0.0, -0.0] + [1e-45] * 12, tmin), ([1e42, -1.0, 0.0] + [1e41] * 13, tmax)):
+        for rule, f in (("ocp", rne), ("ceil", ceil_e)):
+            q = blocks.quantize(blocks.get_block_format("nvfp4", rule), np.array([y]))
+            assert q.tensor_scale == t
+            a = max(abs(Fraction(v)) for v in y)
+            s = f("fp8_e4m3", a / (6 * Fraction(t)))
+            assert q.scale[0] == float(s) and s > 0
+            want = [
+                as_float(rne("fp4_e2m1", Fraction(v) / (s * Fraction(t))), math.copysign(1, v) < 0) for v in y
+            ]
+            assert same(q.elems[0], want) and np.isfinite(q.values).all()
