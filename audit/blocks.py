@@ -289,6 +289,8 @@ def inputs(dist: str, n: int, seed: int, fmt: Format, block: int) -> np.ndarray:
         a = load_npy(p, MAX_ELEMENTS * 8, "file of inputs", regular=True)  # bounded, header first
         if a.dtype.kind not in "iuf":
             raise BadFileError(f"{p}: dtype {a.dtype}: expected numbers")
+        if a.size > MAX_ELEMENTS:  # (the byte bound lets 2^27 one-byte values through)
+            raise BadFileError(f"{p}: {a.size} values, more than {MAX_ELEMENTS}")
         a = a.astype(np.float64).ravel()
         if not np.isfinite(a).all():
             raise BadFileError(f"{p}: has non-finite values")

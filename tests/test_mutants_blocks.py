@@ -612,3 +612,16 @@ def test_tensor_scale_stays_positive_and_finite():
                 as_float(rne("fp4_e2m1", Fraction(v) / (s * Fraction(t))), math.copysign(1, v) < 0) for v in y
             ]
             assert same(q.elems[0], want) and np.isfinite(q.values).all()
+
+
+def test_inputs_npy_at_most_2_24_values(tmp_path):
+    # the documented bound is on values (2^24), not only on bytes: one-byte values count too
+    fp16 = FORMATS["fp16"]
+    p = tmp_path / "i8.npy"
+    np.save(p, np.zeros((1 << 24) + 16, dtype=np.int8))
+    with pytest.raises(BadFileError) as e:
+        blocks.inputs(f"npy:{p}", 0, 0, fp16, 16)
+    assert str(e.value) == f"{p}: {(1 << 24) + 16} values, more than {1 << 24}"
+    np.save(p, np.ones(1 << 24, dtype=np.int8))
+    x = blocks.inputs(f"npy:{p}", 0, 0, FORMATS["fp64"], 16)
+    assert len(x) == 1 << 24 and x[0] == 1.0 and x[-1] == 1.0
