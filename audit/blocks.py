@@ -139,8 +139,8 @@ def mx_exponent(bf: BlockFormat, amax: np.ndarray) -> np.ndarray:
             k = (e - 1 - E.emax).astype(np.float64)
         else:  # smallest k with amax <= max * 2^k
             k = (e - 1 - E.emax).astype(np.float64)
+            # (amax / 2^k and max both lie in [2^emax, 2^(emax+1)): the answer is k or k + 1)
             k = np.where(amax > np.ldexp(E.max_finite, k.astype(np.int64)), k + 1, k)
-            k = np.where(amax <= np.ldexp(E.max_finite, (k - 1).astype(np.int64)), k - 1, k)
         k = np.clip(k, -127, 127)
         k = np.where(amax == 0, -127.0, k)
         return np.where(np.isfinite(amax), k, np.nan)
@@ -153,10 +153,8 @@ def mx_exponent_mpf(bf: BlockFormat, amax) -> float:
     e = int(mp.frexp(amax)[1]) - 1  # floor(log2 amax), exact
     k = e - E.emax
     if bf.rule == "ceil":
-        while amax > mp.ldexp(mp.mpf(E.max_finite), k):
+        if amax > mp.ldexp(mp.mpf(E.max_finite), k):  # (k or k + 1, as in mx_exponent)
             k += 1
-        while amax <= mp.ldexp(mp.mpf(E.max_finite), k - 1):
-            k -= 1
     return float(min(max(k, -127), 127))
 
 
