@@ -618,10 +618,59 @@ def test_inputs_npy_at_most_2_24_values(tmp_path):
     # the documented bound is on values (2^24), not only on bytes: one-byte values count too
     fp16 = FORMATS["fp16"]
     p = tmp_path / "i8.npy"
-    np.save(p, np.zeros((1 << 24) + 16, dtype=np.int8))
+    np.save(p, np.zeros((1 << 24) + 1, dtype=np.int8))
     with pytest.raises(BadFileError) as e:
         blocks.inputs(f"npy:{p}", 0, 0, fp16, 16)
-    assert str(e.value) == f"{p}: {(1 << 24) + 16} values, more than {1 << 24}"
+    assert str(e.value) == f"{p}: {(1 << 24) + 1} values, more than {1 << 24}"
     np.save(p, np.ones(1 << 24, dtype=np.int8))
     x = blocks.inputs(f"npy:{p}", 0, 0, FORMATS["fp64"], 16)
     assert len(x) == 1 << 24 and x[0] == 1.0 and x[-1] == 1.0
+
+
+def test_quiet_under_floating_point_traps():
+    # the scale and rounding rules compute through overflow (a quotient beyond float64, an
+    # inf or NaN block) on purpose: under a caller's np.errstate(all="raise") they still
+    # answer, never trap
+    fp4 = FORMATS["fp4_e2m1"]
+    with np.errstate(all="raise"):
+        assert same(blocks.div_round(fp4, np.array([1e300, -1e300]), np.array([1e-10, 1e-10])), [6.0, -6.0])
+        assert same(
+            blocks.elem_round(fp4, np.array([np.inf, -np.inf, np.nan, 1e300])), [6.0, -6.0, np.nan, 6.0]
+        )
+        bf = blocks.get_block_format("nvfp4", "ceil")
+        assert same(
+            blocks.nv_scale(bf, np.array([1e300, np.inf, np.nan]), 2.0**-149), [448.0, np.nan, np.nan]
+        )
+        bf = blocks.get_block_format("nvfp4")
+        assert same(
+            blocks.nv_scale(bf, np.array([1e300, np.inf, np.nan]), 2.0**-149), [448.0, np.nan, np.nan]
+        )
+        for rule in ("ocp", "ceil"):
+            bf = blocks.get_block_format("mxfp4_e2m1", rule)
+            k = blocks.mx_exponent(bf, np.array([np.nan, np.inf, 0.0, 5e-324, 1.7976931348623157e308]))
+            assert same(k, [np.nan, np.nan, -127.0, -127.0, 127.0])
+            y = np.array([[np.inf] + [1.0] * 31, [np.nan] + [1.0] * 31, [1e300] + [-1e300] * 31, [0.0] * 32])
+            y = np.vstack([y, [[1e300, 5e-324, -5e-324] + [0.0] * 29]])  # 5e-324 / 2^127 underflows
+            q = blocks.quantize(bf, y)
+            assert same(q.scale, [np.nan, np.nan, 2.0**127, 2.0**-127, 2.0**127])
+            assert np.isnan(q.elems[:2]).all() and (q.elems[2, 1:] == -6.0).all() and (q.values[3] == 0).all()
+            assert same(q.elems[4, :3], [6.0, 0.0, -0.0])
+            y = np.array([[1e300] + [-1e300] * 15, [np.inf] + [1.0] * 15, [np.nan] + [0.0] * 15])
+            q = blocks.get_block_format("nvfp4", rule)
+            q = blocks.quantize(q, y)
+            assert q.scale[0] > 0 and np.isnan(q.scale[1:]).all() and np.isfinite(q.values[0]).all()
+
+
+def test_div_round_reads_float64():
+    # y and d are taken as float64 (what every caller holds): a wider input is rounded to
+    # float64 first.  y = 1.25 * 1.75 + (2^-52 - 2^-58) as a long double rounds to the tie
+    # 2.1875 (the quotient 1.25 ties to 1, even), though its own quotient would round to 1.5
+    fp4 = FORMATS["fp4_e2m1"]
+    two = np.longdouble(2.0)
+    y = np.array([2.1875], dtype=np.longdouble) + (two**-52 - two**-58)
+    assert float(y[0]) == 2.1875 and y[0] != 2.1875
+    assert same(blocks.div_round(fp4, y, 1.75), [1.0])
+    # d = 1.25 + (2^-53 - 2^-63) rounds to 1.25: 2.1875 / 1.25 is the tie 1.75 (to 2, even)
+    d = np.array([1.25], dtype=np.longdouble) + (two**-53 - two**-63)
+    assert float(d[0]) == 1.25 and d[0] != 1.25
+    assert same(blocks.div_round(fp4, np.array([2.1875]), d), [2.0])
