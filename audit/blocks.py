@@ -13,7 +13,8 @@ per block and one element format value per element.
   [-127, 127]; amax = 0 gives k = -127; a NaN or infinite amax gives a NaN scale and a
   block of NaN.
 * NVFP4 (NVIDIA Blackwell): B = 16, E2M1 elements, an unsigned E4M3 scale per block and an
-  fp32 tensor scale T = fp32(amax_tensor / (448 * 6)) (1 when amax_tensor is 0).  The
+  fp32 tensor scale T = fp32(amax_tensor / (448 * 6)) (1 when amax_tensor is 0; kept within
+  fp32's positive finite range [2^-149, fp32 max], never 0 nor infinite).  The
   block scale is S = RN_E4M3(amax / (6 T)) (``ocp`` rule here: round to nearest) or
   rounded up to the next E4M3 value (``ceil``), saturating at 448; elements are
   RN_E2M1(y / (S T)), saturating (S = 0: a block of zeros).
@@ -60,6 +61,7 @@ RULES = {
 MAX_ELEMENTS = 1 << 24
 EXHAUSTIVE_ROWS = 2048  # rows of x per chunk of the exhaustive pair mode (memory bound)
 NV_DEN = 448.0 * 6.0
+T_MIN, T_MAX = 2.0**-149, float(np.finfo(np.float32).max)  # NVFP4's tensor scale: fp32, > 0, finite
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,8 @@ def mx_exponent(bf: BlockFormat, amax: np.ndarray) -> np.ndarray:
             k = (e - 1 - E.emax).astype(np.float64)
         else:  # smallest k with amax <= max * 2^k
             k = (e - 1 - E.emax).astype(np.float64)
+            # (amax / 2^k and max both lie in [2^emax, 2^(emax+1)): the answer is k or k + 1)
             k = np.where(amax > np.ldexp(E.max_finite, k.astype(np.int64)), k + 1, k)
-            k = np.where(amax <= np.ldexp(E.max_finite, (k - 1).astype(np.int64)), k - 1, k)
         k = np.clip(k, -127, 127)
         k = np.where(amax == 0, -127.0, k)
         return np.where(np.isfinite(amax), k, np.nan)
@@ -151,10 +153,8 @@ def mx_exponent_mpf(bf: BlockFormat, amax) -> float:
     e = int(mp.frexp(amax)[1]) - 1  # floor(log2 amax), exact
     k = e - E.emax
     if bf.rule == "ceil":
-        while amax > mp.ldexp(mp.mpf(E.max_finite), k):
+        if amax > mp.ldexp(mp.mpf(E.max_finite), k):  # (k or k + 1, as in mx_exponent)
             k += 1
-        while amax <= mp.ldexp(mp.mpf(E.max_finite), k - 1):
-            k -= 1
     return float(min(max(k, -127), 127))
 
 
@@ -188,20 +188,28 @@ def nv_scale_q(bf: BlockFormat, q) -> float:
     return s
 
 
+def _t_range(t: float) -> float:
+    """T kept in fp32's positive finite range: a quotient that rounds to 0 (amax below
+    2688 * 2^-150) would make every decode scale S T zero, and one that overflows (amax
+    beyond 2688 times fp32's largest) infinite: either turns the tensor's elements to NaN."""
+    return min(max(t, T_MIN), T_MAX)
+
+
 def tensor_scale(amax: float) -> float:
     """T = RN_fp32(amax / 2688) for a float64 amax, correctly rounded (one rounding of the
     exact quotient: float(np.float32(amax / 2688)) rounds twice, which is innocuous for an
-    fp32 amax, 53 >= 2 * 24 + 2, but not for a float64 one)."""
+    fp32 amax, 53 >= 2 * 24 + 2, but not for a float64 one), within [2^-149, fp32 max]."""
     if not amax > 0:
         return 1.0
-    return float(div_round(FORMATS["fp32"], np.array([amax]), NV_DEN)[0])
+    return _t_range(float(div_round(FORMATS["fp32"], np.array([amax]), NV_DEN)[0]))
 
 
 def tensor_scale_q(q) -> float:
-    """T from the exact quotient q = amax / 2688 (an mpmath number): RN_fp32(q), 1 at 0."""
+    """T from the exact quotient q = amax / 2688 (an mpmath number): RN_fp32(q), 1 at 0,
+    within [2^-149, fp32 max]."""
     if q == 0:
         return 1.0
-    return FORMATS["fp32"].round_mpf(q)
+    return _t_range(FORMATS["fp32"].round_mpf(q))
 
 
 # --------------------------------------------------------- quantizing float values
@@ -279,6 +287,8 @@ def inputs(dist: str, n: int, seed: int, fmt: Format, block: int) -> np.ndarray:
         a = load_npy(p, MAX_ELEMENTS * 8, "file of inputs", regular=True)  # bounded, header first
         if a.dtype.kind not in "iuf":
             raise BadFileError(f"{p}: dtype {a.dtype}: expected numbers")
+        if a.size > MAX_ELEMENTS:  # (the byte bound lets 2^27 one-byte values through)
+            raise BadFileError(f"{p}: {a.size} values, more than {MAX_ELEMENTS}")
         a = a.astype(np.float64).ravel()
         if not np.isfinite(a).all():
             raise BadFileError(f"{p}: has non-finite values")
