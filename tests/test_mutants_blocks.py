@@ -836,3 +836,34 @@ def test_saturation_beyond_every_precision():
     x = [1424.0] + [0.25] * 31
     q, _, _ = blocks.reference(blocks.get_block_format("mxfp8_e4m3"), get_reference("tanh"), np.array(x), {})
     assert q.scale[0] == 2.0**-9 and q.elems[0, 0] == 448.0 and q.below[0, 0]
+
+
+def test_maxima_beyond_the_starting_precision():
+    """gelu(2^70) = 2^70 (1 - e^-2^139): mpmath at 120 bits plus twice the input's exponent,
+    then the near form: the block maximum is below 2^70, k = 69 - 8 (X = 2^61), 2^70 / X
+    = 512- saturates to 448, ULP 32 X (the binade below 512); gelu(2^60) / X = 1/2-."""
+    x = [2.0**70] + [2.0**60] * 31
+    f = [gq(v) for v in x]
+    y = [float(v) for v in x]
+    r = blocks.audit(
+        Fake("gelu", y), blocks.get_block_format("mxfp8_e4m3"), np.array(x), FORMATS["fp32"], FORMATS["fp32"]
+    )
+    check(r, model("mxfp8_e4m3", "ocp", f, y, 32))
+    assert r.worst_block["scale_ref"] == 2.0**61 and r.ref_max_elem_ulp == 2.0 and r.scale_diff_blocks == 1
+
+
+@pytest.mark.parametrize("rule", ["ocp", "ceil"])
+def test_negative_block_maxima_on_boundaries(rule):
+    """leaky_relu, alpha = 1/2: block maxima that are negative exact values on a scale
+    boundary: |f(-8)| = 4 (a power of two: OCP), |f(-14)| = 7 = 448 2^-6 (the round-up
+    rule's boundary), |f(-15)| = 7.5 (2^-6 by OCP, 2^-5 rounding up); decided on |f|."""
+    x = [-8.0] + [1.0] * 31 + [-14.0] + [0.5] * 31 + [-15.0, 3.0] + [-0.25] * 30
+    f = [Q(v) if v >= 0 else Q(v) / 2 for v in x]
+    y = [float(v) for v in f]
+    y[1] = 1.0625
+    bf = blocks.get_block_format("mxfp8_e4m3", rule)
+    cand = FakeP("leaky_relu", y, {"alpha": 0.5})
+    r = blocks.audit(cand, bf, np.array(x), FORMATS["bf16"], FORMATS["fp32"])
+    check(r, model("mxfp8_e4m3", rule, f, y, 32))
+    q, _, _ = blocks.reference(bf, cand.ref, np.array(x), {"alpha": 0.5})
+    assert q.scale.tolist() == ([2.0**-6, 2.0**-6, 2.0**-6] if rule == "ocp" else [2.0**-6, 2.0**-6, 2.0**-5])
