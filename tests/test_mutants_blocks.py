@@ -5,6 +5,7 @@ worked in the test (docs/design/mutation-testing.md)."""
 
 # ---- exact reference, audits (second half of blocks.py)
 import math  # noqa: E402
+import warnings  # noqa: E402
 from fractions import Fraction as Q  # noqa: E402
 
 import mpmath as mp  # noqa: E402
@@ -216,7 +217,8 @@ def near(a, b) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(near(a[k], b[k]) for k in a)
     if isinstance(a, float) or isinstance(b, float):
-        if isinstance(a, str) or isinstance(b, str):
+        if isinstance(a, str) or isinstance(b, str):  # JSON's 'nan', 'inf', '-inf'
+            a, b = (str(v) if isinstance(v, float) and not math.isfinite(v) else v for v in (a, b))
             return a == b
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
@@ -372,16 +374,19 @@ def test_all_nan_candidate():
     """Every element NaN: no finite figure (NaN), every element and scale differs, no worst
     block."""
     x = [1.0 + i / 8 for i in range(32)]
-    r = blocks.audit(
-        Fake("relu", [math.nan] * 32),
-        blocks.get_block_format("mxfp8_e4m3"),
-        np.array(x),
-        FORMATS["bf16"],
-        FORMATS["fp32"],
-    )
+    with warnings.catch_warnings():  # (no numpy warning on the way: nothing finite to reduce)
+        warnings.simplefilter("error")
+        r = blocks.audit(
+            Fake("relu", [math.nan] * 32),
+            blocks.get_block_format("mxfp8_e4m3"),
+            np.array(x),
+            FORMATS["bf16"],
+            FORMATS["fp32"],
+        )
     d = r.to_dict()
     assert [d[k] for k in ("max_elem_ulp", "mean_elem_ulp", "max_rel", "max_added_ulp")] == ["nan"] * 4
     assert (r.nan_elements, r.mismatches, r.scale_diff_blocks, r.worst_block) == (32, 32, 1, None)
+    assert r.inputs == "" and r.n_mpmath >= 0
     # the reference's own cost: 1 + i/8 over X = 2^-6 (amax 4.875) is 64 + 8 i; E4M3's values
     # are 16 apart in [128, 256): 136 (i = 9) is a tie, half an ULP; 32 apart above 256
     assert r.ref_max_elem_ulp == 0.5
@@ -795,23 +800,24 @@ def test_nvfp4_element_binade_below_a_power_of_two():
     assert (r.max_elem_ulp, r.ref_max_elem_ulp, r.mismatches) == (4.0, 4.0, 1)
     q, ex, n = blocks.reference(bf, cand.ref, np.array(x), {"beta": 1e5})
     assert q.scale.tolist() == [448.0, 0.75, 0.0] and q.below[1, 1] and q.below[2, 0]
-    assert np.count_nonzero(q.below) == 2
+    assert np.count_nonzero(q.below) == 2 and q.below.dtype == bool and q.below.shape == (3, 16)
 
 
 def test_mx_binade_below_with_parameters():
     """mxfp8_e4m3, the same swish: block maximum f(3) < 3, k = 1 - 8, X = 2^-7; f(2) / X =
     256-: E4M3's binade [128, 256), ULP 16 (float64 256 would say 32): the candidate's 240
-    (2^-7 240 = 1.875) is 1 ULP off; f(1) / X = 128-: its 120 (ULP 8) 1 ULP."""
+    (2^-7 240 = 1.875) is 1 ULP off; f(1) / X = 128-: its 120 (ULP 8) 1 ULP; f(2^-8) / X =
+    1/2- (ULP 2^-5, not 2^-4): its 9/16 is 2 ULP off."""
     beta = 100000
-    x = [3.0, 2.0, 1.0] + [0.375] * 29
+    x = [3.0, 2.0, 1.0, 2.0**-8] + [0.375] * 28
     f = [swish_q(v, beta) for v in x]
     y = [float(v) for v in f]
-    y[1], y[2] = 1.875, 0.9375
+    y[1], y[2], y[3] = 1.875, 0.9375, 2.0**-8 * 1.125
     for rule in ("ocp", "ceil"):
         bf = blocks.get_block_format("mxfp8_e4m3", rule)
         r = blocks.audit(FakeP("silu", y, {"beta": 1e5}), bf, np.array(x), FORMATS["bf16"], FORMATS["fp32"])
         check(r, model("mxfp8_e4m3", rule, f, y, 32))
-        assert r.max_elem_ulp == 1.0 and r.mismatches == 2
+        assert r.max_elem_ulp == 2.0 and r.mismatches == 3
 
 
 def test_exact_ties_of_a_function_without_near_form():
@@ -867,3 +873,73 @@ def test_negative_block_maxima_on_boundaries(rule):
     check(r, model("mxfp8_e4m3", rule, f, y, 32))
     q, _, _ = blocks.reference(bf, cand.ref, np.array(x), {"alpha": 0.5})
     assert q.scale.tolist() == ([2.0**-6, 2.0**-6, 2.0**-6] if rule == "ocp" else [2.0**-6, 2.0**-6, 2.0**-5])
+
+
+def test_worst_block_is_never_a_nan_block():
+    """Block 0 NaN (an infinity in the candidate's block), block 1 off by half an element ULP
+    at most: the worst block is block 1 whatever its error's size, and it holds
+    the largest finite element error."""
+    x = [float(v) for v in FORMATS["bf16"].round(np.linspace(0.3, 1.7, 64))]
+    y = list(x)  # relu computed exactly: only the elements' own rounding, below 1/2 ULP
+    y[5] = math.inf
+    r = blocks.audit(
+        Fake("relu", y), blocks.get_block_format("mxfp8_e4m3"), np.array(x), FORMATS["bf16"], FORMATS["fp32"]
+    )
+    check(r, model("mxfp8_e4m3", "ocp", [relu_q(v) for v in x], y, 32))
+    assert r.worst_block["index"] == 1 and 0 < r.worst_block["max_elem_ulp"] < 1
+
+
+def test_exhaustive_binade_below_under_the_elements_emin():
+    """Every pair of fp4_e2m1 inputs, swish beta = 10^5 (f(x) = x (1 - e^(-10^5 x)) < x):
+    f(0.5) alone is below E2M1's emin, yet in a block of scale 2^-4 (its own, k = -2 - 2)
+    0.5- / 2^-4 = 8- is in the binade [4, 8): saturating to 6 costs |6 - 8| / 2 = 1 ULP.
+    The candidate's outputs are f + 1/16 (in a block of its own scale)."""
+    xs = _pair_inputs("fp4_e2m1")
+    f = [swish_q(v, 100000) for v in xs]
+    y = [float(v) + 0.0625 for v in f]
+    cand = FakeP("silu", y, {"beta": 1e5})
+    want, worst = model_pairs("mxfp4_e2m1", "ocp", xs, f, y)
+    r = blocks.exhaustive(cand, blocks.get_block_format("mxfp4_e2m1"), FORMATS["fp4_e2m1"], FORMATS["fp32"])
+    check(r, want)
+    w = dict(r.worst_block)
+    w.pop("x_hex")
+    assert near(w, worst) and r.ref_max_elem_ulp == 1.0 and r.params == {"beta": 1e5}
+
+
+def test_audit_counts_first_scale_differences_and_identity():
+    """Ten blocks whose candidate doubles relu: every block's scale is one step up (elements
+    alike): ten scale differences, the first eight listed; the candidate's identity kept."""
+    x = [float(v) for v in FORMATS["bf16"].round(np.linspace(0.3, 1.7, 320))]
+    y = [2 * v for v in x]
+    r = blocks.audit(
+        Fake("relu", y), blocks.get_block_format("mxfp8_e4m3"), np.array(x), FORMATS["bf16"], FORMATS["fp32"]
+    )
+    check(r, model("mxfp8_e4m3", "ocp", [relu_q(v) for v in x], y, 32))
+    assert (r.scale_diff_blocks, r.scale_diff_first, r.mismatches) == (10, list(range(8)), 0)
+    assert r.identity == {"engine": "test"} and r.candidate == "fake.given"
+
+
+def test_relative_error_of_values_below_float64():
+    """gelu(-40) = -1.5e-348 is 0 in float64 but not 0: its block (scale 2^-127) quantizes it
+    to 0, a relative error of 1 (|0 - f| / |f|); the other block's elements are within 1/16
+    of their values: max_rel is that 1."""
+    x = [-40.0] * 32 + [1.0 + i / 32 for i in range(32)]
+    f = [gq(v) for v in x]
+    y = [float(v) for v in f]
+    assert y[0] == 0 and f[0] != 0
+    r = blocks.audit(
+        Fake("gelu", y), blocks.get_block_format("mxfp8_e4m3"), np.array(x), FORMATS["bf16"], FORMATS["fp32"]
+    )
+    check(r, model("mxfp8_e4m3", "ocp", f, y, 32))
+    assert r.max_rel == 1.0
+
+
+def test_exhaustive_mpmath_count_hand_worked():
+    """relu over every fp4_e2m1 pair: its fast path is exact, so mpmath decides only the four
+    inputs whose relu is a power of two (0.5, 1, 2, 4: boundaries of the OCP scale and of the
+    binades); zeros and 1.5, 3, 6 need nothing."""
+    for out in ("mxfp8_e4m3", "mxfp4_e2m1"):
+        r = blocks.exhaustive(
+            catalog()["relu.max"], blocks.get_block_format(out), FORMATS["fp4_e2m1"], FORMATS["fp32"]
+        )
+        assert (r.n_mpmath, r.mismatches, r.max_elem_ulp, r.elements) == (4, 0, 0.0, 225)
