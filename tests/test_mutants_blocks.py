@@ -943,3 +943,19 @@ def test_exhaustive_mpmath_count_hand_worked():
             catalog()["relu.max"], blocks.get_block_format(out), FORMATS["fp4_e2m1"], FORMATS["fp32"]
         )
         assert (r.n_mpmath, r.mismatches, r.max_elem_ulp, r.elements) == (4, 0, 0.0, 225)
+
+
+def test_sweep_defaults():
+    """sweep's defaults: bf16 inputs, mxfp8_e4m3 outputs, the OCP rule, fp32 compute,
+    normal:std=1 sampled with seed 0."""
+    (r,) = blocks.sweep("relu.max", elements=64)
+    x = blocks.inputs("normal:std=1", 64, 0, FORMATS["bf16"], 32)
+    f = [relu_q(float(v)) for v in x]
+    check(r, model("mxfp8_e4m3", "ocp", f, [float(v) for v in f], 32))
+    assert (r.dtype, r.out_dtype, r.rule, r.compute, r.inputs) == (
+        "bf16",
+        "mxfp8_e4m3",
+        "ocp",
+        "fp32",
+        "normal:std=1",
+    )
