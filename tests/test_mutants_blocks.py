@@ -959,3 +959,33 @@ def test_sweep_defaults():
         "fp32",
         "normal:std=1",
     )
+
+
+def test_exhaustive_all_nan_candidate():
+    """A candidate NaN everywhere: every pair is NaN, no finite figure, no worst pair."""
+    xs = _pair_inputs("fp4_e2m1")
+    r = blocks.exhaustive(
+        Fake("relu", [math.nan] * len(xs)),
+        blocks.get_block_format("nvfp4"),
+        FORMATS["fp4_e2m1"],
+        FORMATS["fp32"],
+    )
+    assert (r.worst_block, r.nan_elements, r.scale_diff_blocks, r.mismatches) == (None, 225, 225, 0)
+    assert math.isnan(r.max_elem_ulp) and math.isnan(r.mean_elem_ulp) and r.ref_max_elem_ulp >= 0
+
+
+def test_exact_zeros_of_a_parameter():
+    """leaky_relu with alpha = 0 is exactly 0 below 0 (its zero set depends on alpha): a zero
+    result there is exact, relative error 0."""
+    x = [-1.0] * 16 + [1.0 + i / 64 for i in range(16)]
+    f = [Q(v) if v >= 0 else Q(0) for v in x]
+    y = [float(v) for v in f]
+    r = blocks.audit(
+        FakeP("leaky_relu", y, {"alpha": 0.0}),
+        blocks.get_block_format("nvfp4"),
+        np.array(x),
+        FORMATS["bf16"],
+        FORMATS["fp32"],
+    )
+    check(r, model("nvfp4", "ocp", f, y, 16))
+    assert r.max_rel < 0.5
