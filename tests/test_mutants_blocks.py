@@ -989,3 +989,17 @@ def test_exact_zeros_of_a_parameter():
     )
     check(r, model("nvfp4", "ocp", f, y, 16))
     assert r.max_rel < 0.5
+
+
+def test_sweep_exhaustive_with_parameters():
+    """The pair mode takes the candidate's parameters too: leaky_relu.mul at alpha = 1/2
+    computes alpha x exactly in fp32 for fp4 inputs, so it matches the reference (alpha = 1/2)
+    everywhere: no element or scale differs."""
+    (r,) = blocks.sweep("leaky_relu.mul", "fp4_e2m1", "mxfp4_e2m1", dist="exhaustive", params={"alpha": 0.5})
+    assert (r.params, r.mismatches, r.scale_diff_blocks, r.max_added_ulp, r.elements) == (
+        {"alpha": 0.5},
+        0,
+        0,
+        0.0,
+        225,
+    )
