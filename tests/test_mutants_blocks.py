@@ -8,7 +8,9 @@ from __future__ import annotations  # noqa: E402  (after the docstring only)
 
 import math  # noqa: E402
 import os  # noqa: E402
+import warnings  # noqa: E402
 from fractions import Fraction  # noqa: E402
+from fractions import Fraction as Q  # noqa: E402
 
 import mpmath as mp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -674,3 +676,994 @@ def test_div_round_reads_float64():
     d = np.array([1.25], dtype=np.longdouble) + (two**-53 - two**-63)
     assert float(d[0]) == 1.25 and d[0] != 1.25
     assert same(blocks.div_round(fp4, np.array([2.1875]), d), [2.0])
+
+
+# ---- exact reference, audits (second half of blocks.py)
+from audit.candidates import catalog  # noqa: E402
+from audit.references import get_reference  # noqa: E402
+
+# element formats: (p, emin, max, emax); E4M3 and fp32 also as NVFP4's scales
+FMT = {
+    "fp8_e4m3": (4, -6, Q(448), 8),
+    "fp8_e5m2": (3, -14, Q(57344), 15),
+    "fp6_e3m2": (3, -2, Q(28), 4),
+    "fp6_e2m3": (4, 0, Q(15, 2), 2),
+    "fp4_e2m1": (2, 0, Q(6), 2),
+    "fp32": (24, -126, Q(2) ** 128, 127),
+}
+OUT = {"mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2"}
+OUT |= {"mxfp6_e2m3": "fp6_e2m3", "mxfp4_e2m1": "fp4_e2m1", "nvfp4": "fp4_e2m1"}
+
+
+def _flog2(a: Q) -> int:
+    """floor(log2 a) of a positive rational, on its integers."""
+    n, d = a.numerator, a.denominator
+    e = n.bit_length() - d.bit_length()
+    return e if (n >= d << e if e >= 0 else n << -e >= d) else e - 1
+
+
+_RN: dict = {}
+
+
+def _rn(a: Q, fmt: str) -> Q:
+    """RN(a) ties to even, saturating at the format's maximum (on integers: a / step =
+    N / D, the quotient and remainder decide)."""
+    key = (a, fmt)
+    if key in _RN:
+        return _RN[key]
+    p, emin, vmax, _ = FMT[fmt]
+    if a == 0:
+        return Q(0)
+    m = abs(a)
+    s = max(_flog2(m), emin) - (p - 1)  # the step is 2^s
+    N, D = m.numerator, m.denominator
+    N, D = (N, D << s) if s >= 0 else (N << -s, D)
+    n, r = divmod(N, D)
+    if 2 * r > D or (2 * r == D and n % 2):
+        n += 1
+    v = min(n * Q(2) ** s, vmax)
+    _RN[key] = out = v if a > 0 else -v
+    return out
+
+
+def _ulp(a: Q, fmt: str) -> Q:
+    p, emin, _, _ = FMT[fmt]
+    return Q(2) ** ((max(_flog2(abs(a)), emin) if a else emin) - (p - 1))
+
+
+def _up_e4m3(s: Q) -> Q:
+    """The next E4M3 value above s (448 at most)."""
+    return min(s + _ulp(s, "fp8_e4m3") if s else Q(1, 512), Q(448))
+
+
+def _q(v) -> Q:
+    sign, man, exp, _ = v._mpf_
+    r = Q(int(man)) * Q(2) ** int(exp)
+    return -r if sign else r
+
+
+def gelu_q(x: float) -> Q:
+    """GELU(x) as a rational: x Phi(x); for x > 0, x - g with g = x/2 erfc(x/sqrt 2) (kept at
+    least x 2^-300: below that every decision and float64 figure is the same)."""
+    with mp.workprec(400):
+        xm = mp.mpf(x)
+        if x > 0:
+            g = xm / 2 * mp.erfc(xm / mp.sqrt(2))
+            return Q(x) - (_q(g) if g > xm * mp.ldexp(1, -300) else Q(x) * Q(2) ** -300)
+        return _q(xm / 2 * mp.erfc(-xm / mp.sqrt(2)))
+
+
+def relu_q(x: float) -> Q:
+    return Q(x) if x > 0 else Q(0)
+
+
+def _val(v) -> Q | None:
+    """A float as a rational (None: not finite)."""
+    return Q(float(v)) if math.isfinite(v) else None
+
+
+def mx_code(amax: Q, emax: int, vmax: Q, rule: str) -> int:
+    if amax == 0:
+        return -127
+    k = _flog2(amax) - emax
+    if rule == "ceil":
+        while amax > vmax * Q(2) ** k:
+            k += 1
+        while amax <= vmax * Q(2) ** (k - 1):
+            k -= 1
+    return max(-127, min(127, k))
+
+
+def nv_code(amax: Q, t: Q, rule: str) -> Q:
+    s = _rn(amax / (6 * t), "fp8_e4m3")
+    if rule == "ceil" and s * 6 * t < amax:
+        s = _up_e4m3(s)
+    return s
+
+
+def t_code(amax: Q) -> Q:
+    return _rn(amax / 2688, "fp32") if amax else Q(1)
+
+
+def _fl(v) -> float:
+    return math.nan if v is None else float(v)
+
+
+def model(out: str, rule: str, f: list, y: list, B: int) -> dict:
+    """The figures of a sampled block audit from the exact values f (rationals) and the
+    candidate's outputs y (floats), worked here on rationals."""
+    E = OUT[out]
+    p, emin, vmax, emax = FMT[E]
+    nv = out == "nvfp4"
+    nb = len(f) // B
+    yq = [_val(v) for v in y]
+    t = tc = Q(1)
+    if nv:
+        t = t_code(max(abs(v) for v in f))
+        # the candidate's tensor maximum: over its blocks that are not NaN (a block holding
+        # a NaN or an infinity is NaN whole: none of its values is quantized)
+        fin = [abs(v) for b in range(nb) if None not in yq[b * B : b * B + B] for v in yq[b * B : b * B + B]]
+        tc = t_code(max(fin)) if fin else Q(1)
+    errs, rels, refs, adds = [], [], [], []
+    mism = nan_el = 0
+    sdiff, blk = [], []
+    for b in range(nb):
+        fb, yb = f[b * B : b * B + B], yq[b * B : b * B + B]
+        amax = max(abs(v) for v in fb)
+        if nv:
+            S = nv_code(amax, t, rule)
+            d = S * t
+            ref_scale = S
+        else:
+            d = ref_scale = Q(2) ** mx_code(amax, emax, vmax, rule)
+        if any(v is None for v in yb):
+            cd = c_scale = None
+        else:
+            camax = max(abs(v) for v in yb)
+            if nv:
+                c_scale = nv_code(camax, tc, rule)
+                cd = c_scale * tc
+            else:
+                cd = c_scale = Q(2) ** mx_code(camax, emax, vmax, rule)
+        if c_scale != ref_scale or (nv and t != tc):
+            sdiff.append(b)
+        bm, bmism, bmax = 0, 0, -1.0
+        for fv, yv in zip(fb, yb):
+            rel_ = _rn(fv / d, E) if d else Q(0)
+            rv = rel_ * d
+            if cd is None:
+                cel = cv = None
+            else:
+                cel = _rn(yv / cd, E) if cd else Q(0)
+                cv = cel * cd
+            dd = d if d else Q(1, 512) * t
+            u = dd * _ulp(fv / dd, E)
+            refs.append(float(abs(rv - fv) / u))
+            bmism += cel != rel_
+            if cv is None:
+                nan_el += 1
+                continue
+            mism += cel != rel_
+            e = float(abs(cv - fv) / u)
+            errs.append(e)
+            bmax = max(bmax, e)
+            adds.append(float(abs(cv - rv) / u))
+            if float(fv) == 0:  # (an exact 0, or below float64: the rule, 1 for a zero result)
+                rels.append((0.0 if fv == 0 else 1.0) if cv == 0 else math.inf)
+            else:
+                rels.append(float(abs(cv - fv) / abs(fv)))
+        blk.append((bmax, b, _fl(ref_scale), _fl(c_scale), bmism))
+    worst = None
+    if errs:
+        bmax, w, sr, sc, bm = max(blk, key=lambda r: (r[0], -r[1]))
+        worst = {"index": w, "first_element": w * B, "max_elem_ulp": bmax, "scale_ref": sr}
+        worst |= {"scale_candidate": sc if not math.isnan(sc) else "nan", "mismatches": bm}
+    # a NaN candidate element differs from every reference element
+    mism += nan_el
+    return {
+        "elements": len(f),
+        "blocks": nb,
+        "max_elem_ulp": max(errs) if errs else math.nan,
+        "mean_elem_ulp": math.fsum(errs) / len(errs) if errs else math.nan,
+        "max_rel": max(rels) if rels else math.nan,
+        "ref_max_elem_ulp": max(refs),
+        "mismatches": mism,
+        "max_added_ulp": max(adds) if adds else math.nan,
+        "scale_diff_blocks": len(sdiff),
+        "scale_diff_first": sdiff[:8],
+        "worst_block": worst,
+        "nan_elements": nan_el,
+        "tensor_scale": {"reference": float(t), "candidate": float(tc)} if nv else None,
+    }
+
+
+def near(a, b) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(near(a[k], b[k]) for k in a)
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, str) or isinstance(b, str):  # JSON's 'nan', 'inf', '-inf'
+            a, b = (str(v) if isinstance(v, float) and not math.isfinite(v) else v for v in (a, b))
+            return a == b
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == pytest.approx(b, rel=1e-9, abs=1e-11)
+    return a == b
+
+
+def check(r, want: dict):
+    d = r.to_dict()
+    for k, v in want.items():
+        assert near(d[k], v), (k, d[k], v)
+
+
+class Fake:
+    """A candidate whose outputs are given (any floats: NaN, infinities, flushes)."""
+
+    id = "fake.given"
+    identity = {"engine": "test"}
+
+    def __init__(self, ref: str, y):
+        self.reference, self.y = ref, y
+
+    @property
+    def ref(self):
+        return get_reference(self.reference)
+
+    def resolve_params(self, p):
+        return dict(p or {})
+
+    def reference_params(self, p):
+        return {}
+
+    def compute_format(self, c):
+        return c
+
+    def evaluate(self, x, cf, cf2, p):
+        assert len(x) == len(self.y)
+        return np.array(self.y, dtype=np.float64)
+
+
+_GQ: dict = {}
+
+
+def gq(x) -> Q:
+    if x not in _GQ:
+        _GQ[x] = gelu_q(x)
+    return _GQ[x]
+
+
+def run(cand, out, rule, x, fq, in_fmt="bf16"):
+    bf = blocks.get_block_format(out, rule)
+    r = blocks.audit(cand, bf, np.array(x, dtype=np.float64), FORMATS[in_fmt], FORMATS["fp32"], None, "d")
+    y = cand.evaluate(np.array(x), FORMATS["fp32"], FORMATS["fp32"], {})
+    return r, model(out, rule, [fq(float(v)) for v in x], list(y), bf.block)
+
+
+def test_gelu16_block_hand_worked():
+    """bf16 [16, 1 x 31], gelu.erf, mxfp8_e4m3: the exact maximum 16 (1 - 6.4e-58) < 16 has
+    k = 3 - 8 = -5, X = 2^-5; 16 / X = 512 (1 - ...) saturates to 448, cost (16 - 14) / (X 32)
+    = 2 ULP of the binade below 512; the candidate's 16.0 gives 2^-4: every element code
+    differs (26 against 13: gelu(1) = 0.8413 is 26.9 X, 13.5 (2 X))."""
+    x = [16.0] + [1.0] * 31
+    c = catalog()["gelu.erf"]
+    r, want = run(c, "mxfp8_e4m3", "ocp", x, gq)
+    check(r, want)
+    assert (r.scale_diff_blocks, r.scale_diff_first, r.mismatches, r.ref_max_elem_ulp) == (1, [0], 32, 2.0)
+    assert r.worst_block["scale_ref"] == 2.0**-5 and r.worst_block["scale_candidate"] == 2.0**-4
+    assert r.n_mpmath == 1 and r.blocks == 1 and r.elements == 32 and r.tensor_scale is None
+    assert (r.candidate, r.reference, r.dtype, r.out_dtype, r.rule, r.compute, r.inputs) == (
+        "gelu.erf",
+        "gelu",
+        "bf16",
+        "mxfp8_e4m3",
+        "ocp",
+        "fp32",
+        "d",
+    )
+    q, ex, n = blocks.reference(blocks.get_block_format("mxfp8_e4m3"), c.ref, np.array(x), {})
+    assert q.scale.tolist() == [2.0**-5] and q.elems[0, :2].tolist() == [448.0, 26.0]
+    assert q.values[0, 0] == 14.0 and q.tensor_scale == 1.0 and n == 1
+    assert q.below.tolist() == [[True] + [False] * 31] and ex[0] == 16.0
+    assert ex[1] == float(gq(1.0))
+
+
+def test_exact_maximum_counts_and_mpmath_counts():
+    """relu (exact fast path) [3, 1.5 x 31]: 3 / 2^-7 = 384 and 1.5 / 2^-7 = 192 are E4M3 values
+    away from every boundary: mpmath decides nothing.  [4, 1 x 31]: 4 is a power of two (the
+    scale's boundary) and every element over X = 2^-6 is one too (a binade boundary): all 32
+    go to mpmath."""
+    bf = blocks.get_block_format("mxfp8_e4m3")
+    ref = get_reference("relu")
+    q, _, n = blocks.reference(bf, ref, np.array([3.0] + [1.5] * 31), {})
+    assert (q.scale[0], n, q.elems[0, 0], q.elems[0, 1]) == (2.0**-7, 0, 384.0, 192.0)
+    q, _, n = blocks.reference(bf, ref, np.array([4.0] + [1.0] * 31), {})
+    assert (q.scale[0], n, q.elems[0, 0], q.elems[0, 1]) == (2.0**-6, 32, 256.0, 64.0)
+    assert not q.below.any()
+
+
+def _mixed_inputs():
+    """Four bf16 blocks: a maximum f(16) just below a power of two, f(-40) = -1.5e-348 (0 in
+    float64, not exactly 0), an exact zero, maxima f(8), small and mid values."""
+    g = np.random.default_rng(5)
+    b0 = [16.0, -3.0, 0.0, -40.0] + list(g.normal(0, 2, 28))
+    b1 = [8.0, 0.5, -0.75, 2.0**-20] + list(g.normal(0, 1, 28))
+    b2 = [-40.0] * 16 + [-30.0] * 16
+    b3 = list(g.normal(1, 3, 32))
+    return [float(v) for v in FORMATS["bf16"].round(np.array(b0 + b1 + b2 + b3))]
+
+
+@pytest.mark.parametrize("rule", ["ocp", "ceil"])
+@pytest.mark.parametrize("out", ["mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1"])
+def test_mx_audit_against_rationals(out, rule):
+    x = _mixed_inputs()
+    r, want = run(catalog()["gelu.tanh"], out, rule, x, gq)
+    check(r, want)
+    assert r.max_rel == 1.0 or r.max_rel > 1.0  # f(-40): a zero result of a nonzero value
+
+
+def _poisoned(f: list) -> list:
+    """Candidate outputs for 5 blocks of B: a NaN in block 0, +inf in block 1, -inf in
+    block 2, a flush to zero (+0 and -0) of block 3, block 4 the exact values times 1 + 2^-5."""
+    y = [float(v) * (1 + 2.0**-5) for v in f]
+    B = len(f) // 5
+    y[3] = math.nan
+    y[B + 1] = math.inf
+    y[2 * B + 2] = -math.inf
+    for i in range(3 * B, 4 * B):
+        y[i] = 0.0 if i % 2 else -0.0
+    return y
+
+
+@pytest.mark.parametrize("out", ["mxfp8_e4m3", "mxfp4_e2m1", "nvfp4"])
+def test_nan_and_inf_candidates(out):
+    """A NaN or an infinity poisons its own block only (NaN scale and elements, counted as
+    NaN elements, differing elements and scales), never the figures of the others; a flushed
+    block costs its elements' whole value (relative error 1)."""
+    B = 16 if out == "nvfp4" else 32
+    g = np.random.default_rng(2)
+    x = [float(v) for v in FORMATS["bf16"].round(g.normal(0.5, 2, 5 * B))]
+    f = [relu_q(v) for v in x]
+    cand = Fake("relu", _poisoned([float(v) for v in f]))
+    r, want = run(cand, out, "ocp", x, relu_q)
+    check(r, want)
+    assert r.nan_elements == 3 * B and r.max_rel == 1.0 and r.n_mpmath >= 0
+    assert r.scale_diff_first[:4] == [0, 1, 2, 3]
+    assert r.worst_block["index"] == 3
+    if out != "nvfp4":
+        # the flushed block: scale 2^-127, elements 0: |0 - f| / u at the reference's scale
+        assert r.worst_block["scale_candidate"] == 2.0**-127
+
+
+def test_all_nan_candidate():
+    """Every element NaN: no finite figure (NaN), every element and scale differs, no worst
+    block."""
+    x = [1.0 + i / 8 for i in range(32)]
+    with warnings.catch_warnings():  # (no numpy warning on the way: nothing finite to reduce)
+        warnings.simplefilter("error")
+        r = blocks.audit(
+            Fake("relu", [math.nan] * 32),
+            blocks.get_block_format("mxfp8_e4m3"),
+            np.array(x),
+            FORMATS["bf16"],
+            FORMATS["fp32"],
+        )
+    d = r.to_dict()
+    assert [d[k] for k in ("max_elem_ulp", "mean_elem_ulp", "max_rel", "max_added_ulp")] == ["nan"] * 4
+    assert (r.nan_elements, r.mismatches, r.scale_diff_blocks, r.worst_block) == (32, 32, 1, None)
+    assert r.inputs == "" and r.n_mpmath >= 0
+    # the reference's own cost: 1 + i/8 over X = 2^-6 (amax 4.875) is 64 + 8 i; E4M3's values
+    # are 16 apart in [128, 256): 136 (i = 9) is a tie, half an ULP; 32 apart above 256
+    assert r.ref_max_elem_ulp == 0.5
+
+
+@pytest.mark.parametrize("rule", ["ocp", "ceil"])
+@pytest.mark.parametrize("cid", ["gelu.tanh", "gelu.erf"])
+def test_nvfp4_audit_against_rationals(rule, cid):
+    """Blocks of 16 with S = 0 blocks (gelu(-40), gelu(-8): below half E4M3's least scale at
+    T), a maximum gelu(16) and mixed values."""
+    x = _mixed_inputs()[:96] + [-8.0] * 16 + [1.0] * 16
+    r, want = run(catalog()[cid], "nvfp4", rule, x, gq)
+    check(r, want)
+    q, _, _ = blocks.reference(blocks.get_block_format("nvfp4", rule), get_reference("gelu"), np.array(x), {})
+    assert (q.scale == 0).any() == (rule == "ocp") and q.tensor_scale == float(t_code(gq(16.0)))
+
+
+def test_nvfp4_tensor_scale_on_a_tie():
+    """amax / 2688 = 1 + 3 2^-24, an fp32 midpoint: relu's exact value ties to even, T = 1 +
+    2^-22; gelu's exact value is below it (by e^-m^2/2): T = 1 + 2^-23.  S = RN_E4M3(amax /
+    6T) and the elements follow from T."""
+    m = 2688 * (1 + 3 * 2.0**-24)
+    x = [m] + [1.0] * 15 + [-m / 2] + [0.25] * 15
+    for name, fq, want_t in (("relu", relu_q, 1 + 2.0**-22), ("gelu", gq, 1 + 2.0**-23)):
+        for rule in ("ocp", "ceil"):
+            bf = blocks.get_block_format("nvfp4", rule)
+            q, ex, n = blocks.reference(bf, get_reference(name), np.array(x), {})
+            f = [fq(v) for v in x]
+            t = t_code(max(abs(v) for v in f))
+            assert q.tensor_scale == want_t == float(t) and n >= 1
+            for b in range(2):
+                fb = f[16 * b : 16 * b + 16]
+                S = nv_code(max(abs(v) for v in fb), t, rule)
+                assert q.scale[b] == float(S)
+                assert q.elems[b].tolist() == [float(_rn(v / (S * t), "fp4_e2m1")) for v in fb]
+
+
+def model_pairs(out: str, rule: str, xs: list, f: list, y: list) -> dict:
+    """The exhaustive pair mode worked on rationals: the block {x, m} has the scale of
+    max(|f(x)|, |f(m)|) (the candidate: of its own values, NaN if either is NaN), x's element
+    audited in it, every pair counted; the pairs of one x whose m share (reference code,
+    candidate code) are alike, so they are taken once with their count."""
+    E = OUT[out]
+    p, emin, vmax, emax = FMT[E]
+    nv = out == "nvfp4"
+    yq = [_val(v) for v in y]
+    t = tc = Q(1)
+    if nv:
+        t = t_code(max(abs(v) for v in f))
+        fin = [abs(v) for v in yq if v is not None]
+        tc = t_code(max(fin)) if fin else Q(1)
+
+    def code(a, tt):
+        return nv_code(a, tt, rule) if nv else mx_code(a, emax, vmax, rule)
+
+    def dec(k, tt):
+        return k * tt if nv else Q(2) ** k
+
+    kr = [code(abs(v), t) for v in f]
+    kc = [None if v is None else code(abs(v), tc) for v in yq]
+    classes: dict = {}
+    for i in range(len(xs)):
+        classes.setdefault((kr[i], kc[i]), [i, 0])[1] += 1
+    order = sorted(classes, key=lambda c: (float(c[0]), 1000.0 if c[1] is None else float(c[1])))
+    acc = dict(sum=0.0, w=0, mism=0, sdiff=0, nan=0, ref=0.0, rel=0.0, added=0.0, max=-1.0)
+    worst = None
+    for i, (fv, yv) in enumerate(zip(f, yq)):
+        seen: dict = {}  # (K, Kc) -> figures: the classes of m that give x the same scales
+        for c in order:
+            m, cnt = classes[c]
+            K = max(kr[i], c[0])
+            Kc = None if kc[i] is None or c[1] is None else max(kc[i], c[1])
+            if (K, Kc) not in seen:
+                d = dec(K, t)
+                el = _rn(fv / d, E) if d else Q(0)
+                rv = el * d
+                dd = d if d else Q(1, 512) * t
+                u = dd * _ulp(fv / dd, E)
+                fig = [float(abs(rv - fv) / u)]
+                if Kc is not None:
+                    Xc = dec(Kc, tc)
+                    cel = _rn(yv / Xc, E) if Xc else Q(0)
+                    cv = cel * Xc
+                    if float(fv):
+                        rel = float(abs(cv - fv) / abs(fv))
+                    else:
+                        rel = (0.0 if fv == 0 else 1.0) if cv == 0 else math.inf
+                    fig += [Xc != d, float(abs(cv - fv) / u), cel != el, float(abs(cv - rv) / u), rel]
+                    fig += [float(K if nv else d), float(Kc if nv else Xc), float(cv), float(rv)]
+                seen[K, Kc] = fig
+            fig = seen[K, Kc]
+            acc["ref"] = max(acc["ref"], fig[0])
+            if Kc is None:
+                acc["nan"] += cnt
+                acc["sdiff"] += cnt
+                continue
+            sd, e, mi, ad, rel, sr, sc, got, rv = fig[1:]
+            acc["sdiff"] += cnt if sd else 0
+            acc["sum"] += e * cnt
+            acc["w"] += cnt
+            acc["mism"] += cnt if mi else 0
+            acc["added"] = max(acc["added"], ad)
+            acc["rel"] = max(acc["rel"], rel)
+            if e > acc["max"]:
+                acc["max"] = e
+                worst = {"x": xs[i], "pair_input": xs[m], "max_elem_ulp": e, "scale_ref": sr}
+                worst |= {"scale_candidate": sc, "got": got, "reference": rv, "exact": float(fv)}
+    n = len(xs)
+    have = acc["w"] > 0
+    return {
+        "elements": n * n,
+        "blocks": n * n,
+        "max_elem_ulp": acc["max"] if have else math.nan,
+        "mean_elem_ulp": acc["sum"] / acc["w"] if have else math.nan,
+        "max_rel": acc["rel"] if have else math.nan,
+        "ref_max_elem_ulp": acc["ref"],
+        "mismatches": acc["mism"],
+        "max_added_ulp": acc["added"] if have else math.nan,
+        "scale_diff_blocks": acc["sdiff"],
+        "scale_diff_first": [],
+        "nan_elements": acc["nan"],
+        "tensor_scale": {"reference": float(t), "candidate": float(tc)} if nv else None,
+    }, worst
+
+
+def _pair_inputs(fmt: str) -> list:
+    xs = FORMATS[fmt].finite_values()
+    return [float(v) for v in xs[~((xs == 0) & np.signbit(xs))]]
+
+
+@pytest.mark.parametrize(
+    "fmt,out,rule,cid",
+    [
+        ("fp6_e3m2", "mxfp8_e4m3", "ocp", "gelu.tanh"),
+        ("fp6_e3m2", "mxfp4_e2m1", "ceil", "gelu.erf"),
+        ("fp4_e2m1", "nvfp4", "ocp", "gelu.tanh"),
+        ("fp4_e2m1", "nvfp4", "ceil", "gelu.erf"),
+        ("fp6_e2m3", "mxfp8_e5m2", "ceil", "gelu.erf"),
+    ],
+)
+def test_exhaustive_pairs_against_rationals(fmt, out, rule, cid):
+    c = catalog()[cid]
+    xs = _pair_inputs(fmt)
+    y = c.evaluate(np.array(xs), FORMATS["fp32"], FORMATS["fp32"], {})
+    want, worst = model_pairs(out, rule, xs, [gq(v) for v in xs], list(y))
+    r = blocks.exhaustive(c, blocks.get_block_format(out, rule), FORMATS[fmt], FORMATS["fp32"])
+    check(r, want)
+    w = dict(r.worst_block)
+    assert w.pop("x_hex") == FORMATS[fmt].hex(worst["x"])
+    assert near(w, worst), (w, worst)
+    assert r.inputs == f"exhaustive: every pair (x, m) of {fmt} inputs ({len(xs)} x {len(xs)})"
+    assert (r.candidate, r.reference, r.dtype, r.out_dtype, r.rule, r.compute) == (
+        cid,
+        "gelu",
+        fmt,
+        out,
+        rule,
+        "fp32",
+    )
+    assert r.identity == {} and r.params == {} and r.seconds > 0
+
+
+@pytest.mark.parametrize("out", ["mxfp8_e4m3", "nvfp4"])
+def test_exhaustive_nan_candidate(out):
+    """A candidate NaN at some inputs: every pair holding one of them is NaN (its block's
+    scale, x's element), counted as NaN elements and scale differences, nowhere else."""
+    xs = _pair_inputs("fp4_e2m1")
+    f = [relu_q(v) for v in xs]
+    y = [float(v) * (1 - 2.0**-6) for v in f]
+    y[2], y[-3] = math.nan, math.inf
+    want, worst = model_pairs(out, "ocp", xs, f, y)
+    r = blocks.exhaustive(Fake("relu", y), blocks.get_block_format(out), FORMATS["fp4_e2m1"], FORMATS["fp32"])
+    check(r, want)
+    w = dict(r.worst_block)
+    w.pop("x_hex")
+    assert near(w, worst) and r.nan_elements == 2 * 2 * len(xs) - 4 and r.identity == {"engine": "test"}
+
+
+def test_exhaustive_refuses_wide_inputs():
+    with pytest.raises(BadOptionError) as e:
+        blocks.exhaustive(
+            catalog()["gelu.erf"], blocks.get_block_format("mxfp8_e4m3"), FORMATS["fp32"], FORMATS["fp32"]
+        )
+    assert str(e.value) == "the exhaustive block mode is for inputs of 16 bits or fewer, not fp32"
+
+
+def lrelu_q(x: float) -> Q:
+    return Q(x) if x >= 0 else Q(x) / 2
+
+
+def test_sweep_targets_parameters_and_modes():
+    """sweep: the candidate's parameters (alpha = 0.5 reaches the reference too: f = x/2
+    below 0), the scale rule, the compute format (None: fp32), the sampled inputs and their
+    description; comma-separated names and lists; 'exhaustive' (any case, spaces) is the
+    pair mode; a function of two inputs is refused in one line."""
+    x = [float(v) for v in blocks.inputs("uniform:lo=-4,hi=2", 64, 1, FORMATS["bf16"], 32)]
+    (r,) = blocks.sweep(
+        "leaky_relu.mul",
+        "bf16",
+        "mxfp4_e2m1",
+        None,
+        rule="ceil",
+        dist="uniform:lo=-4,hi=2",
+        elements=64,
+        seed=1,
+        params={"alpha": 0.5},
+    )
+    y = [float(FORMATS["fp32"].round(np.array([v * 0.5 if v < 0 else v]))[0]) for v in x]
+    check(r, model("mxfp4_e2m1", "ceil", [lrelu_q(v) for v in x], y, 32))
+    assert (r.params, r.compute, r.inputs, r.rule, r.dtype, r.out_dtype) == (
+        {"alpha": 0.5},
+        "fp32",
+        "uniform:lo=-4,hi=2",
+        "ceil",
+        "bf16",
+        "mxfp4_e2m1",
+    )
+    assert r.mismatches == 0 and r.max_added_ulp == 0.0
+    rs = blocks.sweep(
+        ["gelu.tanh, relu.max", " gelu.erf,"], "fp4_e2m1", "mxfp8_e4m3", "fp16", dist=" Exhaustive "
+    )
+    assert [(r.candidate, r.compute, r.elements) for r in rs] == [
+        ("gelu.tanh", "fp16", 225),
+        ("relu.max", "fp16", 225),
+        ("gelu.erf", "fp16", 225),
+    ]
+    assert all(r.inputs.startswith("exhaustive: every pair") for r in rs)
+    (d,) = blocks.sweep("relu.max", "bf16", "nvfp4", elements=32, seed=4)
+    assert (d.blocks, d.rule, d.inputs, d.compute, d.elements) == (2, "ocp", "normal:std=1", "fp32", 32)
+    x = blocks.inputs("normal:std=1", 32, 4, FORMATS["bf16"], 16)
+    f = [relu_q(float(v)) for v in x]
+    check(d, model("nvfp4", "ocp", f, [float(v) for v in f], 16))
+    for none in ([], None, ", "):
+        with pytest.raises(Exception, match="^no candidate given$"):
+            blocks.sweep(none, "bf16")
+    with pytest.raises(BadOptionError) as e:
+        blocks.sweep("gelu_bwd.erf", "bf16")
+    assert str(e.value) == "gelu_bwd.erf: block audits are for functions of one input"
+
+
+def test_result_document():
+    """to_dict: every field but the identity, non-finite figures as 'nan' / 'inf' strings;
+    document: the schema, the version, the metadata, the results in order."""
+    from audit import __version__
+
+    r = blocks.BlockResult(
+        "c.v",
+        "gelu",
+        "bf16",
+        "nvfp4",
+        "ceil",
+        "fp32",
+        "d",
+        16,
+        1,
+        math.nan,
+        math.inf,
+        -math.inf,
+        0.25,
+        3,
+        1.5,
+        1,
+        [0],
+        {"index": 0},
+        2,
+        {"reference": 1.0},
+        7,
+        0.5,
+        {"a": 1.0},
+        {"engine": "e"},
+    )
+    want = {
+        "candidate": "c.v",
+        "reference": "gelu",
+        "dtype": "bf16",
+        "out_dtype": "nvfp4",
+        "rule": "ceil",
+        "compute": "fp32",
+        "inputs": "d",
+        "elements": 16,
+        "blocks": 1,
+        "max_elem_ulp": "nan",
+        "mean_elem_ulp": "inf",
+        "max_rel": "-inf",
+        "ref_max_elem_ulp": 0.25,
+        "mismatches": 3,
+        "max_added_ulp": 1.5,
+        "scale_diff_blocks": 1,
+        "scale_diff_first": [0],
+        "worst_block": {"index": 0},
+        "nan_elements": 2,
+        "tensor_scale": {"reference": 1.0},
+        "n_mpmath": 7,
+        "seconds": 0.5,
+        "params": {"a": 1.0},
+    }
+    assert r.to_dict() == want and list(r.to_dict()) == list(want)
+    r2 = blocks.BlockResult(
+        "b",
+        "relu",
+        "bf16",
+        "mxfp8_e4m3",
+        "ocp",
+        "fp32",
+        "",
+        32,
+        1,
+        0.5,
+        0.25,
+        0.125,
+        0.5,
+        0,
+        0.0,
+        0,
+        [],
+        None,
+        0,
+        None,
+        0,
+    )
+    assert r2.to_dict()["params"] == {} and r2.identity == {} and r2.to_dict()["seconds"] == 0.0
+    assert blocks.document([r, r2], command="c", seed=1) == {
+        "schema": "actaudit.blocks/1",
+        "actaudit": __version__,
+        "command": "c",
+        "seed": 1,
+        "results": [want, r2.to_dict()],
+    }
+
+
+# relu values on the boundaries of the reference's rules (its fast path is exact: only the
+# enclosure's one step outward makes them ambiguous, and mpmath settles them)
+MX_TIES = [4.0, 1.1875, 1.0625, 3.875, 0.5, 2.0, -1.0, 0.0, 2.0**-7, 3 * 2.0**-10, 1.5] + [0.25] * 21
+# NVFP4, T = 1 (the tensor maximum 2688): a block maximum 6 * 1.0625 (an E4M3 midpoint,
+# S = 1 (ocp) or 1.125 (ceil)), then E2M1 midpoints times S of both rules
+NV_TIES = (
+    [2688.0]
+    + [1.0] * 15
+    + [6.375, 2.5, 3.5, 0.75, 5.0, 0.25, 1.25]
+    + [v * 1.125 for v in (2.5, 3.5, 0.75, 5.0, 0.25, 1.25)]
+    + [0.0, -2.0, 1.0]
+)
+
+
+@pytest.mark.parametrize("rule", ["ocp", "ceil"])
+@pytest.mark.parametrize("out", ["mxfp8_e4m3", "mxfp4_e2m1", "mxfp6_e3m2", "nvfp4"])
+def test_exact_reference_on_boundaries(out, rule):
+    """Ties of the elements (1.1875 / 2^-6 = 76 rounds to even 80, 68 to 64, 248 to 256), a
+    power-of-two maximum, NVFP4's block scale on an E4M3 midpoint: the reference's codes
+    from the exact values; a candidate computing relu exactly matches it."""
+    x = NV_TIES if out == "nvfp4" else MX_TIES
+    B = 16 if out == "nvfp4" else 32
+    f = [relu_q(v) for v in x]
+    bf = blocks.get_block_format(out, rule)
+    q, ex, n = blocks.reference(bf, get_reference("relu"), np.array(x), {})
+    want = model(out, rule, f, [float(v) for v in f], B)
+    assert want["mismatches"] == 0 and n > 0 and ex.tolist() == [float(v) for v in f]
+    r = blocks.audit(Fake("relu", [float(v) for v in f]), bf, np.array(x), FORMATS["bf16"], FORMATS["fp32"])
+    check(r, want)
+    if out == "nvfp4":
+        S = [Q(1) if rule == "ocp" else Q(9, 8)]
+        assert q.scale[1] == float(S[0]) and q.tensor_scale == 1.0
+        assert q.elems[1].tolist() == [float(_rn(v / S[0], "fp4_e2m1")) for v in f[16:]]
+    elif out == "mxfp8_e4m3":
+        assert q.elems[0, :4].tolist() == [256.0, 80.0, 64.0, 256.0]
+
+
+class FakeP(Fake):
+    """A given-output candidate of a reference with parameters (passed on to it)."""
+
+    def __init__(self, ref: str, y, params: dict):
+        super().__init__(ref, y)
+        self.p = params
+
+    def resolve_params(self, p):
+        return dict(self.p, **(p or {}))
+
+    def reference_params(self, p):
+        return dict(p)
+
+
+def swish_q(x: float, beta: int) -> Q:
+    """x sigmoid(beta x) as a rational: for x > 0, x - g with g = x / (1 + e^(beta x)) (kept
+    at least x 2^-300, as gelu_q)."""
+    with mp.workprec(400):
+        xm = mp.mpf(x)
+        if x > 0:
+            g = xm / (1 + mp.exp(beta * xm))
+            return Q(x) - (_q(g) if g > xm * mp.ldexp(1, -300) else Q(x) * Q(2) ** -300)
+        return _q(xm / (1 + mp.exp(-beta * xm)))
+
+
+def test_nvfp4_element_binade_below_a_power_of_two():
+    """swish with beta = 10^5: f(x) = x (1 - e^(-10^5 x)), just below x, whose float64 is x.
+    T = 1 (the tensor maximum f(2688) < 2688).  Block 1: maximum f(4.5): S = RN_E4M3(0.75-) =
+    0.75 (not a power of two), f(1.5) / 0.75 = 2 (1 - ...): in E2M1's binade [1, 2), ULP 0.5:
+    the candidate's 1.125 (its element 1.5, 1.125 / 0.75) is |1.125 - 1.5| / 0.375 = 1 ULP
+    (at ULP 1 it would be 1/2).  Block 2: maximum f(2^-8): 2^-8 / 6 < 2^-10, S = 0; its
+    element ULP at 2^-9 T: 2^-8 / 2^-9 = 2 (1 - ...), ULP 0.5 2^-9: the reference's 0 is 4
+    ULP off.  f(2^-9) / 2^-9 = 1-: below 2 the ULP is constant: not 'below'."""
+    beta = 100000
+    x = [2688.0] + [1.0] * 15 + [4.5, 1.5] + [0.5] * 14 + [2.0**-8, 2.0**-9] + [2.0**-12] * 14
+    f = [swish_q(v, beta) for v in x]
+    y = [float(v) for v in f]
+    y[17] = 1.125
+    bf = blocks.get_block_format("nvfp4")
+    cand = FakeP("silu", y, {"beta": 1e5})
+    r = blocks.audit(cand, bf, np.array(x), FORMATS["bf16"], FORMATS["fp32"])
+    check(r, model("nvfp4", "ocp", f, y, 16))
+    assert r.params == {"beta": 1e5} and r.tensor_scale == {"reference": 1.0, "candidate": 1.0}
+    assert (r.max_elem_ulp, r.ref_max_elem_ulp, r.mismatches) == (4.0, 4.0, 1)
+    q, ex, n = blocks.reference(bf, cand.ref, np.array(x), {"beta": 1e5})
+    assert q.scale.tolist() == [448.0, 0.75, 0.0] and q.below[1, 1] and q.below[2, 0]
+    assert np.count_nonzero(q.below) == 2 and q.below.dtype == bool and q.below.shape == (3, 16)
+
+
+def test_mx_binade_below_with_parameters():
+    """mxfp8_e4m3, the same swish: block maximum f(3) < 3, k = 1 - 8, X = 2^-7; f(2) / X =
+    256-: E4M3's binade [128, 256), ULP 16 (float64 256 would say 32): the candidate's 240
+    (2^-7 240 = 1.875) is 1 ULP off; f(1) / X = 128-: its 120 (ULP 8) 1 ULP; f(2^-8) / X =
+    1/2- (ULP 2^-5, not 2^-4): its 9/16 is 2 ULP off."""
+    beta = 100000
+    x = [3.0, 2.0, 1.0, 2.0**-8] + [0.375] * 28
+    f = [swish_q(v, beta) for v in x]
+    y = [float(v) for v in f]
+    y[1], y[2], y[3] = 1.875, 0.9375, 2.0**-8 * 1.125
+    for rule in ("ocp", "ceil"):
+        bf = blocks.get_block_format("mxfp8_e4m3", rule)
+        r = blocks.audit(FakeP("silu", y, {"beta": 1e5}), bf, np.array(x), FORMATS["bf16"], FORMATS["fp32"])
+        check(r, model("mxfp8_e4m3", rule, f, y, 32))
+        assert r.max_elem_ulp == 2.0 and r.mismatches == 3
+
+
+def test_exact_ties_of_a_function_without_near_form():
+    """leaky_relu with alpha = 1/2: f(-2.375) = -1.1875 exactly, -76 X at X = 2^-6: a tie to
+    even (-80) that no precision resolves and that has no near form below 0 (near gives None
+    there): mpmath's value at the top precision decides it as exact."""
+    x = [4.0, -2.375, -2.125, 3.875] + [0.25] * 28
+    f = [Q(v) if v >= 0 else Q(v) / 2 for v in x]
+    y = [float(v) for v in f]
+    bf = blocks.get_block_format("mxfp8_e4m3")
+    cand = FakeP("leaky_relu", y, {"alpha": 0.5})
+    q, _, n = blocks.reference(bf, cand.ref, np.array(x), {"alpha": 0.5})
+    assert q.elems[0, :4].tolist() == [256.0, -80.0, -64.0, 256.0] and n >= 3
+    r = blocks.audit(cand, bf, np.array(x), FORMATS["bf16"], FORMATS["fp32"])
+    check(r, model("mxfp8_e4m3", "ocp", f, y, 32))
+    assert r.mismatches == 0
+
+
+def test_saturation_beyond_every_precision():
+    """tanh(1424) = 1 - 2 e^-2848 (about 1 - 2^-4108), below 1 by less than the top precision
+    resolves: the near form (1 - g) puts the block maximum below 1, k = -1 - 8."""
+    x = [1424.0] + [0.25] * 31
+    q, _, _ = blocks.reference(blocks.get_block_format("mxfp8_e4m3"), get_reference("tanh"), np.array(x), {})
+    assert q.scale[0] == 2.0**-9 and q.elems[0, 0] == 448.0 and q.below[0, 0]
+
+
+def test_maxima_beyond_the_starting_precision():
+    """gelu(2^70) = 2^70 (1 - e^-2^139): mpmath at 120 bits plus twice the input's exponent,
+    then the near form: the block maximum is below 2^70, k = 69 - 8 (X = 2^61), 2^70 / X
+    = 512- saturates to 448, ULP 32 X (the binade below 512); gelu(2^60) / X = 1/2-."""
+    x = [2.0**70] + [2.0**60] * 31
+    f = [gq(v) for v in x]
+    y = [float(v) for v in x]
+    r = blocks.audit(
+        Fake("gelu", y), blocks.get_block_format("mxfp8_e4m3"), np.array(x), FORMATS["fp32"], FORMATS["fp32"]
+    )
+    check(r, model("mxfp8_e4m3", "ocp", f, y, 32))
+    assert r.worst_block["scale_ref"] == 2.0**61 and r.ref_max_elem_ulp == 2.0 and r.scale_diff_blocks == 1
+
+
+@pytest.mark.parametrize("rule", ["ocp", "ceil"])
+def test_negative_block_maxima_on_boundaries(rule):
+    """leaky_relu, alpha = 1/2: block maxima that are negative exact values on a scale
+    boundary: |f(-8)| = 4 (a power of two: OCP), |f(-14)| = 7 = 448 2^-6 (the round-up
+    rule's boundary), |f(-15)| = 7.5 (2^-6 by OCP, 2^-5 rounding up); decided on |f|."""
+    x = [-8.0] + [1.0] * 31 + [-14.0] + [0.5] * 31 + [-15.0, 3.0] + [-0.25] * 30
+    f = [Q(v) if v >= 0 else Q(v) / 2 for v in x]
+    y = [float(v) for v in f]
+    y[1] = 1.0625
+    bf = blocks.get_block_format("mxfp8_e4m3", rule)
+    cand = FakeP("leaky_relu", y, {"alpha": 0.5})
+    r = blocks.audit(cand, bf, np.array(x), FORMATS["bf16"], FORMATS["fp32"])
+    check(r, model("mxfp8_e4m3", rule, f, y, 32))
+    q, _, _ = blocks.reference(bf, cand.ref, np.array(x), {"alpha": 0.5})
+    assert q.scale.tolist() == ([2.0**-6, 2.0**-6, 2.0**-6] if rule == "ocp" else [2.0**-6, 2.0**-6, 2.0**-5])
+
+
+def test_worst_block_is_never_a_nan_block():
+    """Block 0 NaN (an infinity in the candidate's block), block 1 off by half an element ULP
+    at most: the worst block is block 1 whatever its error's size, and it holds
+    the largest finite element error."""
+    x = [float(v) for v in FORMATS["bf16"].round(np.linspace(0.3, 1.7, 64))]
+    y = list(x)  # relu computed exactly: only the elements' own rounding, below 1/2 ULP
+    y[5] = math.inf
+    r = blocks.audit(
+        Fake("relu", y), blocks.get_block_format("mxfp8_e4m3"), np.array(x), FORMATS["bf16"], FORMATS["fp32"]
+    )
+    check(r, model("mxfp8_e4m3", "ocp", [relu_q(v) for v in x], y, 32))
+    assert r.worst_block["index"] == 1 and 0 < r.worst_block["max_elem_ulp"] < 1
+
+
+def test_exhaustive_binade_below_under_the_elements_emin():
+    """Every pair of fp4_e2m1 inputs, swish beta = 10^5 (f(x) = x (1 - e^(-10^5 x)) < x):
+    f(0.5) alone is below E2M1's emin, yet in a block of scale 2^-4 (its own, k = -2 - 2)
+    0.5- / 2^-4 = 8- is in the binade [4, 8): saturating to 6 costs |6 - 8| / 2 = 1 ULP.
+    The candidate's outputs are f + 1/16 (in a block of its own scale)."""
+    xs = _pair_inputs("fp4_e2m1")
+    f = [swish_q(v, 100000) for v in xs]
+    y = [float(v) + 0.0625 for v in f]
+    cand = FakeP("silu", y, {"beta": 1e5})
+    want, worst = model_pairs("mxfp4_e2m1", "ocp", xs, f, y)
+    r = blocks.exhaustive(cand, blocks.get_block_format("mxfp4_e2m1"), FORMATS["fp4_e2m1"], FORMATS["fp32"])
+    check(r, want)
+    w = dict(r.worst_block)
+    w.pop("x_hex")
+    assert near(w, worst) and r.ref_max_elem_ulp == 1.0 and r.params == {"beta": 1e5}
+
+
+def test_audit_counts_first_scale_differences_and_identity():
+    """Ten blocks whose candidate doubles relu: every block's scale is one step up (elements
+    alike): ten scale differences, the first eight listed; the candidate's identity kept."""
+    x = [float(v) for v in FORMATS["bf16"].round(np.linspace(0.3, 1.7, 320))]
+    y = [2 * v for v in x]
+    r = blocks.audit(
+        Fake("relu", y), blocks.get_block_format("mxfp8_e4m3"), np.array(x), FORMATS["bf16"], FORMATS["fp32"]
+    )
+    check(r, model("mxfp8_e4m3", "ocp", [relu_q(v) for v in x], y, 32))
+    assert (r.scale_diff_blocks, r.scale_diff_first, r.mismatches) == (10, list(range(8)), 0)
+    assert r.identity == {"engine": "test"} and r.candidate == "fake.given"
+
+
+def test_relative_error_of_values_below_float64():
+    """gelu(-40) = -1.5e-348 is 0 in float64 but not 0: its block (scale 2^-127) quantizes it
+    to 0, a relative error of 1 (|0 - f| / |f|); the other block's elements are within 1/16
+    of their values: max_rel is that 1."""
+    x = [-40.0] * 32 + [1.0 + i / 32 for i in range(32)]
+    f = [gq(v) for v in x]
+    y = [float(v) for v in f]
+    assert y[0] == 0 and f[0] != 0
+    r = blocks.audit(
+        Fake("gelu", y), blocks.get_block_format("mxfp8_e4m3"), np.array(x), FORMATS["bf16"], FORMATS["fp32"]
+    )
+    check(r, model("mxfp8_e4m3", "ocp", f, y, 32))
+    assert r.max_rel == 1.0
+
+
+def test_exhaustive_mpmath_count_hand_worked():
+    """relu over every fp4_e2m1 pair: its fast path is exact, so mpmath decides only the four
+    inputs whose relu is a power of two (0.5, 1, 2, 4: boundaries of the OCP scale and of the
+    binades); zeros and 1.5, 3, 6 need nothing."""
+    for out in ("mxfp8_e4m3", "mxfp4_e2m1"):
+        r = blocks.exhaustive(
+            catalog()["relu.max"], blocks.get_block_format(out), FORMATS["fp4_e2m1"], FORMATS["fp32"]
+        )
+        assert (r.n_mpmath, r.mismatches, r.max_elem_ulp, r.elements) == (4, 0, 0.0, 225)
+
+
+def test_sweep_defaults():
+    """sweep's defaults: bf16 inputs, mxfp8_e4m3 outputs, the OCP rule, fp32 compute,
+    normal:std=1 sampled with seed 0."""
+    (r,) = blocks.sweep("relu.max", elements=64)
+    x = blocks.inputs("normal:std=1", 64, 0, FORMATS["bf16"], 32)
+    f = [relu_q(float(v)) for v in x]
+    check(r, model("mxfp8_e4m3", "ocp", f, [float(v) for v in f], 32))
+    assert (r.dtype, r.out_dtype, r.rule, r.compute, r.inputs) == (
+        "bf16",
+        "mxfp8_e4m3",
+        "ocp",
+        "fp32",
+        "normal:std=1",
+    )
+
+
+def test_exhaustive_all_nan_candidate():
+    """A candidate NaN everywhere: every pair is NaN, no finite figure, no worst pair."""
+    xs = _pair_inputs("fp4_e2m1")
+    r = blocks.exhaustive(
+        Fake("relu", [math.nan] * len(xs)),
+        blocks.get_block_format("nvfp4"),
+        FORMATS["fp4_e2m1"],
+        FORMATS["fp32"],
+    )
+    assert (r.worst_block, r.nan_elements, r.scale_diff_blocks, r.mismatches) == (None, 225, 225, 0)
+    assert math.isnan(r.max_elem_ulp) and math.isnan(r.mean_elem_ulp) and r.ref_max_elem_ulp >= 0
+
+
+def test_exact_zeros_of_a_parameter():
+    """leaky_relu with alpha = 0 is exactly 0 below 0 (its zero set depends on alpha): a zero
+    result there is exact, relative error 0."""
+    x = [-1.0] * 16 + [1.0 + i / 64 for i in range(16)]
+    f = [Q(v) if v >= 0 else Q(0) for v in x]
+    y = [float(v) for v in f]
+    r = blocks.audit(
+        FakeP("leaky_relu", y, {"alpha": 0.0}),
+        blocks.get_block_format("nvfp4"),
+        np.array(x),
+        FORMATS["bf16"],
+        FORMATS["fp32"],
+    )
+    check(r, model("nvfp4", "ocp", f, y, 16))
+    assert r.max_rel < 0.5
+
+
+def test_sweep_exhaustive_with_parameters():
+    """The pair mode takes the candidate's parameters too: leaky_relu.mul at alpha = 1/2
+    computes alpha x exactly in fp32 for fp4 inputs, so it matches the reference (alpha = 1/2)
+    everywhere: no element or scale differs."""
+    (r,) = blocks.sweep("leaky_relu.mul", "fp4_e2m1", "mxfp4_e2m1", dist="exhaustive", params={"alpha": 0.5})
+    assert (r.params, r.mismatches, r.scale_diff_blocks, r.max_added_ulp, r.elements) == (
+        {"alpha": 0.5},
+        0,
+        0,
+        0.0,
+        225,
+    )
