@@ -23,6 +23,7 @@ import argparse
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,6 +60,14 @@ def main(argv=None) -> int:
     os.environ.pop("MUTANT_UNDER_TEST", None)
     # no third-party pytest plugins (xdist, benchmark, ...): three times faster per mutant
     os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    # a mutated module is large (blocks.py: 10 MB): compiled once into a cache of our own
+    # (never into mutants/), not again in every forked pytest and every subprocess a test starts
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+    os.environ.setdefault(
+        "PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "actaudit-mutmut-try-pycache")
+    )
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
     import pytest
 
     import audit  # noqa: F401  (loaded once, before forking)
@@ -74,7 +83,8 @@ def main(argv=None) -> int:
                 os.dup2(devnull, 1)
                 os.dup2(devnull, 2)
             signal.alarm(a.timeout)
-            rc = pytest.main([*tests, "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts="])
+            # (--tb=no: a failure's traceback would make pytest parse the mutated module again)
+            rc = pytest.main([*tests, "-x", "-q", "--tb=no", "-p", "no:cacheprovider", "-o", "addopts="])
             os._exit(int(rc))
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):
