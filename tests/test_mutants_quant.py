@@ -1031,3 +1031,19 @@ def test_scale_beyond_float32_is_refused_quietly(capsys):
     assert main(["sweep", "sigmoid.exp", "--dtype", "int8:scale=1e39"]) == 2
     err = capsys.readouterr().err
     assert err == "actaudit: error: 'int8:scale=1e39': scale must be a positive normal float32, got 1e39\n"
+
+
+def test_a_parameter_with_only_tables_is_refused_naming_the_first(tmp_path):
+    # a lut: table is audited at its reference's defaults: parameters are refused, the first
+    # name in sorted order in the line (the float path's message); with a catalog candidate
+    # beside the table, the candidate takes them
+    from audit import lut
+
+    inq = quant.parse_quant("int8:scale=0.0625,zero=0")
+    lut.write_table(tmp_path / "t.npy", "elu", inq, inq)
+    t = f"lut:{tmp_path / 't.npy'}"
+    with pytest.raises(BadOptionError) as e:
+        quant.sweep([t], inq, inq, params={"beta": 1.0, "alpha": 2.0}, reference="elu")
+    assert str(e.value) == "no selected candidate has a parameter 'alpha'"
+    (r,) = quant.sweep([t], inq, inq, reference="elu")  # without parameters: audited
+    assert r.valid.all() and r.max_code_distance == 0  # the table is the correct one
