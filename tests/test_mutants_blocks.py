@@ -1689,22 +1689,22 @@ def test_exhaustive_nvfp4_blocks_of_zero_scale():
 
 @pytest.mark.parametrize("rule", ["ocp", "ceil"])
 def test_exhaustive_nvfp4_own_codes_on_boundaries(rule):
-    """leaky_relu at alpha = 448 over every fp4_e2m1 pair: the tensor maximum 448 * 6 = 2688
-    makes T = 1 exactly, and the inputs' own |f| / 6 land on E4M3 values (1.5 / 6 = 1/4,
-    448 * 1.5 / 6 = 112, ...), the boundaries of the round-up rule: each own code is decided
+    """leaky_relu at alpha = 896 over every fp4_e2m1 pair: the tensor maximum 896 * 6 = 5376
+    makes T = 2 exactly, and the inputs' own |f| / 6T land on E4M3 values (1.5 / 12 = 1/8,
+    896 * 1.5 / 12 = 112, ...), the boundaries of the round-up rule: each own code is decided
     on |f| / 6T, exactly.  The candidate is off by 1/16."""
     xs = _pair_inputs("fp4_e2m1")
-    f = [Q(v) if v >= 0 else Q(v) * 448 for v in xs]
+    f = [Q(v) if v >= 0 else Q(v) * 896 for v in xs]
     y = [float(v) + 0.0625 for v in f]
     want, worst = model_pairs("nvfp4", rule, xs, f, y)
     r = blocks.exhaustive(
-        FakeP("leaky_relu", y, {"alpha": 448.0}),
+        FakeP("leaky_relu", y, {"alpha": 896.0}),
         blocks.get_block_format("nvfp4", rule),
         FORMATS["fp4_e2m1"],
         FORMATS["fp32"],
     )
     check(r, want)
-    assert r.tensor_scale["reference"] == 1.0 and (r.n_mpmath > 0) == (rule == "ceil")
+    assert r.tensor_scale["reference"] == 2.0 and (r.n_mpmath > 0) == (rule == "ceil")
     w = dict(r.worst_block)
     w.pop("x_hex")
     assert near(w, worst)
