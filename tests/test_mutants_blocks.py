@@ -1213,7 +1213,7 @@ def test_exhaustive_pairs_against_rationals(fmt, out, rule, cid):
     assert r.identity == {} and r.params == {} and r.seconds > 0
 
 
-@pytest.mark.parametrize("out", ["mxfp8_e4m3", "nvfp4"])
+@pytest.mark.parametrize("out", ["mxfp8_e4m3", "mxfp4_e2m1", "nvfp4"])
 def test_exhaustive_nan_candidate(out):
     """A candidate NaN at some inputs: every pair holding one of them is NaN (its block's
     scale, x's element), counted as NaN elements and scale differences, nowhere else."""
@@ -1750,3 +1750,35 @@ def test_exhaustive_in_chunks_of_rows(monkeypatch, rows):
                 w = dict(r.worst_block)
                 w.pop("x_hex")
                 assert near(w, worst), (name, out, w, worst)
+
+
+def test_exhaustive_one_finite_pair():
+    """A candidate NaN at every input but x = 1.5: the one finite pair is (1.5, 1.5), the
+    figures are its own (relu exact there: no error); with none finite every figure but the
+    reference's is NaN.  A candidate without an identity has an empty one; the time taken
+    lies within the call."""
+    import time
+
+    xs = _pair_inputs("fp4_e2m1")
+    y = [1.5 if v == 1.5 else math.nan for v in xs]
+
+    class Bare(Fake):
+        identity = property(lambda self: (_ for _ in ()).throw(AttributeError("identity")))
+
+    n = len(xs)
+    t0 = time.perf_counter()
+    r = blocks.exhaustive(
+        Bare("relu", y), blocks.get_block_format("mxfp4_e2m1"), FORMATS["fp4_e2m1"], FORMATS["fp32"]
+    )
+    t1 = time.perf_counter()
+    assert (r.max_elem_ulp, r.mean_elem_ulp, r.max_rel, r.max_added_ulp) == (0.0, 0.0, 0.0, 0.0)
+    assert (r.nan_elements, r.mismatches, r.scale_diff_blocks) == (n * n - 1, 0, n * n - 1)
+    assert r.identity == {} and 0 < r.seconds <= t1 - t0
+    r = blocks.exhaustive(
+        Fake("relu", [math.nan] * n),
+        blocks.get_block_format("mxfp4_e2m1"),
+        FORMATS["fp4_e2m1"],
+        FORMATS["fp32"],
+    )
+    d = r.to_dict()
+    assert [d[k] for k in ("max_elem_ulp", "mean_elem_ulp", "max_rel", "max_added_ulp")] == ["nan"] * 4
