@@ -1214,9 +1214,11 @@ def test_exhaustive_pairs_against_rationals(fmt, out, rule, cid):
 
 
 @pytest.mark.parametrize("out", ["mxfp8_e4m3", "mxfp4_e2m1", "nvfp4"])
-def test_exhaustive_nan_candidate(out):
+def test_exhaustive_nan_candidate(out, monkeypatch):
     """A candidate NaN at some inputs: every pair holding one of them is NaN (its block's
-    scale, x's element), counted as NaN elements and scale differences, nowhere else."""
+    scale, x's element), counted as NaN elements and scale differences, nowhere else; in
+    chunks of 4 rows of x (the counts summed over the chunks)."""
+    monkeypatch.setattr(blocks, "EXHAUSTIVE_ROWS", 4)
     xs = _pair_inputs("fp4_e2m1")
     f = [relu_q(v) for v in xs]
     y = [float(v) * (1 - 2.0**-6) for v in f]
@@ -1782,3 +1784,17 @@ def test_exhaustive_one_finite_pair():
     )
     d = r.to_dict()
     assert [d[k] for k in ("max_elem_ulp", "mean_elem_ulp", "max_rel", "max_added_ulp")] == ["nan"] * 4
+
+
+def test_nvfp4_tensor_scale_of_a_negative_maximum_on_a_tie():
+    """leaky_relu at alpha = 1/2: the tensor maximum |f(-2m)| = m = 2688 (1 + 3 2^-24), from a
+    negative value, is an fp32 midpoint of m / 2688: T is decided on |f|, ties to even."""
+    m = 2688 * (1 + 3 * 2.0**-24)
+    x = [-2 * m] + [1.0] * 15 + [m / 4] + [0.25] * 15
+    f = [Q(v) if v >= 0 else Q(v) / 2 for v in x]
+    q, _, n = blocks.reference(
+        blocks.get_block_format("nvfp4"), get_reference("leaky_relu"), np.array(x), {"alpha": 0.5}
+    )
+    t = t_code(max(abs(v) for v in f))
+    assert q.tensor_scale == float(t) == 1 + 2.0**-22 and n >= 1
+    assert q.scale.tolist() == [float(nv_code(max(abs(v) for v in f[b : b + 16]), t, "ocp")) for b in (0, 16)]
