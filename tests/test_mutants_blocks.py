@@ -1213,10 +1213,12 @@ def test_exhaustive_pairs_against_rationals(fmt, out, rule, cid):
     assert r.identity == {} and r.params == {} and r.seconds > 0
 
 
-@pytest.mark.parametrize("out", ["mxfp8_e4m3", "nvfp4"])
-def test_exhaustive_nan_candidate(out):
+@pytest.mark.parametrize("out", ["mxfp8_e4m3", "mxfp4_e2m1", "nvfp4"])
+def test_exhaustive_nan_candidate(out, monkeypatch):
     """A candidate NaN at some inputs: every pair holding one of them is NaN (its block's
-    scale, x's element), counted as NaN elements and scale differences, nowhere else."""
+    scale, x's element), counted as NaN elements and scale differences, nowhere else; in
+    chunks of 4 rows of x (the counts summed over the chunks)."""
+    monkeypatch.setattr(blocks, "EXHAUSTIVE_ROWS", 4)
     xs = _pair_inputs("fp4_e2m1")
     f = [relu_q(v) for v in xs]
     y = [float(v) * (1 - 2.0**-6) for v in f]
@@ -1667,3 +1669,132 @@ def test_sweep_exhaustive_with_parameters():
         0.0,
         225,
     )
+
+
+def test_exhaustive_nvfp4_blocks_of_zero_scale():
+    """leaky_relu at alpha = 2^20 over every fp4_e2m1 pair: the tensor maximum is 6 2^20
+    (x = -6), T = RN_fp32(6 2^20 / 2688); a block of two inputs >= 0 has |f| <= 6 < 2^-10 6T:
+    S = 0, a block of zeros (its element codes 0, though RN_E2M1(x) is x), its element ULP
+    at 2^-9 T.  The candidate is exact: no element differs, only the reference's own cost."""
+    xs = _pair_inputs("fp4_e2m1")
+    f = [Q(v) if v >= 0 else Q(v) * 2**20 for v in xs]
+    y = [float(v) for v in f]
+    cand = FakeP("leaky_relu", y, {"alpha": 2.0**20})
+    want, worst = model_pairs("nvfp4", "ocp", xs, f, y)
+    r = blocks.exhaustive(cand, blocks.get_block_format("nvfp4"), FORMATS["fp4_e2m1"], FORMATS["fp32"])
+    check(r, want)
+    assert r.mismatches == want["mismatches"] == 0 and r.scale_diff_blocks == 0
+    w = dict(r.worst_block)
+    w.pop("x_hex")
+    assert near(w, worst)
+
+
+@pytest.mark.parametrize("rule", ["ocp", "ceil"])
+def test_exhaustive_nvfp4_own_codes_on_boundaries(rule):
+    """leaky_relu at alpha = 896 over every fp4_e2m1 pair: the tensor maximum 896 * 6 = 5376
+    makes T = 2 exactly, and the inputs' own |f| / 6T land on E4M3 values (1.5 / 12 = 1/8,
+    896 * 1.5 / 12 = 112, ...), the boundaries of the round-up rule: each own code is decided
+    on |f| / 6T, exactly.  The candidate is off by 1/16."""
+    xs = _pair_inputs("fp4_e2m1")
+    f = [Q(v) if v >= 0 else Q(v) * 896 for v in xs]
+    y = [float(v) + 0.0625 for v in f]
+    want, worst = model_pairs("nvfp4", rule, xs, f, y)
+    r = blocks.exhaustive(
+        FakeP("leaky_relu", y, {"alpha": 896.0}),
+        blocks.get_block_format("nvfp4", rule),
+        FORMATS["fp4_e2m1"],
+        FORMATS["fp32"],
+    )
+    check(r, want)
+    assert r.tensor_scale["reference"] == 2.0 and (r.n_mpmath > 0) == (rule == "ceil")
+    w = dict(r.worst_block)
+    w.pop("x_hex")
+    assert near(w, worst)
+
+
+class FakeSlow(FakeP):
+    """A given-output candidate whose reference has no fast path: mpmath gives every value."""
+
+    @property
+    def ref(self):
+        import dataclasses
+
+        return dataclasses.replace(get_reference(self.reference), fast=None)
+
+
+def _chunk_cases():
+    xs = _pair_inputs("fp4_e2m1")
+    yield xs, [swish_q(v, 100000) for v in xs], FakeP, "silu", {"beta": 1e5}
+    yield xs, [lrelu_q(v) for v in xs], FakeP, "leaky_relu", {"alpha": 0.5}
+    yield xs, [relu_q(v) for v in xs], FakeSlow, "relu", {}
+
+
+@pytest.mark.parametrize("rows", [3])
+def test_exhaustive_in_chunks_of_rows(monkeypatch, rows):
+    """The pair mode in chunks of a few rows of x (EXHAUSTIVE_ROWS): the mpmath decisions,
+    exact values and binade decisions of the inputs of later chunks (global indices), against
+    the rationals: swish at beta = 10^5 (f just below x: binades below, f(0.5) / 2^-3 = 4-),
+    leaky_relu at 1/2 (f(-1.5) / 1 = -0.75, an E2M1 tie), relu without a fast path (every
+    value from mpmath); mxfp4, mxfp8 and nvfp4, candidates off by 1/16 or by a quarter."""
+    monkeypatch.setattr(blocks, "EXHAUSTIVE_ROWS", rows)
+    for xs, f, kind, name, params in _chunk_cases():
+        at_half = [0.75 if v == 0.5 else float(g) for v, g in zip(xs, f)]  # 2 ULP at 2^-3
+        for y in ([float(v) + 0.0625 for v in f], [float(v) * 1.25 for v in f], at_half):
+            cand = kind(name, y, params)
+            # (nvfp4 without a fast path: the tensor scale's candidates are found from the
+            # enclosure, which is NaN there: not supported, every catalog reference has one)
+            for out in ("mxfp4_e2m1", "mxfp8_e4m3") + (("nvfp4",) if kind is FakeP else ()):
+                want, worst = model_pairs(out, "ocp", xs, f, y)
+                r = blocks.exhaustive(
+                    cand, blocks.get_block_format(out), FORMATS["fp4_e2m1"], FORMATS["fp32"]
+                )
+                check(r, want)
+                w = dict(r.worst_block)
+                w.pop("x_hex")
+                assert near(w, worst), (name, out, w, worst)
+
+
+def test_exhaustive_one_finite_pair():
+    """A candidate NaN at every input but x = 1.5: the one finite pair is (1.5, 1.5), the
+    figures are its own (relu exact there: no error); with none finite every figure but the
+    reference's is NaN.  A candidate without an identity has an empty one; the time taken
+    lies within the call."""
+    import time
+
+    xs = _pair_inputs("fp4_e2m1")
+    y = [1.5 if v == 1.5 else math.nan for v in xs]
+
+    class Bare(Fake):
+        identity = property(lambda self: (_ for _ in ()).throw(AttributeError("identity")))
+
+    n = len(xs)
+    t0 = time.perf_counter()
+    r = blocks.exhaustive(
+        Bare("relu", y), blocks.get_block_format("mxfp4_e2m1"), FORMATS["fp4_e2m1"], FORMATS["fp32"]
+    )
+    t1 = time.perf_counter()
+    assert (r.max_elem_ulp, r.mean_elem_ulp, r.max_rel, r.max_added_ulp) == (0.0, 0.0, 0.0, 0.0)
+    assert (r.nan_elements, r.mismatches, r.scale_diff_blocks) == (n * n - 1, 0, n * n - 1)
+    assert r.identity == {} and 0 < r.seconds <= t1 - t0
+    r = blocks.exhaustive(
+        Fake("relu", [math.nan] * n),
+        blocks.get_block_format("mxfp4_e2m1"),
+        FORMATS["fp4_e2m1"],
+        FORMATS["fp32"],
+    )
+    d = r.to_dict()
+    assert [d[k] for k in ("max_elem_ulp", "mean_elem_ulp", "max_rel", "max_added_ulp")] == ["nan"] * 4
+
+
+def test_nvfp4_tensor_scale_of_a_negative_maximum_on_a_tie():
+    """leaky_relu at alpha = 1/2: the tensor maximum |f(-2m)| = m = 2688 (1 + 3 2^-24), from a
+    negative value, is an fp32 midpoint of m / 2688: T is decided on |f|, ties to even."""
+    m = 2688 * (1 + 3 * 2.0**-24)
+    x = [-2 * m] + [1.0] * 15 + [m / 4] + [0.25] * 15
+    f = [Q(v) if v >= 0 else Q(v) / 2 for v in x]
+    q, _, n = blocks.reference(
+        blocks.get_block_format("nvfp4"), get_reference("leaky_relu"), np.array(x), {"alpha": 0.5}
+    )
+    t = t_code(max(abs(v) for v in f))
+    assert q.tensor_scale == float(t) == 1 + 2.0**-22 and n >= 1
+    assert q.scale.tolist() == [float(nv_code(max(abs(v) for v in f[b : b + 16]), t, "ocp")) for b in (0, 16)]
