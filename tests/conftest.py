@@ -1,10 +1,18 @@
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
 
-# Every test session gets a fresh oracle cache, so that tests never see a stale one.
-os.environ.setdefault("ACTAUDIT_CACHE_DIR", tempfile.mkdtemp(prefix="actaudit-cache-"))
+# Every test session gets a fresh oracle cache, so that tests never see a stale one; the
+# process that made it removes it at exit (a pytest started by a test inherits it and keeps it:
+# mkdtemp only where none is set, or every nested or mutant pytest left one in /tmp).
+if "ACTAUDIT_CACHE_DIR" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="actaudit-cache-")
+    os.environ["ACTAUDIT_CACHE_DIR"] = _cache
+    _owner = os.getpid()
+    atexit.register(lambda: os.getpid() == _owner and shutil.rmtree(_cache, ignore_errors=True))
 
 
 @pytest.fixture
