@@ -422,9 +422,7 @@ class _Exact:
             with mp.workprec(prec):
                 v = self.ref.mp(xm, **self.params)
             wp = prec + 64
-            with mp.workprec(wp):
-                if not mp.isfinite(v):
-                    return rule(abs(v) if absolute else v)
+            with mp.workprec(wp):  # (v finite: callers settle the non-finite first)
                 d = abs(v) * mp.ldexp(1, oracle.GUARD_BITS - (prec - extra))
                 a, b = ends(v - d, v + d, wp)
                 ra, rb = rule(a), rule(b)
@@ -459,17 +457,21 @@ def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quanti
     B = bf.block
     E = bf.elem
     v, slack = _fast(ref, x, params)
-    lo, hi = _enclose(v, slack)
     ex = _Exact(ref, x, params)
     nb = len(x) // B
+    special = _settle_unbounded(ex, v, slack)
+    nan_block = special.reshape(nb, B).any(axis=1)  # a NaN scale and a NaN block
+    lo, hi = _enclose(v, slack)
     m_lo, m_hi = _magnitudes(lo, hi)
+    m_lo[special] = m_hi[special] = 0.0  # (no part in any maximum: their blocks are NaN)
     lo_mag, hi_mag = m_lo.reshape(nb, B), m_hi.reshape(nb, B)
     with np.errstate(all="ignore"):
         amax_lo, amax_hi = np.max(lo_mag, axis=1), np.max(hi_mag, axis=1)
 
     def contenders(rows, floor):
-        """Elements of the given blocks that can hold their block's maximum."""
-        return [np.flatnonzero(hi_mag[r] >= floor[r]) + r * B for r in rows]
+        """Elements of the given blocks that can hold their block's maximum (an unbounded
+        one, beyond float64, too)."""
+        return [np.flatnonzero(~(hi_mag[r] < floor[r])) + r * B for r in rows]
 
     t = 1.0
     if bf.nv:
@@ -477,30 +479,33 @@ def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quanti
         if tensor_scale(tl) == tensor_scale(th) and math.isfinite(th):
             t = tensor_scale(th)
         else:  # the tensor maximum's T, decided exactly (T is monotone in amax)
-            top = np.flatnonzero(m_hi >= tl)
+            top = np.flatnonzero(~(m_hi < tl) & ~special)
             t = max(ex.decide(int(i), tensor_scale_q, absolute=True, div=NV_DEN) for i in top)
         s_lo, s_hi = nv_scale(bf, amax_lo, t), nv_scale(bf, amax_hi, t)
     else:
         s_lo, s_hi = mx_exponent(bf, amax_lo), mx_exponent(bf, amax_hi)
     scale = s_lo.copy()
-    amb = np.flatnonzero(~(s_lo == s_hi))
+    amb = np.flatnonzero(~(s_lo == s_hi) & ~nan_block)
     if len(amb):
         rule, div = _own_code(bf, t)
         for r, cand in zip(amb.tolist(), contenders(amb.tolist(), amax_lo)):
             scale[r] = max(ex.decide(int(i), rule, absolute=True, div=div, tag="own") for i in cand)
+    scale[nan_block] = np.nan
     if bf.nv:
         d = scale * t
     else:
-        d = np.ldexp(1.0, scale.astype(np.int64))
+        d = np.where(nan_block, np.nan, np.ldexp(1.0, np.nan_to_num(scale).astype(np.int64)))
     dfull = np.repeat(d, B)
     with np.errstate(all="ignore"):
         e_lo = div_round(E, lo, dfull)
         e_hi = div_round(E, hi, dfull)
     el = e_lo.copy()
-    for i in np.flatnonzero(~(e_lo == e_hi) & (dfull != 0)).tolist():  # NVFP4 S = 0: zeros below
+    # (NVFP4 S = 0: zeros, below; a NaN block: NaN)
+    for i in np.flatnonzero(~(e_lo == e_hi) & (dfull != 0) & np.isfinite(dfull)).tolist():
         el[i] = ex.decide(i, lambda q: _elem_round_mpf(E, q), div=float(dfull[i]), tag="elem")
     if bf.nv:
         el = np.where(np.repeat(scale == 0, B), 0.0, el)
+    el = np.where(np.isnan(dfull), np.nan, el)
     exact = v.copy()
     err = slack.copy()
     for i in list(ex.decided):
@@ -509,10 +514,31 @@ def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quanti
         exact[i] = float(val)
         err[i] = abs(exact[i]) * 2.0**-52 + 2.0**-1074
     dd = np.where(dfull > 0, dfull, math.ldexp(t, -9)) if bf.nv else dfull
+    dd = np.where(np.isnan(dfull), np.nan, dd)
     below = _below(bf, ex, exact, err, dd).reshape(nb, B)
     el = el.reshape(nb, B)
     q = Quantized(scale if bf.nv else d, el, el * d[:, None], t, below)
     return q, exact, ex.n
+
+
+def _settle_unbounded(ex: _Exact, v: np.ndarray, slack: np.ndarray) -> np.ndarray:
+    """Elements the fast path leaves unbounded (no fast path, or a non-finite fast value, as
+    exp overflowing or log(0)): their exact value from mpmath (300 bits) replaces v, within
+    one float64 rounding (v and slack are updated in place; a finite value beyond float64
+    stays unbounded, for mpmath to decide).  Returns where the exact value is itself not
+    finite (+-inf, NaN): a block holding one has no finite maximum, so a NaN scale and a NaN
+    block (block-scaled.md), as a kernel's own quantization of it gives."""
+    special = np.zeros(len(v), bool)
+    for i in np.flatnonzero(~np.isfinite(v) | ~np.isfinite(slack)).tolist():
+        val = ex(i)
+        if not mp.isfinite(val):
+            special[i] = True
+            v[i], slack[i] = float(val), np.inf
+            continue
+        f = float(val)
+        if math.isfinite(f):
+            v[i], slack[i] = f, abs(f) * 2.0**-52 + 2.0**-1074
+    return special
 
 
 # -------------------------------------------------------------------- the audit
@@ -636,9 +662,10 @@ def audit(
         added = np.abs(cq.values - rq.values) / u
         rel = relative_error(cq.values, f, _nonzero(ref, x, rp).reshape(nb, B))
     ok = np.isfinite(cq.values)
-    nan_el = int(np.count_nonzero(~ok))
+    nan_el = int(np.count_nonzero(~ok & np.isfinite(rq.values)))  # (where the reference is finite)
     errs = np.where(ok, err, -1.0)
-    diff = np.flatnonzero(~((cq.scale == rq.scale) & (cq.tensor_scale == rq.tensor_scale)))
+    same_scale = (cq.scale == rq.scale) | (np.isnan(cq.scale) & np.isnan(rq.scale))  # (NaN blocks alike)
+    diff = np.flatnonzero(~(same_scale & (cq.tensor_scale == rq.tensor_scale)))
     mism = int(np.count_nonzero(~((cq.elems == rq.elems) | (np.isnan(cq.elems) & np.isnan(rq.elems)))))
     worst = None
     if ok.any():
@@ -709,8 +736,10 @@ def exhaustive(
     y = cand.evaluate(x, cf, cf, p)
     v, slack = _fast(ref, x, rp)
     ex = _Exact(ref, x, rp)
+    special = _settle_unbounded(ex, v, slack)  # f(x) +-inf or NaN: every pair with x is a NaN block
     v_lo, v_hi = _enclose(v, slack)  # f in [v_lo, v_hi]: decisions from them are exact
     lo, hi = _magnitudes(v_lo, v_hi)
+    lo[special] = hi[special] = 0.0
     # per input: its own scale code (MX: the E8M0 exponent k; NVFP4: the E4M3 block scale S,
     # at the tensor scale of the whole tensor, every pair block)
     t = tc = 1.0
@@ -722,9 +751,8 @@ def exhaustive(
         if tensor_scale(tl) == tensor_scale(th) and math.isfinite(th):
             t = tensor_scale(th)
         else:
-            t = max(
-                ex.decide(int(i), tensor_scale_q, absolute=True, div=NV_DEN) for i in np.flatnonzero(hi >= tl)
-            )
+            top = np.flatnonzero(~(hi < tl) & ~special)
+            t = max(ex.decide(int(i), tensor_scale_q, absolute=True, div=NV_DEN) for i in top)
         own = lambda a, tt: nv_scale(bf, a, tt)  # noqa: E731
     else:
         own = lambda a, _tt: mx_exponent(bf, a)  # noqa: E731
@@ -733,8 +761,9 @@ def exhaustive(
         kc = own(np.abs(y), tc)
         k_lo, k_hi = own(lo, t), own(hi, t)
     kr = k_lo.copy()
-    for i in np.flatnonzero(~(k_lo == k_hi)).tolist():
+    for i in np.flatnonzero(~(k_lo == k_hi) & ~special).tolist():
         kr[i] = ex.decide(i, rule, absolute=True, div=div, tag="own")
+    kr[special] = np.nan
 
     def decode(K, tt):
         """The decode scale of scale codes K: 2^K (MX) or K T (NVFP4; exact, 4 bits x 24)."""
@@ -742,9 +771,11 @@ def exhaustive(
 
     # classes of the block-max input m: (reference exponent, candidate exponent), with counts
     kc_key = np.where(np.isnan(kc), 1000.0, kc)
-    classes, counts = np.unique(np.stack([kr, kc_key], axis=1), axis=0, return_counts=True)
+    kr_key = np.where(np.isnan(kr), 1000.0, kr)
+    classes, counts = np.unique(np.stack([kr_key, kc_key], axis=1), axis=0, return_counts=True)
     w = counts.astype(np.float64)[None, :]
     nan_class = classes[None, :, 1] == 1000
+    nan_rclass = classes[None, :, 0] == 1000
     acc = {
         "max": -1.0,
         "sum": 0.0,
@@ -762,23 +793,28 @@ def exhaustive(
     nz = _nonzero(ref, x, rp)
     for a in range(0, n, EXHAUSTIVE_ROWS):  # rows of x, all classes of m: memory bounded
         sl = slice(a, min(a + EXHAUSTIVE_ROWS, n))
-        Kr = np.maximum(kr[sl, None], classes[None, :, 0])
+        Kr = np.where(
+            nan_rclass | np.isnan(kr[sl, None]),
+            np.nan,
+            np.maximum(np.nan_to_num(kr[sl], nan=-1e9)[:, None], classes[None, :, 0]),
+        )
         Kc = np.where(
             nan_class | np.isnan(kc[sl, None]),
             np.nan,
             np.maximum(np.nan_to_num(kc[sl], nan=-1e9)[:, None], classes[None, :, 1]),
         )
-        Xr = decode(Kr, t)
+        Xr = np.where(np.isnan(Kr), np.nan, decode(Kr, t))
         with np.errstate(all="ignore"):
             vl, vh = v_lo[sl, None], v_hi[sl, None]
             Xd = np.where(Xr > 0, Xr, 1.0)  # NVFP4 S = 0: a block of zeros
             e_lo, e_hi = div_round(E, vl + 0 * Xr, Xd), div_round(E, vh + 0 * Xr, Xd)
             e_lo, e_hi = np.where(Xr > 0, e_lo, 0.0), np.where(Xr > 0, e_hi, 0.0)
             el = e_lo.copy()
-            for i, j in zip(*np.nonzero(~(e_lo == e_hi))):
+            for i, j in zip(*np.nonzero(~(e_lo == e_hi) & np.isfinite(Xr))):
                 el[i, j] = ex.decide(
                     int(i) + a, lambda q: _elem_round_mpf(E, q), div=float(Xr[i, j]), tag="elem"
                 )
+            el = np.where(np.isnan(Xr), np.nan, el)  # a NaN block
             for i in range(sl.start, sl.stop):
                 if i in ex.decided:
                     ex(i)
@@ -811,9 +847,11 @@ def exhaustive(
         ww = np.broadcast_to(w, ok.shape)
         acc["sum"] += float(np.sum(np.where(ok, err * ww, 0.0)))
         acc["wsum"] += float(np.sum(np.where(ok, ww, 0.0)))
-        acc["mism"] += float(np.sum(np.where(ok & (cel != el), ww, 0.0)))
-        acc["sdiff"] += float(np.sum(np.where(~(Xr == Xc), ww, 0.0)))
-        acc["nan"] += float(np.sum(np.where(np.isfinite(cv), 0.0, ww)))
+        # as audit(): elements differing (NaN alike), scales differing (NaN blocks alike),
+        # non-finite candidate elements where the reference is finite
+        acc["mism"] += float(np.sum(np.where(~((cel == el) | (np.isnan(cel) & np.isnan(el))), ww, 0.0)))
+        acc["sdiff"] += float(np.sum(np.where(~((Xr == Xc) | (np.isnan(Xr) & np.isnan(Xc))), ww, 0.0)))
+        acc["nan"] += float(np.sum(np.where(~np.isfinite(cv) & np.isfinite(rv), ww, 0.0)))
         if np.isfinite(ref_err).any():
             acc["ref"] = max(acc["ref"], float(np.nanmax(np.where(np.isfinite(ref_err), ref_err, np.nan))))
         if ok.any():
@@ -823,7 +861,7 @@ def exhaustive(
             i, j = np.unravel_index(int(np.argmax(em)), em.shape)
             if em[i, j] > acc["max"]:
                 acc["max"] = float(em[i, j])
-                m_idx = int(np.flatnonzero((kr == classes[j, 0]) & (kc_key == classes[j, 1]))[0])
+                m_idx = int(np.flatnonzero((kr_key == classes[j, 0]) & (kc_key == classes[j, 1]))[0])
                 acc["worst"] = {
                     "x": json_number(float(x[a + i])),
                     "x_hex": in_fmt.hex(float(x[a + i])),

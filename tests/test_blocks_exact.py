@@ -149,3 +149,88 @@ def test_exhaustive_chunks_agree(monkeypatch, out):
     # (the mean is a float64 sum: its order changes with the chunks)
     assert one.pop("mean_elem_ulp") == pytest.approx(many.pop("mean_elem_ulp"), rel=1e-14)
     assert one == many
+
+
+# ------------------------------------------------- exact values that are not finite numbers
+def test_a_block_holding_an_infinite_or_nan_exact_value_is_a_nan_block():
+    """log(0) = -inf and log(-1) (NaN) have no finite maximum: their blocks' reference scale
+    is NaN and every element NaN (block-scaled.md), as the candidate's own quantization of
+    -inf and NaN gives; the block [5 x 32] next to them keeps its exact scale and codes:
+    amax = log 5 in [1, 2), k = 0 - 8, each element RN_E4M3(256 log 5).  No scale or element
+    differs, and no NaN element is the candidate's fault."""
+    bf = blocks.get_block_format("mxfp8_e4m3")
+    x = np.array([0.0, 1.0, 2.0] + [3.0] * 29 + [-1.0] + [2.0] * 31 + [5.0] * 32)
+    q, f, n = blocks.reference(bf, catalog()["log.libm"].ref, x, {})
+    with mp.workprec(200):
+        l5 = mp.log(5)
+        want = rn_e4m3(Fraction(int(mp.floor(l5 * 2**150 * 256)), 2**150))  # (256 log 5 is no tie)
+    assert floor_log2(Fraction(int(mp.floor(l5 * 2**60)), 2**60)) == 0
+    assert np.isnan(q.scale[:2]).all() and q.scale[2] == 2.0**-8
+    assert np.isnan(q.elems[:2]).all() and (q.elems[2] == float(want)).all() and float(want) == 416.0
+    assert np.isnan(q.values[:2]).all()
+    assert f[0] == -np.inf and np.isnan(f[32]) and f[64] == float(l5)
+    assert n == 2  # the two inputs the fast path left unbounded, evaluated by mpmath
+    r = blocks.audit(catalog()["log.libm"], bf, x, FORMATS["bf16"], FORMATS["fp32"])
+    assert (r.scale_diff_blocks, r.mismatches, r.nan_elements) == (0, 0, 0)
+    for out in ("nvfp4", "mxfp4_e2m1"):
+        bf = blocks.get_block_format(out)
+        xx = x if out != "nvfp4" else np.array([0.0] + [2.0] * 15 + [-1.0] + [2.0] * 15 + [5.0] * 16)
+        q, _, _ = blocks.reference(bf, catalog()["log.libm"].ref, xx, {})
+        assert np.isnan(q.scale[:2]).all() and np.isfinite(q.scale[2:]).all() and np.isnan(q.values[:2]).all()
+        assert np.isfinite(q.values[2:]).all()
+        if out == "nvfp4":  # T from the finite blocks' maximum, log 5: RN_fp32(log 5 / 2688)
+            with mp.workprec(200):
+                assert q.tensor_scale == float(np.float32(float(l5 / 2688)))
+
+
+def test_an_exact_value_beyond_float64_decides_its_block():
+    """exp(800) = 2.7e347 overflows float64 (the fast path says inf), yet its block's exact
+    maximum is that finite number: k = floor(log2 exp(800)) - 8 = 1146, clamped to 127, so
+    X = 2^127, exp(800) / 2^127 saturates to 448 and exp(1) / 2^127 rounds to 0."""
+    bf = blocks.get_block_format("mxfp8_e4m3")
+    x = np.array([800.0] + [1.0] * 31)
+    with mp.workprec(100):
+        assert mp.floor(mp.log(mp.exp(800), 2)) - 8 > 127 and mp.e / mp.mpf(2) ** 127 < mp.mpf(2) ** -10
+    q, f, n = blocks.reference(bf, catalog()["exp.libm"].ref, x, {})
+    assert q.scale.tolist() == [2.0**127] and q.elems[0].tolist() == [448.0] + [0.0] * 31 and n >= 1
+    assert f[0] == np.inf  # (the float64 figure of a value beyond float64)
+
+
+def test_a_reference_without_a_fast_path():
+    """Every value by mpmath (no fast path): the same quantized blocks as through the fast
+    path, every element counted as mpmath's."""
+    import dataclasses
+
+    ref = catalog()["gelu.erf"].ref
+    bare = dataclasses.replace(ref, fast=None)
+    x = np.array([16.0] + [1.0] * 31 + [-3.0, 0.5] * 16)
+    for out in ("mxfp8_e4m3", "nvfp4"):
+        bf = blocks.get_block_format(out)
+        a, fa, _ = blocks.reference(bf, ref, x, {})
+        b, fb, n = blocks.reference(bf, bare, x, {})
+        assert b.scale.tolist() == a.scale.tolist() and b.elems.tolist() == a.elems.tolist()
+        assert b.tensor_scale == a.tensor_scale and n == len(x)
+        # every figure mpmath's (the fast path's within its bound)
+        assert fb.tolist() == [float(exact("gelu", float(v))) for v in x]
+        assert np.all(np.abs(fa - fb) <= np.abs(fb) * 2.0**-40)
+
+
+@pytest.mark.parametrize("out", ["mxfp8_e4m3", "nvfp4"])
+def test_exhaustive_pairs_with_nan_exact_values(out):
+    """log over every fp4_e2m1 input: 0 and the seven negative inputs have no finite exact
+    value, so every pair holding one is a NaN block, for the reference as for the candidate
+    (no scale difference, no NaN element counted, no traceback); the 49 pairs of positive
+    inputs are those of the sampled audit of the blocks {x, m, 1, ..., 1} (log 1 = 0 is
+    exact: the 1s change no maximum and no figure), whose element differences count both x
+    and m: twice the pairs'."""
+    bf = blocks.get_block_format(out)
+    c = catalog()["log.libm"]
+    r = blocks.exhaustive(c, bf, FORMATS["fp4_e2m1"], FORMATS["fp32"])
+    pos = [v for v in FORMATS["fp4_e2m1"].finite_values().tolist() if v > 0]
+    assert len(pos) == 7 and r.elements == 15 * 15 and r.nan_elements == 0
+    B = bf.block
+    x = np.array([v for a in pos for m in pos for v in [a, m] + [1.0] * (B - 2)])
+    s = blocks.audit(c, bf, x, FORMATS["fp4_e2m1"], FORMATS["fp32"])
+    assert s.blocks == 49 and s.nan_elements == 0
+    assert r.scale_diff_blocks == s.scale_diff_blocks and r.mismatches * 2 == s.mismatches
+    assert r.max_elem_ulp == s.max_elem_ulp and r.max_added_ulp == s.max_added_ulp

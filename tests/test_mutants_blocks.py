@@ -1143,9 +1143,10 @@ def model_pairs(out: str, rule: str, xs: list, f: list, y: list) -> dict:
                 seen[K, Kc] = fig
             fig = seen[K, Kc]
             acc["ref"] = max(acc["ref"], fig[0])
-            if Kc is None:
+            if Kc is None:  # a NaN candidate element where the reference is finite
                 acc["nan"] += cnt
                 acc["sdiff"] += cnt
+                acc["mism"] += cnt  # (an element differing from the reference's, as audit())
                 continue
             sd, e, mi, ad, rel, sr, sc, got, rv = fig[1:]
             acc["sdiff"] += cnt if sd else 0
@@ -1636,7 +1637,7 @@ def test_exhaustive_all_nan_candidate():
         FORMATS["fp4_e2m1"],
         FORMATS["fp32"],
     )
-    assert (r.worst_block, r.nan_elements, r.scale_diff_blocks, r.mismatches) == (None, 225, 225, 0)
+    assert (r.worst_block, r.nan_elements, r.scale_diff_blocks, r.mismatches) == (None, 225, 225, 225)
     assert math.isnan(r.max_elem_ulp) and math.isnan(r.mean_elem_ulp) and r.ref_max_elem_ulp >= 0
 
 
@@ -1774,7 +1775,7 @@ def test_exhaustive_one_finite_pair():
     )
     t1 = time.perf_counter()
     assert (r.max_elem_ulp, r.mean_elem_ulp, r.max_rel, r.max_added_ulp) == (0.0, 0.0, 0.0, 0.0)
-    assert (r.nan_elements, r.mismatches, r.scale_diff_blocks) == (n * n - 1, 0, n * n - 1)
+    assert (r.nan_elements, r.mismatches, r.scale_diff_blocks) == (n * n - 1, n * n - 1, n * n - 1)
     assert r.identity == {} and 0 < r.seconds <= t1 - t0
     r = blocks.exhaustive(
         Fake("relu", [math.nan] * n),
