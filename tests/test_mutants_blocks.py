@@ -1799,3 +1799,169 @@ def test_nvfp4_tensor_scale_of_a_negative_maximum_on_a_tie():
     t = t_code(max(abs(v) for v in f))
     assert q.tensor_scale == float(t) == 1 + 2.0**-22 and n >= 1
     assert q.scale.tolist() == [float(nv_code(max(abs(v) for v in f[b : b + 16]), t, "ocp")) for b in (0, 16)]
+
+
+# ------------------------------------------- the fast path's bound, mpmath's precision (5th pass)
+import dataclasses  # noqa: E402
+
+# the ties of E4M3 at X = 1 in [1, 4) (every midpoint of two neighbours), and x = 2 f
+TIES = [Q(1) + Q(2 * k + 1, 16) for k in range(8)] + [Q(2) + Q(2 * k + 1, 8) for k in range(8)]
+TIE_X = [896.0] + [float(2 * t) for t in TIES] + [2.0] * 15  # 896: f = 448, k = 0
+
+
+def syn(mpf, fast, rel_err=0.0, rel_err_at=None, exact=False, near=None, params=None, zero_at=None):
+    """A reference given by its parts (mp, fast path and bound, near split)."""
+    return dataclasses.replace(
+        get_reference("sigmoid"),
+        name="syn",
+        mp=mpf,
+        fast=fast,
+        rel_err=rel_err,
+        rel_err_at=rel_err_at,
+        exact=exact,
+        near=near,
+        fast_near=None,
+        sign=None,
+        zero_at=zero_at,
+        params=params or {},
+    )
+
+
+def _codes(ref, x, params=None, out="mxfp8_e4m3"):
+    q, _, n = blocks.reference(blocks.get_block_format(out), ref, np.array(x), params or {})
+    return q.elems.ravel().tolist(), q.scale.tolist(), n
+
+
+def test_fast_bound_is_the_declared_one():
+    """f = x / 2 on E4M3's ties at X = 1: a fast path off by exactly its declared bound 2^-20
+    (below every tie) still sends the ties to mpmath, which rounds them to even; one that is
+    exact and 1.5 bounds (2^-30) above the ties sends nothing to mpmath (its bound clears
+    every boundary) and rounds them up; a per-input bound (rel_err_at, at the reference's
+    parameters) is the one used where given."""
+    half = lambda v, **_: v / 2  # noqa: E731
+    want = [448.0] + [float(rne("fp8_e4m3", t)) for t in TIES] + [1.0] * 15
+    assert sum(w > float(t) for w, t in zip(want[1:17], TIES)) == 8  # half the ties go up
+    edge = syn(half, lambda x: x / 2 * (1 - 2.0**-20), rel_err=2.0**-20)
+    el, sc, n = _codes(edge, TIE_X)
+    assert el == want and sc == [1.0] and n >= 16
+    c = 1 + 1.5 * 2.0**-30
+    up = [448.0] + [float(next(v for v in GRIDS["fp8_e4m3"] if v > t)) for t in TIES] + [1.0] * 15
+    off = syn(
+        lambda v, **_: v / 2 * (1 + mp.mpf(1.5) * mp.mpf(2) ** -30), lambda x: x / 2 * c, rel_err=2.0**-30
+    )
+    assert _codes(off, TIE_X) == (up, [1.0], 0)
+    at = syn(
+        lambda v, c: v / 2 * (1 + mp.mpf(1.5) * mp.mpf(2) ** -30) * c,
+        lambda x, c: x / 2 * (1 + 1.5 * 2.0**-30) * c,
+        rel_err=2.0**-20,  # (too wide: every tie would go to mpmath)
+        rel_err_at=lambda x, c: np.full(np.shape(x), 2.0**-30 * c),
+        params={"c": 1.0},
+    )
+    assert _codes(at, TIE_X, {"c": 1.0}) == (up, [1.0], 0)
+
+
+def test_mpmath_precisions_and_memo():
+    """An exact tie (f = x / 2, no fast path) never clears its boundary: its value is taken
+    once per input value at 300 bits, and its decision starts at 120 + 2 e bits (e = x's
+    binary exponent, when positive), doubling until 4096 bits or more, where the tie is
+    taken as exact; 32 equal inputs cost one such series (the memo by input value).
+    x = 8.5: f = 4.25, k = 2 - 8, q = 4.25 * 64 = 272, the midpoint of 256 and 288: even,
+    256; e = 4, so 128 ... 4096.  x = 1.0625 2^-20: q = 1.0625 2^8 = 272 again; e < 0, so
+    120 ... 3840, 7680.  The scale (f far from a power of two) needs no decision."""
+    seen: list = []
+
+    def half(v, **_):
+        seen.append(mp.mp.prec)
+        return v / 2
+
+    el, sc, n = _codes(syn(half, None), [8.5] * 32)
+    assert sc == [2.0**-6] and el == [256.0] * 32 and float(rne("fp8_e4m3", Q(272))) == 256.0 and n == 32
+    assert seen == [300, 128, 256, 512, 1024, 2048, 4096]
+    seen.clear()
+    el, sc, _ = _codes(syn(half, None), [2.0**-20 * 1.0625] * 32)
+    assert sc == [2.0**-29] and el == [256.0] * 32
+    assert seen == [300, 120, 240, 480, 960, 1920, 3840, 7680]
+
+
+def test_a_negative_value_decided_at_the_first_precision():
+    """NVFP4, f(0.5) = 2688 (T = 1, S = 448) and f(-0.5) = -6.375 (1 + 2^-60): |f| / 6 lies
+    2^-60 above the E4M3 midpoint 1.0625, so its block scale S is 1.125, decided by mpmath
+    (the float64 bound holds the midpoint) at the first precision, 120 bits: the magnitude
+    ball of a negative value is (-b, -a), above the midpoint at both ends."""
+    seen: list = []
+
+    def f(v, **_):
+        seen.append(mp.mp.prec)
+        return 5376 * v if v > 0 else 12.75 * (1 + mp.mpf(2) ** -60) * v
+
+    with mp.workprec(200):
+        assert mp.mpf(6.375) * (1 + mp.mpf(2) ** -60) / 6 > mp.mpf(1.0625)
+    q, _, n = blocks.reference(
+        blocks.get_block_format("nvfp4"), syn(f, None), np.array([0.5] * 16 + [-0.5] * 16), {}
+    )
+    assert q.tensor_scale == 1.0 and q.scale.tolist() == [448.0, 1.125] and n == 32
+    assert q.elems[0].tolist() == [6.0] * 16 and q.elems[1].tolist() == [-6.0] * 16  # -6.375 / 1.125 = -5.67
+    assert sorted(seen) == [120, 300, 300]
+
+
+def test_near_split_only_where_g_is_tiny():
+    """The near split f = P - g decides a side only when |g| <= |P| 2^-200.  f = x / 2 given
+    with the valid but useless split (x, x / 2): the exact tie 4.25 (x = 8.5, q = 272 at
+    X = 2^-6) is still taken as the exact tie (256, even), not pushed next to P = x.
+    f = P (1 - 2^-1000) at P = x = 1.1875 2^-100 (q = 304 at X = 2^-108, the midpoint of 288
+    and 320): the split decides, just below P: 288, of the sign of P."""
+    half = syn(lambda v, **_: v / 2, None, near=lambda v, **_: (v, v / 2))
+    el, sc, _ = _codes(half, [8.5] * 32)
+    assert sc == [2.0**-6] and el == [256.0] * 32
+    P = 1.1875 * 2.0**-100
+    sat = syn(
+        lambda v, **_: v - v * mp.mpf(2) ** -1000,
+        lambda x: x,
+        rel_err=2.0**-50,
+        near=lambda v, **_: (v, v * mp.mpf(2) ** -1000),
+    )
+    el, sc, _ = _codes(sat, [P] * 32)
+    assert sc == [2.0**-108] and el == [288.0] * 32
+    el, sc, _ = _codes(sat, [-P] * 32)
+    assert sc == [2.0**-108] and el == [-288.0] * 32
+
+
+def test_a_reference_without_a_zero_set():
+    """No zero set declared: every exact value is taken as nonzero, so a zero result where
+    the float64 exact value is 0 has relative error 1 (relu(-1) = 0 read as an underflow)."""
+
+    class NoZeros(Fake):
+        @property
+        def ref(self):
+            return dataclasses.replace(get_reference("relu"), zero_at=None)
+
+    x = np.array([-1.0] * 16 + [2.0] * 16)
+    r = blocks.audit(
+        NoZeros("relu", [0.0] * 16 + [2.0] * 16),
+        blocks.get_block_format("mxfp8_e4m3"),
+        x,
+        FORMATS["bf16"],
+        FORMATS["fp32"],
+    )
+    assert r.max_rel == 1.0 and r.mismatches == 0
+    r = blocks.audit(
+        Fake("relu", [0.0] * 16 + [2.0] * 16),
+        blocks.get_block_format("mxfp8_e4m3"),
+        x,
+        FORMATS["bf16"],
+        FORMATS["fp32"],
+    )
+    assert r.max_rel == 0.0
+
+
+def test_reference_quiet_under_floating_point_traps():
+    """log(0) = -inf and log(-1) (NaN) blocks, exp overflowing float64: the reference's
+    bounds compute through inf - inf on purpose, quietly under a caller's errstate."""
+    x = np.array([0.0] * 16 + [-1.0] * 16 + [800.0] * 16 + [1.0] * 16)
+    for out in ("mxfp8_e4m3", "nvfp4"):
+        bf = blocks.get_block_format(out)
+        with np.errstate(all="raise"):
+            q, _, _ = blocks.reference(bf, get_reference("log"), x, {})
+            assert np.isnan(q.scale[: 2 if out == "nvfp4" else 1]).all()
+            q, _, _ = blocks.reference(bf, get_reference("exp"), x, {})
+            assert np.isfinite(q.scale).all()
