@@ -505,7 +505,6 @@ def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quanti
         el[i] = ex.decide(i, lambda q: _elem_round_mpf(E, q), div=float(dfull[i]), tag="elem")
     if bf.nv:
         el = np.where(np.repeat(scale == 0, B), 0.0, el)
-    el = np.where(np.isnan(dfull), np.nan, el)
     exact = v.copy()
     err = slack.copy()
     for i in list(ex.decided):
@@ -513,8 +512,7 @@ def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quanti
     for i, val in ex.cache.items():
         exact[i] = float(val)
         err[i] = abs(exact[i]) * 2.0**-52 + 2.0**-1074
-    dd = np.where(dfull > 0, dfull, math.ldexp(t, -9)) if bf.nv else dfull
-    dd = np.where(np.isnan(dfull), np.nan, dd)
+    dd = np.where(dfull == 0, math.ldexp(t, -9), dfull) if bf.nv else dfull  # (a NaN block: NaN)
     below = _below(bf, ex, exact, err, dd).reshape(nb, B)
     el = el.reshape(nb, B)
     q = Quantized(scale if bf.nv else d, el, el * d[:, None], t, below)
@@ -793,11 +791,7 @@ def exhaustive(
     nz = _nonzero(ref, x, rp)
     for a in range(0, n, EXHAUSTIVE_ROWS):  # rows of x, all classes of m: memory bounded
         sl = slice(a, min(a + EXHAUSTIVE_ROWS, n))
-        Kr = np.where(
-            nan_rclass | np.isnan(kr[sl, None]),
-            np.nan,
-            np.maximum(np.nan_to_num(kr[sl], nan=-1e9)[:, None], classes[None, :, 0]),
-        )
+        Kr = np.maximum(kr[sl, None], np.where(nan_rclass, np.nan, classes[None, :, 0]))  # (NaN: a NaN block)
         Kc = np.where(
             nan_class | np.isnan(kc[sl, None]),
             np.nan,

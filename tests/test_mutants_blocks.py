@@ -1965,3 +1965,126 @@ def test_reference_quiet_under_floating_point_traps():
             assert np.isnan(q.scale[: 2 if out == "nvfp4" else 1]).all()
             q, _, _ = blocks.reference(bf, get_reference("exp"), x, {})
             assert np.isfinite(q.scale).all()
+
+
+def test_audit_against_nan_reference_blocks():
+    """log.fastlog is finite at 0 and -1 (bit tricks), where log is -inf and NaN: those two
+    blocks are NaN for the reference, so their elements have no error figure and every one
+    differs (a number against NaN), and their scales differ; the block [5 x 32]: amax =
+    fastlog(5) in [1, 2), X = 2^-8, q = 256 fastlog(5) rounds to 416 (E4M3 step 32), as
+    the reference's, u = X 32 = 1/8, error |416/256 - log 5| / u.  An all-NaN reference
+    (log.libm at 0): no figure, no warning.  Quiet under errstate(raise); a candidate
+    without an identity has an empty one; the time lies within the call."""
+    import time
+
+    bf = blocks.get_block_format("mxfp8_e4m3")
+    x = np.array([0.0, 1.0, 2.0] + [3.0] * 29 + [-1.0] + [2.0] * 31 + [5.0] * 32)
+    c = catalog()["log.fastlog"]
+    with mp.workprec(200):
+        want = float(abs(mp.mpf(416) / 256 - mp.log(5)) * 8)
+    t0 = time.perf_counter()
+    with np.errstate(all="raise"):
+        r = blocks.audit(c, bf, x, FORMATS["bf16"], FORMATS["fp32"])
+    t1 = time.perf_counter()
+    assert abs(r.max_elem_ulp - want) <= want * 1e-12 and abs(r.mean_elem_ulp - want) <= want * 1e-12
+    assert (r.mismatches, r.scale_diff_blocks, r.scale_diff_first, r.nan_elements) == (64, 2, [0, 1], 0)
+    assert 0 < r.seconds <= t1 - t0 and r.identity == {}
+
+    class Bare(Fake):
+        identity = property(lambda self: (_ for _ in ()).throw(AttributeError("identity")))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = blocks.audit(Bare("log", [-math.inf] * 32), bf, np.zeros(32), FORMATS["bf16"], FORMATS["fp32"])
+    assert math.isnan(r.max_elem_ulp) and math.isnan(r.ref_max_elem_ulp) and math.isnan(r.max_rel)
+    assert (r.mismatches, r.scale_diff_blocks, r.nan_elements, r.worst_block, r.identity) == (
+        0,
+        0,
+        0,
+        None,
+        {},
+    )
+
+
+class Given(Fake):
+    """A candidate of given outputs against a reference given by its parts."""
+
+    def __init__(self, ref, y):
+        super().__init__("syn", y)
+        self._ref = ref
+
+    @property
+    def ref(self):
+        return self._ref
+
+
+def test_exhaustive_tensor_scale_on_a_tie():
+    """NVFP4 pairs of fp4_e2m1 inputs, f = C x below 0 and C x / 2 above, C = 448 (1 +
+    2^-24): the tensor maximum |f(-6)| = 2688 (1 + 2^-24), so T = RN_fp32(1 + 2^-24), a tie:
+    1.0 (even).  The fast bound (2^-40) holds the tie, so T is decided by mpmath, from
+    f(-6) alone (|f(6)| is half of it): one element."""
+    C = 448 * (1 + 2.0**-24)
+    ref = syn(
+        lambda v, **_: 448 * (1 + mp.mpf(2) ** -24) * (v if v < 0 else v / 2),
+        lambda x: np.where(x < 0, C * x, C * x / 2),
+        rel_err=2.0**-40,
+    )
+    xs = _pair_inputs("fp4_e2m1")
+    y = [C * v if v < 0 else C * v / 2 for v in xs]
+    r = blocks.exhaustive(
+        Given(ref, y), blocks.get_block_format("nvfp4"), FORMATS["fp4_e2m1"], FORMATS["fp32"]
+    )
+    assert r.tensor_scale["reference"] == 1.0 and r.n_mpmath == 1
+
+
+def test_a_nan_block_takes_no_part_in_the_tensor_scale():
+    """f = x / 16 for x >= 0, NaN below: the tensor maximum is f(6) = 0.375 (the NaN inputs
+    have no magnitude), T = RN_fp32(0.375 / 2688) = RN_fp32(1 / 7168); sampled and in pairs."""
+    ref = syn(
+        lambda v, **_: v / 16 if v >= 0 else mp.nan,
+        lambda x: np.where(x >= 0, x / 16, np.nan),
+        exact=True,
+    )
+    with mp.workprec(24):
+        t = float(mp.mpf(1) / 7168)
+    bf = blocks.get_block_format("nvfp4")
+    q, _, n = blocks.reference(bf, ref, np.array([-1.0] * 16 + [6.0] * 16), {})
+    assert q.tensor_scale == t and np.isnan(q.scale[0]) and q.scale[1] > 0 and n == 16
+    xs = _pair_inputs("fp4_e2m1")
+    r = blocks.exhaustive(
+        Given(ref, [v / 16 if v >= 0 else math.nan for v in xs]), bf, FORMATS["fp4_e2m1"], FORMATS["fp32"]
+    )
+    assert r.tensor_scale == {"reference": t, "candidate": t} and r.scale_diff_blocks == 0
+
+
+def test_binade_decisions_memoized():
+    """f = x / 2 at x = 8 (no fast path): f = 4 is a power of two, so both the block scale
+    (the binade of the maximum) and the element's binade (f / X = 256) are decided by
+    mpmath, each over the series 128 ... 4096 bits (never clearing: exact), once for 32
+    equal inputs; the element 256 itself needs no decision."""
+    seen: list = []
+
+    def half(v, **_):
+        seen.append(mp.mp.prec)
+        return v / 2
+
+    el, sc, _ = _codes(syn(half, None), [8.0] * 32)
+    assert sc == [2.0**-6] and el == [256.0] * 32
+    series = [128, 256, 512, 1024, 2048, 4096]
+    assert seen == [300] + series + series
+
+
+def test_exhaustive_exact_figures_of_decided_elements():
+    """f = 5 x / 8 over fp4_e2m1 pairs to mxfp4_e2m1 (ceil: nothing saturates), through a fast
+    path 2^-30 low (bound 2^-20): the ties (f(2) = 1.25 at X = 1, ...) go to mpmath, and their
+    float64 figure is then the exact value, so the quantization's own cost is exactly 1/2
+    element ulp there and below it elsewhere: ref_max_elem_ulp = 0.5."""
+    ref = syn(lambda v, **_: 5 * v / 8, lambda x: 5 * x / 8 * (1 - 2.0**-30), rel_err=2.0**-20)
+    xs = _pair_inputs("fp4_e2m1")
+    r = blocks.exhaustive(
+        Given(ref, [5 * v / 8 for v in xs]),
+        blocks.get_block_format("mxfp4_e2m1", "ceil"),
+        FORMATS["fp4_e2m1"],
+        FORMATS["fp32"],
+    )
+    assert r.ref_max_elem_ulp == 0.5 and r.n_mpmath > 0
