@@ -1638,6 +1638,7 @@ def test_exhaustive_all_nan_candidate():
         FORMATS["fp32"],
     )
     assert (r.worst_block, r.nan_elements, r.scale_diff_blocks, r.mismatches) == (None, 225, 225, 225)
+    assert r.tensor_scale["candidate"] == 1.0  # (no finite value: T of an all-zero tensor, as quantize())
     assert math.isnan(r.max_elem_ulp) and math.isnan(r.mean_elem_ulp) and r.ref_max_elem_ulp >= 0
 
 
@@ -2035,6 +2036,11 @@ def test_exhaustive_tensor_scale_on_a_tie():
         Given(ref, y), blocks.get_block_format("nvfp4"), FORMATS["fp4_e2m1"], FORMATS["fp32"]
     )
     assert r.tensor_scale["reference"] == 1.0 and r.n_mpmath == 1
+    # the same block sampled: T decided from f(-6) alone; S = 448 (saturated), every element
+    # (f / 448: -6, 3, 0.5) far from a boundary
+    q, _, n = blocks.reference(blocks.get_block_format("nvfp4"), ref, np.array([-6.0, 6.0] + [1.0] * 14), {})
+    assert q.tensor_scale == 1.0 and q.scale.tolist() == [448.0] and n == 1
+    assert q.elems[0].tolist() == [-6.0, 3.0] + [0.5] * 14
 
 
 def test_a_nan_block_takes_no_part_in_the_tensor_scale():
@@ -2088,3 +2094,24 @@ def test_exhaustive_exact_figures_of_decided_elements():
         FORMATS["fp32"],
     )
     assert r.ref_max_elem_ulp == 0.5 and r.n_mpmath > 0
+
+
+def test_exhaustive_binade_below_far_under_one():
+    """f = 2^-100 x (1 - 2^-60) over fp4_e2m1 pairs to mxfp8_e4m3 (ceil), the candidate exact
+    but at x = 1, where it gives 1.125 2^-100: f(1) lies just below 2^-100, and with the
+    pair's scale 2^-106 (m = 6) or 2^-108 (m = 1/2) its quotient just below 64 or 256, in
+    E4M3's binade [32, 64) (ulp 4) or [128, 256) (ulp 16); the candidate's 72 or 288 is then
+    8 or 32 away: 2 element ulps (the binade above would give 1).  Every other element
+    costs at most 1/2."""
+    c = 1 - 2.0**-60
+    ref = syn(
+        lambda v, **_: mp.mpf(2) ** -100 * v * (1 - mp.mpf(2) ** -60),
+        lambda x: 2.0**-100 * x,
+        rel_err=2.0**-50,
+    )
+    xs = _pair_inputs("fp4_e2m1")
+    y = [2.0**-100 * 1.125 if v == 1.0 else 2.0**-100 * v * c for v in xs]
+    r = blocks.exhaustive(
+        Given(ref, y), blocks.get_block_format("mxfp8_e4m3", "ceil"), FORMATS["fp4_e2m1"], FORMATS["fp32"]
+    )
+    assert r.max_elem_ulp == 2.0 and r.worst_block["x"] == 1.0
