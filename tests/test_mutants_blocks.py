@@ -1966,6 +1966,21 @@ def test_reference_quiet_under_floating_point_traps():
             assert np.isnan(q.scale[: 2 if out == "nvfp4" else 1]).all()
             q, _, _ = blocks.reference(bf, get_reference("exp"), x, {})
             assert np.isfinite(q.scale).all()
+            # f(800) is inf in float64: the figures divide inf by an infinite unit, quietly
+            r = blocks.audit(catalog()["exp.libm"], bf, x, FORMATS["bf16"], FORMATS["fp32"])
+            assert r.nan_elements == bf.block  # (the candidate overflows at 800: its block is NaN)
+    # an error far below one ulp of a large block scale underflows: relu(3 2^-1074) flushed to
+    # 0 in a block of maximum 2^20 (u = 2^12 2^-9 = 8): quietly, 1.5e-323 / 8 rounded
+    x = np.array([2.0**20, 3 * 2.0**-1074] + [0.0] * 30)
+    with np.errstate(all="raise"):
+        r = blocks.audit(
+            Fake("relu", [2.0**20] + [0.0] * 31),
+            blocks.get_block_format("mxfp8_e4m3"),
+            x,
+            FORMATS["fp32"],
+            FORMATS["fp32"],
+        )
+    assert r.max_elem_ulp == 0.0 and r.mismatches == 0  # (1.85e-324 rounds to 0)
 
 
 def test_audit_against_nan_reference_blocks():
