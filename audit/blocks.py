@@ -298,6 +298,8 @@ def inputs(dist: str, n: int, seed: int, fmt: Format, block: int) -> np.ndarray:
     else:
         if not 1 <= n <= MAX_ELEMENTS or n % block:
             raise BadOptionError(f"--elements must be a positive multiple of {block}, at most {MAX_ELEMENTS}")
+        if seed < 0:
+            raise BadOptionError(f"seed must be at least 0, got {seed}")
         g = np.random.default_rng(seed)
         raw = g.normal(d[1], d[2], n) if d[0] == "normal" else g.uniform(d[1], d[2], n)
         x = fmt.round(raw)
@@ -463,7 +465,8 @@ def reference(bf: BlockFormat, ref, x: np.ndarray, params: dict) -> tuple[Quanti
     nan_block = special.reshape(nb, B).any(axis=1)  # a NaN scale and a NaN block
     lo, hi = _enclose(v, slack)
     m_lo, m_hi = _magnitudes(lo, hi)
-    m_lo[special] = m_hi[special] = 0.0  # (no part in any maximum: their blocks are NaN)
+    # a NaN block takes no part in any maximum (the tensor's: as quantize() leaves it out)
+    m_lo[np.repeat(nan_block, B)] = m_hi[np.repeat(nan_block, B)] = 0.0
     lo_mag, hi_mag = m_lo.reshape(nb, B), m_hi.reshape(nb, B)
     with np.errstate(all="ignore"):
         amax_lo, amax_hi = np.max(lo_mag, axis=1), np.max(hi_mag, axis=1)
@@ -554,7 +557,7 @@ def _unit(bf: BlockFormat, d: np.ndarray, f: np.ndarray, t: float, below=None) -
     positive value times the tensor scale).  ``below``: elements whose exact f / d lies
     below the power of two that the float64 f / d is, so in the binade below."""
     with np.errstate(all="ignore"):
-        d = np.where(d > 0, d, math.ldexp(t, -9)) if bf.nv else d
+        d = np.where(d == 0, math.ldexp(t, -9), d) if bf.nv else d  # (a NaN block: NaN)
         q = f / d
         if below is not None and below.any():
             q = np.where(below, np.nextafter(q, 0), q)
@@ -661,12 +664,13 @@ def audit(
         rel = relative_error(cq.values, f, _nonzero(ref, x, rp).reshape(nb, B))
     ok = np.isfinite(cq.values)
     nan_el = int(np.count_nonzero(~ok & np.isfinite(rq.values)))  # (where the reference is finite)
-    errs = np.where(ok, err, -1.0)
+    fin = ok & np.isfinite(err)
+    errs = np.where(fin, err, -1.0)
     same_scale = (cq.scale == rq.scale) | (np.isnan(cq.scale) & np.isnan(rq.scale))  # (NaN blocks alike)
     diff = np.flatnonzero(~(same_scale & (cq.tensor_scale == rq.tensor_scale)))
     mism = int(np.count_nonzero(~((cq.elems == rq.elems) | (np.isnan(cq.elems) & np.isnan(rq.elems)))))
     worst = None
-    if ok.any():
+    if fin.any():
         bmax = errs.max(axis=1)
         w = int(np.argmax(bmax))
         worst = {
@@ -677,7 +681,6 @@ def audit(
             "scale_candidate": json_number(float(cq.scale[w])),
             "mismatches": int(np.count_nonzero(cq.elems[w] != rq.elems[w])),
         }
-    fin = ok & np.isfinite(err)
     res = BlockResult(
         cand.id,
         ref.name,
@@ -844,7 +847,9 @@ def exhaustive(
         # as audit(): elements differing (NaN alike), scales differing (NaN blocks alike),
         # non-finite candidate elements where the reference is finite
         acc["mism"] += float(np.sum(np.where(~((cel == el) | (np.isnan(cel) & np.isnan(el))), ww, 0.0)))
-        acc["sdiff"] += float(np.sum(np.where(~((Xr == Xc) | (np.isnan(Xr) & np.isnan(Xc))), ww, 0.0)))
+        # the scale codes (MX: k; NVFP4: S, and every pair where the tensor scales differ)
+        same = ((Kr == Kc) | (np.isnan(Kr) & np.isnan(Kc))) & (t == tc)
+        acc["sdiff"] += float(np.sum(np.where(~same, ww, 0.0)))
         acc["nan"] += float(np.sum(np.where(~np.isfinite(cv) & np.isfinite(rv), ww, 0.0)))
         if np.isfinite(ref_err).any():
             acc["ref"] = max(acc["ref"], float(np.nanmax(np.where(np.isfinite(ref_err), ref_err, np.nan))))

@@ -16,6 +16,7 @@ import pytest
 
 from audit import blocks
 from audit.candidates import catalog
+from audit.errors import BadOptionError
 from audit.formats import FORMATS
 
 FUNCS = {
@@ -235,3 +236,41 @@ def test_exhaustive_pairs_with_nan_exact_values(out):
     assert s.blocks == 49 and s.nan_elements == 0
     assert r.scale_diff_blocks == s.scale_diff_blocks and r.mismatches * 2 == s.mismatches
     assert r.max_elem_ulp == s.max_elem_ulp and r.max_added_ulp == s.max_added_ulp
+
+
+@pytest.mark.parametrize("out", ["mxfp8_e4m3", "nvfp4"])
+def test_nan_reference_blocks_add_no_figure(out):
+    """A candidate finite where the exact value is not (1.0 at log's 0 and -3): those blocks
+    are NaN for the reference, so their elements have no error (no fallback decode scale, no
+    warning), the worst block is the finite one, and the reference's tensor scale is that of
+    the finite block alone (NaN blocks take no part in it, as in the candidate's own
+    quantization): every figure but the counts equals the finite block's own audit."""
+    import warnings
+
+    from tests.test_mutants_blocks import Fake
+
+    bf = blocks.get_block_format(out)
+    B = bf.block
+    good = np.linspace(0.5, 50, B).astype(np.float32).astype(np.float64)
+    x = np.concatenate([[0.0] + [2.0] * (B - 1), [-3.0] + [2.0] * (B - 1), good])
+    y = [1.0 if v <= 0 else float(np.log(v)) for v in x]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = blocks.audit(Fake("log", y), bf, x, FORMATS["fp32"], FORMATS["fp32"])
+        one = blocks.audit(Fake("log", y[2 * B :]), bf, good, FORMATS["fp32"], FORMATS["fp32"])
+    assert r.max_elem_ulp == one.max_elem_ulp and r.mean_elem_ulp == one.mean_elem_ulp
+    assert r.max_added_ulp == one.max_added_ulp and r.ref_max_elem_ulp == one.ref_max_elem_ulp
+    assert r.worst_block["index"] == 2 and r.worst_block["max_elem_ulp"] == one.worst_block["max_elem_ulp"]
+    assert (r.nan_elements, r.scale_diff_blocks - one.scale_diff_blocks) == (0, 2)
+    assert r.mismatches == one.mismatches + 2 * B  # (numbers against NaN)
+    if out == "nvfp4":
+        q, _, _ = blocks.reference(bf, catalog()["log.libm"].ref, x, {})
+        with mp.workprec(24):
+            assert q.tensor_scale == float(mp.log(float(good.max())) / 2688)
+        assert r.tensor_scale == one.tensor_scale
+
+
+def test_a_negative_seed_is_refused():
+    with pytest.raises(BadOptionError) as e:
+        blocks.inputs("normal:std=1", 64, -1, FORMATS["bf16"], 32)
+    assert str(e.value) == "seed must be at least 0, got -1"

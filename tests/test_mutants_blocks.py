@@ -1138,7 +1138,14 @@ def model_pairs(out: str, rule: str, xs: list, f: list, y: list) -> dict:
                         rel = float(abs(cv - fv) / abs(fv))
                     else:
                         rel = (0.0 if fv == 0 else 1.0) if cv == 0 else math.inf
-                    fig += [Xc != d, float(abs(cv - fv) / u), cel != el, float(abs(cv - rv) / u), rel]
+                    # (a scale differs: its code, or for NVFP4 the tensor scale, as in audit())
+                    fig += [
+                        Kc != K or tc != t,
+                        float(abs(cv - fv) / u),
+                        cel != el,
+                        float(abs(cv - rv) / u),
+                        rel,
+                    ]
                     fig += [float(K if nv else d), float(Kc if nv else Xc), float(cv), float(rv)]
                 seen[K, Kc] = fig
             fig = seen[K, Kc]
