@@ -16,6 +16,7 @@ import pytest
 from audit import quant
 from audit.errors import BadOptionError
 from audit.references import REFERENCES
+from tests.test_quant import ref_code
 
 LIMITS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 F01 = Fraction(13421773, 2**27)  # 0.1 rounded to the nearest float32 (24-bit significand)
@@ -28,18 +29,7 @@ def want_code(y, kind: str, scale, zero: int, rounding: str):
     lo, hi = LIMITS[kind]
     if isinstance(y, float) and math.isinf(y):
         return hi if y > 0 else lo
-    w = Fraction(y) / Fraction(scale)
-    k = math.floor(w)
-    d = w - k
-    if d > Fraction(1, 2):
-        n = k + 1
-    elif d < Fraction(1, 2):
-        n = k
-    elif rounding == "even":
-        n = k + (k % 2)
-    else:
-        n = k + 1 if w > 0 else k
-    return min(max(n + zero, lo), hi)
+    return ref_code(y, kind, scale, zero, rounding)  # (the exact rational rounding of test_quant)
 
 
 def to_fraction(v) -> Fraction:
@@ -285,22 +275,9 @@ def test_quantize_specials():
     assert even.quantize(0.375).tolist() == 2.0
     # ties at the ends of the code range: 127.5 -> 127 (clamped), -128.5 -> -128
     one = quant.QuantFormat("int8", 1.0, 0)
-    assert one.quantize([127.5, -128.5, 128.5, -129.5, 126.5, -127.5]).tolist() == [
-        127,
-        -128,
-        127,
-        -128,
-        126,
-        -128,
-    ]
-    assert [one.quantize_mpf(mp.mpf(v)) for v in (127.5, -128.5, 128.5, -129.5, 126.5, -127.5)] == [
-        127,
-        -128,
-        127,
-        -128,
-        126,
-        -128,
-    ]
+    ties, want = (127.5, -128.5, 128.5, -129.5, 126.5, -127.5), [127, -128, 127, -128, 126, -128]
+    assert one.quantize(list(ties)).tolist() == want
+    assert [one.quantize_mpf(mp.mpf(v)) for v in ties] == want
 
 
 # --------------------------------------------------------------------- the oracle
