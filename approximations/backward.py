@@ -1,7 +1,7 @@
 """Backward kernels: dx = dy * f'(x) from the two stored tensors (x or y = f(x), and dy).
 
 Family ``NAME_bwd`` approximates the bivariate reference ``NAME_bwd(x, dy) = dy f'(x)``
-(:mod:`audit.backward`); ``actaudit sweep gelu.tanh --backward`` sweeps
+(:mod:`audit.oracle.backward`); ``actaudit sweep gelu.tanh --backward`` sweeps
 ``gelu_bwd.tanh`` over pairs (x, dy).  Each formula is PyTorch's, operation for
 operation (the order of the products matters: (dy s)(1 + x (1 - s)) rounds differently
 from dy (s (1 + x (1 - s)))).  PyTorch computes these in float32 for fp16 and bf16
@@ -14,8 +14,8 @@ tanh_backward, sigmoid_backward and ELU's is_result path read instead of x.
 
 import math
 
-import audit.backward  # noqa: F401  (registers the NAME_bwd references)
-from audit.candidates import candidate
+import audit.oracle.backward  # noqa: F401  (registers the NAME_bwd references)
+from audit.targets.candidates import candidate
 
 ATEN = "PyTorch aten/src/ATen/native/cpu/"
 K_BETA = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5  # M_SQRT2 * M_2_SQRTPI * 0.5

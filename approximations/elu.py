@@ -1,7 +1,7 @@
 """ELU, SELU and CELU: exp(x) - 1 against expm1(x)."""
 
-from audit.candidates import candidate
-from audit.references import SELU_ALPHA, SELU_SCALE
+from audit.oracle.references import SELU_ALPHA, SELU_SCALE
+from audit.targets.candidates import candidate
 
 ELU = "Clevert et al. 2015, arXiv:1511.07289"
 SELU = "Klambauer et al. 2017, arXiv:1706.02515"

@@ -1,6 +1,6 @@
 """exp approximations used inside sigmoid, SiLU and softmax kernels."""
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 from .primitives import cephes_exp, exp_u20, schraudolph_exp
 

@@ -16,11 +16,11 @@ Fusing changes the numbers silently, because it moves the roundings:
   the activation to the storage format first, as an unfused graph (and kernels that cast
   the activation back to the tensor type before the product) do.
 
-``m.store(v)`` is the round trip through the storage format (:mod:`audit.compute`).
+``m.store(v)`` is the round trip through the storage format (:mod:`audit.targets.compute`).
 """
 
-import audit.fused  # noqa: F401  (registers gelu_bias and gelu_scale)
-from audit.candidates import candidate
+import audit.oracle.fused  # noqa: F401  (registers gelu_bias and gelu_scale)
+from audit.targets.candidates import candidate
 
 from .primitives import SQRT_HALF
 

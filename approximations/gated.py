@@ -3,7 +3,7 @@
 Bivariate: f(a, b) with a the gate input and b the up projection.
 """
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 from .gelu import tanh_inner
 from .primitives import SQRT_HALF

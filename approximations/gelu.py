@@ -4,7 +4,7 @@ GELU(x) = x Phi(x) (Hendrycks & Gimpel, "Gaussian Error Linear Units", 2016,
 arXiv:1606.08415), Phi the standard normal CDF.
 """
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 from .primitives import SQRT_2_OVER_PI, SQRT_HALF, erf_as, erf_rational, sigmoid
 

@@ -6,7 +6,7 @@ Family ``NAME_grad`` holds the derivative candidates of family ``NAME``;
 
 import math
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 from .primitives import SQRT_2_OVER_PI, SQRT_HALF
 

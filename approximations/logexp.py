@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 LN2 = math.log(2)
 

@@ -18,8 +18,8 @@ exact TFLite int16 arithmetic) are not modelled here.
 import numpy as np
 import scipy.special as sc
 
-from audit.candidates import candidate
-from audit.compute import Val
+from audit.targets.candidates import candidate
+from audit.targets.compute import Val
 
 TFLITE = (
     "TFLite int16 LUT activations: tensorflow/lite/kernels/internal/common.h gen_lut "

@@ -1,6 +1,6 @@
 """logsigmoid, softsign and erf."""
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 from .primitives import erf_as, erf_rational
 

@@ -1,6 +1,6 @@
 """Mish: x tanh(softplus(x)) (Misra 2019, arXiv:1908.08681)."""
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 SRC = "Misra 2019, arXiv:1908.08681"
 

@@ -28,7 +28,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 
 def f32(text: str) -> float:

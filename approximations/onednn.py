@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 TANH_POL_BITS = (
     # degree 0

@@ -5,7 +5,7 @@ multiplying by a rounded 1/6, or a leaky slope rounded to the format (0.01 is
 0.009765625 in fp8_e4m3).
 """
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 MOBILENET = "Howard et al. 2019 (MobileNetV3), arXiv:1905.02244"
 

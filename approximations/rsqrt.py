@@ -6,7 +6,7 @@ negate it with one integer subtraction, then refine it with a Newton step.
 
 import numpy as np
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 
 def magic_seed(magic: int, x, m, shift: int):

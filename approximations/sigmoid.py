@@ -1,6 +1,6 @@
 """Sigmoid (logistic) and its kernel forms."""
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 from .primitives import horner, schraudolph_exp
 

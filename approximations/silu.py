@@ -1,7 +1,7 @@
 """SiLU / Swish: x sigmoid(beta x) (Ramachandran et al. 2017, arXiv:1710.05941;
 Elfwing et al. 2017, arXiv:1702.03118)."""
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 from .primitives import schraudolph_exp
 

@@ -1,6 +1,6 @@
 """softplus(x) = log(1 + exp(beta x)) / beta (Dugas et al. 2001)."""
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 
 @candidate(

@@ -1,6 +1,6 @@
 """tanh and the forms vector units use."""
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 from .primitives import TANH_CLAMP, tanh_rational
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audit.candidates import candidate
+from audit.targets.candidates import candidate
 
 from .mlas import TANH_ALPHA as MLAS_TANH_ALPHA
 from .mlas import TANH_BETA as MLAS_TANH_BETA

@@ -7,19 +7,18 @@ The Python API, which the ``actaudit`` command line is a thin layer over::
     print(results[0].max_ulp, results[0].worst)
 """
 
-__version__ = "0.1.0"
-
-from . import signals as _signals  # noqa: E402
+from audit import signals as _signals  # noqa: E402
+from audit._version import __version__
 
 _signals.early()  # an actaudit process answers SIGINT / SIGTERM with one line from here on
 
-from . import inputs  # noqa: E402
-from . import sweep as sweep_module  # noqa: E402
-from .candidates import Candidate, candidate, catalog, resolve  # noqa: E402
-from .errors import ActauditError  # noqa: E402
-from .formats import FORMATS, Format, get_format  # noqa: E402
-from .references import REFERENCES, get_reference  # noqa: E402
-from .sweep import SweepResult, document, sweep  # noqa: E402
+from audit.errors import ActauditError  # noqa: E402
+from audit.measure import sweep as sweep_module  # noqa: E402
+from audit.measure.sweep import SweepResult, document, sweep  # noqa: E402
+from audit.numbers import inputs  # noqa: E402
+from audit.numbers.formats import FORMATS, Format, get_format  # noqa: E402
+from audit.oracle.references import REFERENCES, get_reference  # noqa: E402
+from audit.targets.candidates import Candidate, candidate, catalog, resolve  # noqa: E402
 
 __all__ = [
     "inputs",

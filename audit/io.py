@@ -30,7 +30,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from .errors import BadFileError
+from audit.errors import BadFileError
 
 STALE_AGE = 24 * 3600.0  # seconds after which a temporary of a live pid counts as stale too
 

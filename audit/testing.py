@@ -10,12 +10,12 @@ callable taking an array of the storage dtype and returning one of the same shap
 
 from __future__ import annotations
 
-from .adapters import wrap_callable
-from .candidates import Candidate, catalog, resolve
-from .errors import BadOptionError
-from .formats import get_format
-from .inputs import domain
-from .sweep import SweepResult, run_candidate
+from audit.errors import BadOptionError
+from audit.measure.sweep import SweepResult, run_candidate
+from audit.numbers.formats import get_format
+from audit.numbers.inputs import domain
+from audit.targets.candidates import Candidate, catalog, resolve
+from audit.targets.engines import wrap_callable
 
 
 def callable_candidate(func, reference: str, dtype) -> Candidate:
@@ -49,7 +49,7 @@ def assert_accuracy(
     a number) and finite results where the exact value overflows the format are allowed;
     specials: whether wrong results at the special inputs +-inf and NaN are (by default
     they fail: GELU(-inf) must be -0, not NaN).  semantics: one machine semantics
-    (audit.semantics), e.g. "ftz,daz" or "ascend_sat"."""
+    (audit.targets.semantics), e.g. "ftz,daz" or "ascend_sat"."""
     __tracebackhide__ = True  # pytest: show the message, not this function's source
     c = candidate_or_callable
     if isinstance(c, str):
@@ -66,7 +66,7 @@ def assert_accuracy(
         raise BadOptionError(f"{cand.id} approximates {cand.reference}, not {reference}")
     fmt = get_format(dtype)
     cf = get_format(compute) if compute else fmt
-    from . import semantics as semantics_mod
+    from audit.targets import semantics as semantics_mod
 
     sem = semantics_mod.parse(semantics) if semantics is not None else None
     if sem is not None and sem.stochastic:

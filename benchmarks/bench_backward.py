@@ -21,10 +21,10 @@ import time
 
 import numpy as np
 
-from audit.candidates import catalog
-from audit.formats import get_format
-from audit.inputs import pair_domain
-from audit.sweep import _Job, _range_chunk
+from audit.measure.sweep import _Job, _range_chunk
+from audit.numbers.formats import get_format
+from audit.numbers.inputs import pair_domain
+from audit.targets.candidates import catalog
 
 CASES = [
     ("swiglu.silu_mul", "bf16"),

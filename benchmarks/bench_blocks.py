@@ -10,7 +10,7 @@ import argparse
 import statistics
 import time
 
-from audit import blocks
+from audit.measure import blocks
 
 
 def main() -> None:

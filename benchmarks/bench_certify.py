@@ -20,9 +20,10 @@ import argparse
 import statistics
 import time
 
-from audit import certify, oracle
-from audit.formats import FORMATS
-from audit.references import REFERENCES
+from audit.measure import certify
+from audit.numbers.formats import FORMATS
+from audit.oracle import oracle
+from audit.oracle.references import REFERENCES
 
 CASES = [
     ("gelu", "bf16"),

@@ -15,9 +15,10 @@ import time
 import numpy as np
 
 import audit
-from audit import engines, oracle
-from audit.formats import get_format
-from audit.inputs import _ordinal_bounds
+from audit.numbers.formats import get_format
+from audit.numbers.inputs import _ordinal_bounds
+from audit.oracle import oracle
+from audit.targets import engines
 
 
 def median_time(fn, repeat: int) -> float:

@@ -1,4 +1,4 @@
-"""Fitted vector kernels (correctly rounded, audit/fit_shapes.py) against ONNX Runtime's
+"""Fitted vector kernels (correctly rounded, audit/repair/fit_shapes.py) against ONNX Runtime's
 kernels for the same op, single thread, side by side in one run.
 
 For each target (gelu, silu, sigmoid, tanh, erf x bf16, fp16 outputs; fp32 compute) the
@@ -13,9 +13,9 @@ kernel returns the correctly rounded bf16/fp16 value stored as fp32; the u16 col
 native 16-bit in/out variant (the same ops plus the conversions).  Each repeat times every
 kernel once, interleaved; the table shows medians, and "min ratio" the ratio of the fastest
 runs (fit AVX-512 over the fastest ORT form), the least disturbed by other load.  The kernel
-of each target is the fastest of its variants (audit.fit_shapes.search; --no-search: the
+of each target is the fastest of its variants (audit.repair.fit_shapes.search; --no-search: the
 default variant).  --before adds the table kernel of
-``actaudit fit`` (audit/fit.py) for the targets given with --before.
+``actaudit fit`` (audit/repair/fit.py) for the targets given with --before.
 
 Usage: python benchmarks/bench_fit.py [--repeat 15] [--targets gelu:bf16,...] [--before gelu:bf16]
 """
@@ -33,8 +33,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from audit import fit_shapes as fs
-from audit.emit import c as emit_c
+from audit.repair import fit_shapes as fs
+from audit.repair.emit import c as emit_c
 
 ORT_OPS = {
     "gelu": [("Gelu", "", 20), ("Gelu", "com.microsoft", 1)],
@@ -84,9 +84,9 @@ def c_runner(fn, x: np.ndarray, y: np.ndarray):
 
 
 def table_kernel(ref: str, dtype: str, tmp: Path):
-    """The piecewise table kernel of audit/fit.py, gcc -O3 -march=x86-64-v4 (its own flags:
+    """The piecewise table kernel of audit/repair/fit.py, gcc -O3 -march=x86-64-v4 (its own flags:
     -ffp-contract=off)."""
-    from audit import fit
+    from audit.repair import fit
 
     rep = fit.fit(ref, dtype)
     if not rep.ok:
@@ -125,7 +125,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1 << 22)
     ap.add_argument("--targets", default=",".join(f"{r}:{d}" for r in fs.SUPPORTED for d in fs.DTYPES))
     ap.add_argument(
-        "--before", default="", help="targets (ref:dtype,...) to time audit/fit.py's table kernel for"
+        "--before", default="", help="targets (ref:dtype,...) to time audit/repair/fit.py's table kernel for"
     )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="actaudit-bench-fit-"))
@@ -206,7 +206,7 @@ def main() -> None:
     for ref, dtype, r, med, best_ort, correct, note, low in rows:
         others = ", ".join(f"{k} {v:.2f}" for k, v in med.items() if k.startswith("ORT") and k != best_ort)
         if "table fit" in med:
-            others += f"; before (audit/fit.py table, {note}) {med['table fit']:.2f} = {med['table fit'] / med[best_ort]:.2f}x"
+            others += f"; before (audit/repair/fit.py table, {note}) {med['table fit']:.2f} = {med['table fit'] / med[best_ort]:.2f}x"
         print(
             f"{ref + ' ' + dtype:<14}{sum(r.program.counts().values()):>5}{med['fit avx512']:>11.3f}"
             f"{med[best_ort]:>11.3f}{med['fit avx512'] / med[best_ort]:>6.2f}x{'yes' if correct else 'NO':>5}"

@@ -13,7 +13,8 @@ import tempfile
 import time
 
 import audit
-from audit import formats, oracle
+from audit.numbers import formats
+from audit.oracle import oracle
 
 
 def one(target: str, dtype: str, compute: str | None, cold: bool) -> float:

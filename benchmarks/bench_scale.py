@@ -26,9 +26,9 @@ import mpmath as mp
 import numpy as np
 
 import audit
-from audit.candidates import families
-from audit.formats import get_format
-from audit.inputs import _ordinal_bounds
+from audit.numbers.formats import get_format
+from audit.numbers.inputs import _ordinal_bounds
+from audit.targets.candidates import families
 
 
 def naive_seconds_per_input(ref, fmt, x) -> float:

@@ -14,7 +14,8 @@ import tempfile
 import time
 
 import audit
-from audit import formats, oracle
+from audit.numbers import formats
+from audit.oracle import oracle
 
 
 def one(target: str, dtype: str, cold: bool, semantics=None) -> float:
@@ -44,7 +45,7 @@ def main() -> None:
         warm = [one(target, dtype, False) for _ in range(args.repeat)]
         n = audit.sweep(target, dtype=dtype)[0].domain.count
         print(f"{target:<14}{dtype:<7}{n:>8}{statistics.median(cold):>15.4f}{statistics.median(warm):>15.4f}")
-    # flagged semantics (audit/semantics.py): warm oracle, in-process
+    # flagged semantics (audit/targets/semantics.py): warm oracle, in-process
     print(f"\n{'candidate':<14}{'dtype':<7}{'semantics':<34}{'warm median s':>15}")
     for target, dtype, sem in [
         ("gelu.tanh", "fp16", "ftz,daz"),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from audit.sweep import sweep
+from audit.measure.sweep import sweep
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ format and write a dump for the audit workflow:
     actaudit sweep --dump sigmoid_bf16_gpu.npz --reference sigmoid --dtype bf16
 
 (needs a CUDA GPU and triton, or cupy for --target cuda; not run in CI).  The kernel is
-fitted here (audit/fit_shapes.py), emitted from its operation list (audit/emit/), compiled
+fitted here (audit/repair/fit_shapes.py), emitted from its operation list (audit/repair/emit/), compiled
 for the GPU without contraction or fast math (Triton: enable_fp_fusion=False; CUDA: explicit
 __f*_rn intrinsics), and run on every value of the format (every finite value, +-inf, NaN).
 The script also compares the device's bits with the C kernel's emulator and prints how many
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from audit import fit_shapes as fs
-from audit.emit import emit, ir
+from audit.repair import fit_shapes as fs
+from audit.repair.emit import emit, ir
 
 
 def run_triton(prog: ir.Program, x: np.ndarray, tmp: Path) -> np.ndarray:

@@ -9,7 +9,7 @@ generated, killed, equivalent, surviving without a reason, and not decided::
 
     nice -n 19 mutmut run --max-children 2        # hours for the seven modules
     python benchmarks/mutmut_score.py             # the table; exit 1 unless complete
-    python benchmarks/mutmut_score.py --survivors audit.gate   # each unlisted survivor's diff
+    python benchmarks/mutmut_score.py --survivors audit.gate.check   # each unlisted survivor's diff
 
 The score of a module is killed / (generated - equivalent).  The exit status is 0 only when
 every mutant of every module asked for was decided and every survivor is listed as
@@ -52,7 +52,7 @@ def load_results(mutants: Path) -> dict[str, str]:
 
 
 def module_of(name: str) -> str:
-    """``audit.gate.x_check__mutmut_3`` -> ``audit.gate``."""
+    """``audit.gate.check.x_check__mutmut_3`` -> ``audit.gate.check``."""
     return name.rsplit(".", 1)[0]
 
 
@@ -166,7 +166,7 @@ def score(results: dict[str, str], equivalents: dict[str, Equivalent], sources: 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("modules", nargs="*", help="module names (audit.gate) or mutant name prefixes")
+    ap.add_argument("modules", nargs="*", help="module names (audit.gate.check) or mutant name prefixes")
     ap.add_argument("--mutants", type=Path, default=ROOT / "mutants", help="mutmut's work directory")
     ap.add_argument("--lists", type=Path, default=LISTS, help="the equivalent-mutant lists")
     ap.add_argument("--survivors", action="store_true", help="print each unlisted survivor's diff")

@@ -5,7 +5,7 @@ writing a test asks, without mutmut's stats run: it activates each named mutant 
 existing ``mutants/`` directory (mutmut's trampoline reads ``MUTANT_UNDER_TEST``) and runs
 the given test files against it, one forked pytest per mutant::
 
-    python benchmarks/mutmut_try.py audit.gate.x_compare --tests tests/test_mutants_gate_check.py
+    python benchmarks/mutmut_try.py audit.gate.check.x_compare --tests tests/test_mutants_gate_check.py
     python benchmarks/mutmut_try.py NAME NAME --mutants /path/to/mutants --tests tests/test_x.py
 
 A name that is not a whole mutant name is a prefix: it stands for every mutant starting with

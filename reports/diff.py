@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from audit.diff import document
+from audit.compare.diff import document
 from audit.io import dumps, format_number, write_files
 
 from . import figures

@@ -9,7 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from audit.engines.matrix import document
+from audit.compare.matrix import document
 from audit.io import dumps, write_files
 
 from . import html as html_report

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 
-from audit.formats import get_format  # noqa: E402
+from audit.numbers.formats import get_format  # noqa: E402
 
 FLOOR = 1e-3  # ULP errors below this are drawn at this level on the log axis
 SHADES = {
@@ -275,7 +275,7 @@ def heatmap(r) -> bytes:
     ticks = np.linspace(0, n - 1, 7).astype(int)
     ax.set_xticks(ticks, [f"{ax_vals[t]:.2g}" for t in ticks], rotation=45, fontsize=7)
     ax.set_yticks(ticks, [f"{ax_vals[t]:.2g}" for t in ticks], fontsize=7)
-    from audit.references import get_reference
+    from audit.oracle.references import get_reference
 
     names = getattr(get_reference(r.reference), "axis_names", None)  # backward: (x, dy)
     ax.set_xlabel(

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from audit import __version__
-from audit import blocks as blocks_mod
-from audit import quant as quant_mod
-from audit.candidates import catalog
+from audit._version import __version__
 from audit.io import dumps, format_number, write_files
+from audit.measure import blocks as blocks_mod
+from audit.measure import quant as quant_mod
+from audit.targets.candidates import catalog
 
 from .html import CSS, EXPLORER_JS, JS, e, slug
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import csv
 import io
 
-from audit import blocks as blocks_mod
-from audit import quant as quant_mod
 from audit.io import format_number
+from audit.measure import blocks as blocks_mod
+from audit.measure import quant as quant_mod
 
 from .table import GAP, _line, _wrap, num
 

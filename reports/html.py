@@ -18,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from audit import __version__, oracle
-from audit.candidates import catalog
+from audit._version import __version__
 from audit.io import dumps, format_number, write_files
-from audit.sweep import document
+from audit.measure.sweep import document
+from audit.oracle import oracle
+from audit.targets.candidates import catalog
 
 from . import figures, weighted
 
@@ -211,7 +212,7 @@ class Report:
         if len(self.jobs) < 8 or (os.cpu_count() or 1) < 2:
             pngs = [_render(j) for j in self.jobs]
         else:  # audit's worker pool: interruptible at any moment, workers die with it
-            from audit.executors import run_chunks
+            from audit.measure.executors import run_chunks
 
             pngs = list(run_chunks(_render_in_pool, None, self.jobs, workers=os.cpu_count()))
         return [(j[0], p) for j, p in zip(self.jobs, pngs)]
@@ -228,7 +229,7 @@ def _render(job) -> bytes:
 
 def build(results, out_dir, command: str = "", suggestions=None) -> Path:
     """Write DIR/index.html, one PNG per figure and DIR/run.json; return the HTML path.
-    suggestions: ``actaudit.suggest/1`` documents (:func:`audit.suggest.for_results`), shown
+    suggestions: ``actaudit.suggest/1`` documents (:func:`audit.repair.suggest.for_results`), shown
     in a "Suggest" section after "Which candidate to use" and linked from its rows."""
     sugg = [s if isinstance(s, dict) else s.to_dict() for s in (suggestions or [])]
     out = Path(out_dir)
@@ -469,7 +470,7 @@ def _candidate(rep: Report, r, color, index: int = 0) -> str:
 
 def _semantics_section(r) -> str:
     """The "semantics" section of a result: the machine it was evaluated on."""
-    from audit import semantics as semantics_mod
+    from audit.targets import semantics as semantics_mod
 
     lines = semantics_mod.explain(
         getattr(r, "semantics", None), getattr(r, "stochastic", None), getattr(r, "changed", None)
@@ -484,7 +485,7 @@ def _explorer(r, color, key: str) -> str:
 
     from matplotlib.colors import to_hex
 
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     p = r.points
     ok = np.flatnonzero(p.cls == 0)
@@ -539,7 +540,7 @@ def _suggest(docs) -> str:
         "<h2 id='suggest'>Suggest: what to ship instead</h2><p class='note'>Every candidate "
         "of each reference swept in each path of this report (actaudit suggest): ranked by "
         "correctness (NaN, inf, specials, max ULP, p99), then by cost (weighted operation "
-        "counts, audit/cost.py); each repair was verified by a sweep over the same inputs.</p>"
+        "counts, audit/repair/cost.py); each repair was verified by a sweep over the same inputs.</p>"
     ]
     for d in docs:
         sec = suggest_report.section(d, level=3).replace("<details open>", "<details>")  # repairs folded

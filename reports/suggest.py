@@ -1,6 +1,6 @@
 """The suggest section of an HTML report: ranking, Pareto front and verified repairs.
 
-Built from the ``actaudit.suggest/1`` JSON document (:meth:`audit.suggest.Suggestion.to_dict`),
+Built from the ``actaudit.suggest/1`` JSON document (:meth:`audit.repair.suggest.Suggestion.to_dict`),
 so that any report can embed it: :func:`section` returns a self-contained ``<section>``
 fragment (its own scoped style), :func:`page` a whole HTML page around it.
 """

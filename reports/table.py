@@ -101,7 +101,7 @@ def sem_label(r) -> str:
     """The machine semantics of a result ('' for ieee), e.g. ' [ftz,daz]'."""
     if getattr(r, "semantics", None) is None:
         return ""
-    from audit import semantics as semantics_mod
+    from audit.targets import semantics as semantics_mod
 
     return f" [{semantics_mod.label(r.semantics, r.stochastic)}]"
 
@@ -126,7 +126,7 @@ def path_title(dtype: str, compute: str, sem: str = "") -> str:
 
 
 def name(r) -> str:
-    from audit.candidates import catalog
+    from audit.targets.candidates import catalog
 
     defaults = catalog()[r.candidate].params if r.candidate in catalog() else {}
     return r.candidate + "".join(f" {k}={v:g}" for k, v in r.params.items() if v != defaults.get(k))
@@ -307,7 +307,7 @@ def _sem_notes(results) -> list[str]:
     """What a semantics run adds to read the table: envelopes, changes against ieee."""
     if not any(getattr(r, "semantics", None) is not None for r in results):
         return []
-    from audit import semantics as semantics_mod
+    from audit.targets import semantics as semantics_mod
 
     return semantics_mod.table_notes(results)
 

@@ -1,4 +1,4 @@
-"""The weighted figures (audit/weighting.py) in the sweep's tables: one indented line per
+"""The weighted figures (audit/measure/weighting.py) in the sweep's tables: one indented line per
 result in the compact table, four columns in the wide one (only where some result has
 them, so that tables without --distribution are unchanged)."""
 
@@ -58,8 +58,8 @@ def active_region(r) -> tuple[float, float]:
     """The x range of the linear panel: where the distribution puts 99.9% of its mass
     (central interval) when the result is weighted, else where the exact function neither
     saturates nor flushes (between its saturation thresholds in the format), padded 5%."""
-    from audit import weighting
-    from audit.formats import get_format
+    from audit.measure import weighting
+    from audit.numbers.formats import get_format
 
     fmt = get_format(r.dtype)
     w = getattr(r, "weighted", None)
@@ -82,8 +82,8 @@ def linear_panel(ax, r, color, floor: float) -> None:
     and the distribution's density overlaid (right axis) when the result is weighted."""
     import numpy as np
 
-    from audit import weighting
-    from audit.formats import get_format
+    from audit.measure import weighting
+    from audit.numbers.formats import get_format
 
     e = r.points
     lo, hi = active_region(r)

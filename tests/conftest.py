@@ -18,7 +18,7 @@ if "ACTAUDIT_CACHE_DIR" not in os.environ:
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
     """An empty oracle cache directory, and the in-process memo cleared."""
-    from audit import oracle
+    from audit.oracle import oracle
 
     monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "cache"))
     oracle._MEMO.clear()

@@ -1,5 +1,5 @@
 """The catalog's formula grammar (docs/concepts/exact-decisions.md), parsed and evaluated
-in a compute format independently of audit.compute: every operation in float64 (numpy /
+in a compute format independently of audit.targets.compute: every operation in float64 (numpy /
 scipy) rounded once with Format.round, constants rounded as written.
 
     formula  := expr { "," NAME "=" expr }            definitions, used by name
@@ -286,7 +286,7 @@ def evaluate(text: str, inputs: dict, compute, storage, params: dict | None = No
             if f == "store":
                 return R(storage.round(args[0]))
             if f == "fma":
-                from audit.compute import fused_multiply_add
+                from audit.targets.compute import fused_multiply_add
 
                 return R(np.asarray(fused_multiply_add(compute, *args), dtype=np.float64))
         raise FormulaError(f"cannot evaluate {t!r}")

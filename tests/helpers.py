@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import mpmath as mp
 
-from audit.formats import Format
+from audit.numbers.formats import Format
 
 
 def to_fraction(v) -> Fraction:

@@ -11,7 +11,7 @@ from helpers import optional
 
 import audit
 from audit.cli import main
-from audit.formats import get_format
+from audit.numbers.formats import get_format
 
 
 def ulp_err(r, f, fmt):

@@ -9,11 +9,11 @@ import pytest
 from helpers import is_nearest_even
 
 import audit
-from audit import oracle
-from audit.candidates import catalog
 from audit.cli import main
-from audit.formats import get_format
-from audit.references import get_reference
+from audit.numbers.formats import get_format
+from audit.oracle import oracle
+from audit.oracle.references import get_reference
+from audit.targets.candidates import catalog
 
 
 # independent derivatives, written here from the textbook formulas (not the tool's)
@@ -239,7 +239,7 @@ def test_catalog_backward_is_pytorchs_kernel(op, cand):
     # tensors, gives the bits of PyTorch 2.13's own kernel (autograd on CPU) at every pair
     # of a 128 x 128 grid: an independent check of the formulas (and of torch-bwd:)
     pytest.importorskip("torch")
-    from audit.diff import diff
+    from audit.compare.diff import diff
 
     r = diff(f"torch-bwd:{op}", cand, "bf16", "fp32", grid=128)
     assert r.count > 128**2 - 1 and r.verdict == "identical", r.intervals[:3]
@@ -252,9 +252,11 @@ def test_underflowing_backward_products_keep_their_sign_without_mpmath():
     decides it, with no mpmath call (such pairs once sent whole chunks to mpmath)."""
     import mpmath as mp
 
-    from audit import backward, oracle  # noqa: F401  (backward registers NAME_bwd)
-    from audit.formats import get_format
-    from audit.references import REFERENCES
+    from audit.numbers.formats import get_format
+    from audit.oracle import (
+        oracle,  # noqa: F401  (backward registers NAME_bwd)
+    )
+    from audit.oracle.references import REFERENCES
 
     with mp.workprec(200):
         g = mp.ncdf(-40) - 40 * mp.npdf(40)
@@ -272,13 +274,10 @@ def test_relative_error_of_a_zero_result_below_float64s_range():
     """README: relative error |r - f| / |f|. A zero result where f is nonzero but below
     float64's range (dy * sech^2(x) at x = -57344: e^-114688) is off by exactly 1 (100%);
     where dy = 0 the product is exactly 0 and the error is 0."""
-    from audit import (
-        backward,  # noqa: F401  (registers NAME_bwd)
-        oracle,
-    )
-    from audit.formats import get_format
-    from audit.metrics import point_errors
-    from audit.references import REFERENCES
+    from audit.measure.metrics import point_errors
+    from audit.numbers.formats import get_format
+    from audit.oracle import oracle
+    from audit.oracle.references import REFERENCES
 
     f = get_format("fp8_e5m2")
     x = np.array([-57344.0, -57344.0, 3.0])

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 import audit
-from audit import oracle
-from audit.adapters import wrap_callable
 from audit.cli import main
-from audit.formats import get_format
-from audit.inputs import domain
-from audit.metrics import FINITE, OVERFLOW_MISS, PointErrors, Summary, point_errors
-from audit.oracle import OracleValues
-from audit.references import REFERENCES
-from audit.sweep import run_candidate
+from audit.measure.metrics import FINITE, OVERFLOW_MISS, PointErrors, Summary, point_errors
+from audit.measure.sweep import run_candidate
+from audit.numbers.formats import get_format
+from audit.numbers.inputs import domain
+from audit.oracle import oracle
+from audit.oracle.oracle import OracleValues
+from audit.oracle.references import REFERENCES
+from audit.targets.engines import wrap_callable
 
 
 def mp_ulp_error(r: float, f, fmt) -> float:
@@ -178,7 +178,7 @@ def test_p99_with_nan_is_nan_not_a_number():
 
 
 def test_selftest_checks_values_beyond_float64(monkeypatch):
-    from audit import selftest
+    from audit.measure import selftest
 
     checks = selftest.run(["exp"], ("fp16", "bf16"))
     beyond = [c for c in checks if "beyond" in c.fmt]

@@ -12,10 +12,10 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import blocks
-from audit.candidates import Candidate, catalog
 from audit.errors import BadFileError, BadOptionError
-from audit.formats import FORMATS
+from audit.measure import blocks
+from audit.numbers.formats import FORMATS
+from audit.targets.candidates import Candidate, catalog
 
 GELU = lambda x: x * (1 + mp.erf(x / mp.sqrt(2))) / 2  # noqa: E731
 

@@ -14,10 +14,10 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import blocks
-from audit.candidates import catalog
 from audit.errors import BadOptionError
-from audit.formats import FORMATS
+from audit.measure import blocks
+from audit.numbers.formats import FORMATS
+from audit.targets.candidates import catalog
 
 FUNCS = {
     "gelu": lambda x: x / 2 * mp.erfc(-x / mp.sqrt(2)),

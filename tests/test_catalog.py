@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import audit
-from audit.candidates import families
-from audit.formats import get_format
+from audit.numbers.formats import get_format
+from audit.targets.candidates import families
 
 mp.mp.prec = 160
 
@@ -45,7 +45,7 @@ def sp(x):
     return mp.log(1 + mp.exp(x))
 
 
-# Each reference written again here, independently of audit/references.py.
+# Each reference written again here, independently of audit/oracle/references.py.
 EXACT = {
     "gelu": lambda x: x * mp.ncdf(x),
     "sigmoid": sig,

@@ -10,11 +10,11 @@ import openvino as ov
 import pytest
 from openvino import opset13 as ops
 
-from audit.candidates import catalog
-from audit.compute import evaluate
-from audit.engines.openvino import dispatch
-from audit.formats import get_format
-from audit.semantics import parse
+from audit.numbers.formats import get_format
+from audit.targets.candidates import catalog
+from audit.targets.compute import evaluate
+from audit.targets.engines.openvino import dispatch
+from audit.targets.semantics import parse
 
 F32 = get_format("fp32")
 NODES = {

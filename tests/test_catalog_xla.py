@@ -10,9 +10,9 @@ import jax.scipy.special as jss
 import numpy as np
 import pytest
 
-from audit.candidates import catalog
-from audit.compute import evaluate
-from audit.formats import get_format
+from audit.numbers.formats import get_format
+from audit.targets.candidates import catalog
+from audit.targets.compute import evaluate
 
 F32 = get_format("fp32")
 

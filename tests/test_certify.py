@@ -13,10 +13,11 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import certify, oracle
 from audit.cli import main
-from audit.formats import FORMATS
-from audit.references import REFERENCES
+from audit.measure import certify
+from audit.numbers.formats import FORMATS
+from audit.oracle import oracle
+from audit.oracle.references import REFERENCES
 from tests.helpers import round_exact, to_fraction
 
 

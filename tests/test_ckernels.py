@@ -1,4 +1,4 @@
-"""C kernels as candidates (audit/ckernels.py), and the emulation checked against this CPU.
+"""C kernels as candidates (audit/targets/ckernels.py), and the emulation checked against this CPU.
 
 The bit-for-bit tests compile C versions of catalog formulas (only + - * / fmaf fminf fmaxf,
 floorf and ldexpf) with gcc and compare, at every finite fp16 input and at 2^20 fp32 inputs,
@@ -31,11 +31,11 @@ from approximations.primitives import (
     TANH_BETA,
     TANH_CLAMP,
 )
-from audit import semantics as S
-from audit.ckernels import KernelError, c_candidate, compile_kernel
 from audit.cli import main
 from audit.errors import ActauditError
-from audit.formats import FORMATS
+from audit.numbers.formats import FORMATS
+from audit.targets import semantics as S
+from audit.targets.ckernels import KernelError, c_candidate, compile_kernel
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 X86 = platform.machine() in ("x86_64", "AMD64")
@@ -321,7 +321,7 @@ void k(const float *x, float *y, size_t n) {
 
 @pytest.mark.skipif(not (X86 and _has_fma()), reason="needs an x86 CPU with FMA")
 def test_gcc_contracts_through_negation_like_contract(tmp_path):
-    from audit.compute import evaluate
+    from audit.targets.compute import evaluate
 
     src = tmp_path / "neg.c"
     src.write_text(NEG)
@@ -596,7 +596,7 @@ void fds(const float *x, float *y, size_t n) {
 
 
 def test_the_kernel_sees_only_its_own_descriptors(tmp_path):
-    from audit.ckernels import object_fd
+    from audit.targets.ckernels import object_fd
 
     (tmp_path / "fds.c").write_text(FDS)
     c = c_candidate(f"c:{tmp_path}/fds.c:fds", "relu", F32)
@@ -614,7 +614,7 @@ def test_the_kernel_sees_only_its_own_descriptors(tmp_path):
 
 
 def test_the_runner_is_verified_before_it_is_run(tmp_path, monkeypatch):
-    from audit import ckernels
+    from audit.targets import ckernels
 
     monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(ckernels, "_RUNNER", {})
@@ -667,7 +667,7 @@ def test_a_kernel_that_exits_after_onnxruntime_ran_here(tmp_path, capsys):
 def test_a_reaped_kernel_is_never_signalled_again(monkeypatch):
     # a pid, once reaped, may be given to another process: _kill must not signal it (the
     # timeout path killed the kernel, then killed the same pid again on the way out)
-    from audit import ckernels
+    from audit.targets import ckernels
 
     p = subprocess.Popen(["true"])
     p.wait()  # reaped

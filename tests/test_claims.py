@@ -265,7 +265,7 @@ def test_gate_slack_is_relative_and_compared_the_right_way(gate):
 
 
 def _oracle(rounded, hi, lo=None):
-    from audit.oracle import OracleValues
+    from audit.oracle.oracle import OracleValues
 
     hi = np.asarray(hi, dtype=np.float64)
     return OracleValues(
@@ -277,8 +277,8 @@ def _oracle(rounded, hi, lo=None):
 
 
 def test_ulp_error_of_a_correctly_rounded_result_is_capped_at_half():
-    from audit.formats import get_format
-    from audit.metrics import point_errors
+    from audit.measure.metrics import point_errors
+    from audit.numbers.formats import get_format
 
     h = get_format("fp16")
     # f(x) carried in float64 as 1 + 2^-11 + 2^-52: a hair above the fp16 midpoint between 1
@@ -352,7 +352,7 @@ def test_relative_error_is_inf_where_the_exact_value_is_zero(usermod):
 
 
 def _errors(u):
-    from audit.metrics import PointErrors
+    from audit.measure.metrics import PointErrors
 
     u = np.asarray(u, dtype=np.float64)
     n = len(u)
@@ -363,8 +363,8 @@ def _errors(u):
 
 
 def test_p99_is_the_smallest_error_bounding_99_percent():
-    from audit.formats import get_format
-    from audit.metrics import Summary
+    from audit.measure.metrics import Summary
+    from audit.numbers.formats import get_format
 
     h = get_format("fp16")
     s = Summary(exact_p99=True)
@@ -382,8 +382,8 @@ def test_p99_is_the_smallest_error_bounding_99_percent():
 
 
 def test_p99_stays_exact_up_to_2_pow_24_errors_then_switches_to_a_histogram():
-    from audit.formats import get_format
-    from audit.metrics import Summary
+    from audit.measure.metrics import Summary
+    from audit.numbers.formats import get_format
 
     h = get_format("fp16")
     s = Summary(exact_p99=True)
@@ -406,7 +406,7 @@ def test_p99_stays_exact_up_to_2_pow_24_errors_then_switches_to_a_histogram():
 
 
 def test_ulp_definition_hand_worked():
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     h, b, e4 = get_format("fp16"), get_format("bf16"), get_format("fp8_e4m3")
     # fp16 p = 11, emin = -14: ulp(1) = 2^-10, ulp(65504) = 2^(15 - 10) = 32,
@@ -449,8 +449,8 @@ def test_ulp_error_distance_abs_rel_on_a_hand_worked_fp16_case(usermod):
 
 
 def test_ulp_distance_treats_both_zeros_as_one_point_and_inf_one_past_max():
-    from audit.formats import get_format
-    from audit.metrics import point_errors
+    from audit.measure.metrics import point_errors
+    from audit.numbers.formats import get_format
 
     h = get_format("fp16")
     # -0 against +0: 0 steps; 2^-24 against -2^-24: 2 steps (through the single zero);
@@ -465,8 +465,8 @@ def test_ulp_distance_treats_both_zeros_as_one_point_and_inf_one_past_max():
 
 
 def test_input_classes_hand_worked():
-    from audit.formats import get_format
-    from audit.metrics import FINITE, INF, NAN, OVERFLOW_OK, point_errors
+    from audit.measure.metrics import FINITE, INF, NAN, OVERFLOW_OK, point_errors
+    from audit.numbers.formats import get_format
 
     h = get_format("fp16")
     inf, nan = math.inf, math.nan
@@ -533,8 +533,8 @@ def test_max_ulp_is_over_finite_results_only():
 
 
 def test_worst_input_is_the_first_of_equal_maxima_when_chunks_merge():
-    from audit.formats import get_format
-    from audit.metrics import Summary
+    from audit.measure.metrics import Summary
+    from audit.numbers.formats import get_format
 
     h = get_format("fp16")
     a, b = Summary(), Summary()
@@ -618,7 +618,7 @@ def test_resource_limits_are_refused_up_front():
 def test_gate_tolerance_fails_a_nan_metric(tmp_path, monkeypatch, capsys):
     import dataclasses
 
-    from audit import candidates
+    from audit.targets import candidates
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "actaudit.toml").write_text(
@@ -666,7 +666,7 @@ def test_missing_optional_dependency_fails_in_ci_and_skips_elsewhere(monkeypatch
 
 
 def test_rounding_at_the_top_of_the_range_hand_worked():
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     h, e4, b = get_format("fp16"), get_format("fp8_e4m3"), get_format("bf16")
     # fp16: max 65504 = 2047 * 32 (odd significand), ulp 32: below 65520 rounds to 65504;
@@ -700,7 +700,7 @@ def test_formats_table_matches_the_readme(capsys):
     }
     for name, (p, emin) in readme.items():
         assert (got[name]["precision"], got[name]["emin"]) == (p, emin), name
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     # E4M3FN: max 448 (1.75 * 2^8), no infinities; fp8_e5m2: (2 - 2^-2) 2^15 = 57344
     assert get_format("fp8_e4m3").max_finite == 448.0 and not get_format("fp8_e4m3").has_inf
@@ -719,7 +719,7 @@ def test_16_bit_formats_are_swept_over_every_finite_value_both_zeros():
 
 
 def test_bf16_rounding_is_single_not_through_float32():
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     # 1 + 2^-8 + 2^-30: above the bf16 midpoint 1 + 2^-8 between 1 and 1 + 2^-7, so it rounds
     # up to 1.0078125; through float32 it first becomes 1 + 2^-8 (the tie) and then 1.0
@@ -769,7 +769,7 @@ def test_saturation_thresholds_quoted_in_the_readme():
 def test_golden_with_inputs_in_fp32_is_correctly_rounded(tmp_path, capsys):
     from helpers import is_nearest_even
 
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     xs = np.array([-3.0, -0.5, 2.0**-149, 0.1, 1.0, 5.5], dtype=np.float32)
     # read like a dump: today only a dump with both columns is accepted in fp32 (a single
@@ -966,7 +966,8 @@ def test_swept_parameter_gives_one_result_per_value_and_moves_the_reference():
 
 
 def test_checkpoint_cadence(tmp_path, monkeypatch):
-    from audit import checkpoint, inputs
+    from audit.measure import checkpoint
+    from audit.numbers import inputs
 
     assert checkpoint.SAVE_EVERY == 30.0  # the README's "every 30 s"
     saves = []
@@ -1001,7 +1002,7 @@ def test_checkpoint_cadence(tmp_path, monkeypatch):
 def test_golden_order_and_values_in_fp8(tmp_path):
     from helpers import is_nearest_even
 
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     assert main(["golden", "sigmoid", "--dtype", "fp8_e4m3", "-o", str(tmp_path / "g.npz")]) == 0
     with np.load(tmp_path / "g.npz", allow_pickle=False) as z:

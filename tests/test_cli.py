@@ -132,7 +132,7 @@ def test_checkpointed_sweep_reruns_from_its_checkpoint(capsys, tmp_path, monkeyp
     assert code == 0 and len(list(ck.glob("*.json"))) == 1
     # README: "A finished result is read back instantly": the rerun evaluates no chunk, so
     # it must not need the oracle at all (a rerun that recomputed would fail here)
-    from audit import oracle
+    from audit.oracle import oracle
 
     def no_oracle(*a, **k):
         raise AssertionError("the rerun recomputed a chunk instead of reading the checkpoint")

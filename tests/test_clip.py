@@ -1,4 +1,4 @@
-"""audit/clip.py in isolation: the tolerance test and the clip applied, with expectations
+"""audit/measure/clip.py in isolation: the tolerance test and the clip applied, with expectations
 worked here (hand-built clips, sigmoid evaluated with math).  These kill the mutants that
 mutmut found surviving in clip.py (docs/design/mutation-testing.md)."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import audit
-from audit import clip as clip_mod
-from audit.candidates import catalog
-from audit.metrics import FINITE, NAN
+from audit.measure import clip as clip_mod
+from audit.measure.metrics import FINITE, NAN
+from audit.targets.candidates import catalog
 
 
 def test_within_tolerance_includes_the_bound_and_is_either_criterion():
@@ -79,10 +79,10 @@ def test_default_tolerance_core_includes_its_edge():
     # gelu in fp8_e4m3, correctly rounded everywhere but at x = 2, the edge of the core
     # |x| <= 2, where the result is 2.5 for gelu(2) = 1.9545 (ulp 1/8 there): that error,
     # (2.5 - 1.9545) * 8 = 4.36 ULP, sets the default tolerance to twice itself
-    from audit import oracle
-    from audit.formats import FORMATS
-    from audit.metrics import point_errors
-    from audit.references import REFERENCES
+    from audit.measure.metrics import point_errors
+    from audit.numbers.formats import FORMATS
+    from audit.oracle import oracle
+    from audit.oracle.references import REFERENCES
 
     ref, fmt = REFERENCES["gelu"], FORMATS["fp8_e4m3"]
     x = fmt.finite_values()

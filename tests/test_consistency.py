@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from audit import consistency as cons
 from audit.cli import main
-from audit.diff import diff
+from audit.compare import consistency as cons
+from audit.compare.diff import diff
 
 
 def test_parameter_that_is_ignored_is_a_finding():

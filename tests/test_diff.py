@@ -5,7 +5,7 @@ import json
 import pytest
 
 from audit.cli import main
-from audit.diff import diff
+from audit.compare.diff import diff
 
 # fp16 facts used below: ordinals (bit patterns of positives) 1.0 = 0x3c00 = 15360,
 # 5.5 = 0x4580 = 17792, 6.0 = 0x4600 = 17920, 65504 = 0x7bff = 31743; the value after 5.5

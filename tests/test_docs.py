@@ -418,7 +418,7 @@ def _markers() -> dict:
 def test_generated_pages_list_every_candidate_and_every_command():
     """The catalog page holds every registered candidate (id, formula, source), the CLI page
     every command of the Typer app, each with every option; both are asked for by a page."""
-    from audit.candidates import REGISTRY, catalog
+    from audit.targets.candidates import REGISTRY, catalog
 
     hook = _hook()
     marks = _markers()
@@ -443,8 +443,8 @@ def test_generated_pages_list_every_candidate_and_every_command():
 
 
 def test_generated_formats_and_semantics_follow_their_definitions():
-    from audit import semantics
-    from audit.formats import FORMATS
+    from audit.numbers.formats import FORMATS
+    from audit.targets import semantics
 
     hook = _hook()
     formats = hook.render_formats()
@@ -478,8 +478,8 @@ def test_every_command_help_ends_with_its_docs_page(capsys):
 def test_list_family_filters_the_catalog(capsys):
     """`actaudit list FAMILY` shows exactly the family's candidates; a reference name gives
     the candidates approximating it; an unknown name is one line and exit 2."""
-    from audit.candidates import REGISTRY, catalog
     from audit.cli import main
+    from audit.targets.candidates import REGISTRY, catalog
 
     catalog()
     for fam in ("gelu", "swish", "lut"):

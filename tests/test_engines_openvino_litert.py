@@ -15,9 +15,9 @@ import openvino as ov
 import pytest
 
 import audit
-from audit.engines import get_engine
-from audit.engines.base import SESSIONS, SessionKey
 from audit.errors import ActauditError
+from audit.targets.engines import get_engine
+from audit.targets.engines.base import SESSIONS, SessionKey
 
 
 def all_bf16() -> np.ndarray:
@@ -55,7 +55,7 @@ def run_own_bf16(compiled, x_bf16):
     ],
 )
 def test_openvino_bf16_every_input_equals_own_session(target, node):
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     x = all_bf16()
     (cand,) = audit.engines.candidates_of(target, get_format("bf16"))
@@ -68,7 +68,7 @@ def test_openvino_bf16_every_input_equals_own_session(target, node):
 
 
 def test_openvino_precision_hint_is_what_the_compiled_model_reports():
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     for hint, short in (("fp32", "f32"), ("fp16", "f16"), ("bf16", "bf16")):
         (cand,) = audit.engines.candidates_of(f"openvino:Tanh[openvino.precision={hint}]", get_format("fp32"))
@@ -100,7 +100,7 @@ def test_openvino_sessions_never_shared_across_attributes_or_hints():
 
 
 def test_openvino_swish_beta_is_silu_with_beta():
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     (res,) = audit.sweep("openvino:Swish", dtype="fp16", params={"beta": 2.0})
     assert res.reference == "silu" and res.identity["attributes"] == {"beta": 2.0}
@@ -137,7 +137,7 @@ def parse_tflite(content: bytes):
 def test_litert_model_reads_back_as_one_op_on_a_graph_input(name):
     from ai_edge_litert import schema_py_generated as S
 
-    from audit.engines.litert import OPS, make_model
+    from audit.targets.engines.litert import OPS, make_model
 
     content = make_model(OPS[name], {a.name: a.default for a in OPS[name].attrs}, "fp32")
     m, sg, op, code = parse_tflite(content)
@@ -151,7 +151,7 @@ def test_litert_model_reads_back_as_one_op_on_a_graph_input(name):
 def test_litert_gelu_approximate_option_is_written():
     from ai_edge_litert import schema_py_generated as S
 
-    from audit.engines.litert import OPS, make_model
+    from audit.targets.engines.litert import OPS, make_model
 
     for value, want in (("false", False), ("true", True)):
         _m, _sg, op, _code = parse_tflite(make_model(OPS["GELU"], {"approximate": value}, "fp32"))
@@ -163,7 +163,7 @@ def test_litert_gelu_approximate_option_is_written():
 
 
 def test_litert_resolvers_are_distinct_sessions_and_recorded():
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     x = np.linspace(-12, 12, 4097, dtype=np.float32)
     outs = {}
@@ -177,7 +177,7 @@ def test_litert_resolvers_are_distinct_sessions_and_recorded():
     ulp = np.spacing(np.abs(ref.astype(np.float32))).astype(np.float64)
     assert np.max(np.abs(outs["reference"] - ref) / ulp) <= 2.5
     # independent check of the resolver: an interpreter built here on the same model
-    from audit.engines.litert import OPS, make_model
+    from audit.targets.engines.litert import OPS, make_model
 
     own = litert.Interpreter(
         model_content=make_model(OPS["TANH"], {}, "fp32"),
@@ -237,14 +237,14 @@ def test_engine_identity_in_json():
 
 def test_unknown_op_is_one_line():
     with pytest.raises(ActauditError, match="unknown openvino op 'Gleu'.*Gelu"):
-        from audit.formats import get_format
+        from audit.numbers.formats import get_format
 
         audit.engines.candidates_of("openvino:Gleu", get_format("fp32"))
 
 
 # ------------------------------------------------------------- LiteRT integer kernels
 def own_quant_interpreter(name, inq, outq, resolver):
-    from audit.engines.litert import OPS, make_model
+    from audit.targets.engines.litert import OPS, make_model
 
     content = make_model(OPS[name], {a.name: a.default for a in OPS[name].attrs}, "q", (inq, outq))
     interp = litert.Interpreter(model_content=content, num_threads=1, experimental_op_resolver_type=resolver)
@@ -270,7 +270,7 @@ def run_interp(interp, codes):
 def test_litert_integer_kernels_against_mpmath(name, kind, ins, outs, ref):
     """Every input code through an interpreter built here (reference resolver) and the
     sweep's figures recomputed from mpmath's correctly quantized codes."""
-    from audit.quant import parse_quant
+    from audit.measure.quant import parse_quant
 
     inq = parse_quant(f"{kind}:scale={ins[0]!r},zero={ins[1]}")
     outq = parse_quant(f"{kind}:scale={outs[0]!r},zero={outs[1]}")
@@ -311,7 +311,7 @@ def test_litert_integer_kernels_refuse_other_output_scales_and_bind_them():
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "scale 0.00390625 and zero point -128" in r.stderr
     # sessions are keyed by the full quantized formats: two input scales, two sessions
-    from audit.engines.base import SESSIONS
+    from audit.targets.engines.base import SESSIONS
 
     before = SESSIONS.builds
     for s in ("0.0625", "0.125"):

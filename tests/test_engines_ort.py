@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 import audit
-from audit import candidates, engines
 from audit.cli import main
-from audit.engines import base, matrix
-from audit.engines import ort as ort_engine
+from audit.compare import matrix
 from audit.errors import ActauditError
-from audit.formats import get_format
+from audit.numbers.formats import get_format
+from audit.targets import candidates, engines
+from audit.targets.engines import base
+from audit.targets.engines import ort as ort_engine
 
 
 def need(module):
@@ -127,7 +128,7 @@ def test_gelu_tanh_and_fastgelu_are_one_kernel_and_erf_is_another():
     fast = session("FastGelu", domain="com.microsoft")(x)
     g_none = session("Gelu")(x)
     assert same_bits(g_tanh, fast) and not same_bits(g_tanh, g_none)
-    d = importlib.import_module("audit.diff").diff
+    d = importlib.import_module("audit.compare.diff").diff
     r = d("ort:Gelu", "ort:FastGelu", "fp32", samples=20000, params={"approximate": "tanh"})
     assert r.verdict == "identical" and r.count > 20000
     r2 = d("ort:Gelu[approximate=none]", "ort:FastGelu", "fp32", samples=20000)
@@ -214,7 +215,7 @@ def test_string_parameters_parse_and_catalog_candidates_refuse_them():
 
 
 def test_layout_and_length_checks_run_on_engine_targets():
-    from audit import consistency
+    from audit.compare import consistency
 
     rep = consistency.layout_check("ort:Sigmoid", "fp32", max_length=17, values=256)
     assert not rep.findings and "length 17" in rep.shapes and "0-d" in rep.shapes
@@ -228,7 +229,7 @@ def test_layout_and_length_checks_run_on_engine_targets():
 
 
 def test_quantized_sigmoid_codes_are_the_engines():
-    from audit import quant
+    from audit.measure import quant
 
     (r,) = quant.sweep("ort:QLinearSigmoid", "int8:scale=0.0625,zero=0", "int8:scale=0.0078125,zero=-128")
     x = helper.make_tensor_value_info("x", TensorProto.INT8, None)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import audit
-from audit import clip as clip_mod
-from audit.formats import get_format
+from audit.measure import clip as clip_mod
+from audit.numbers.formats import get_format
 
 H = get_format("fp16")
 FP16 = H.finite_values()
@@ -208,7 +208,7 @@ def test_swish_monotone_pieces_follow_beta(beta):
     result is never reported as going backwards (it used to be, at silu's own turning point)."""
     import mpmath as mp
 
-    from audit.references import REFERENCES
+    from audit.oracle.references import REFERENCES
 
     r = mp.findroot(lambda t: 1 + t * (1 - 1 / (1 + mp.exp(-t))), -1.3)
     (a0, b0, d0), (a1, b1, d1) = REFERENCES["silu"].pieces({"beta": beta})

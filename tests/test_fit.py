@@ -12,12 +12,12 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import cost, fit
 from audit.cli import main
-from audit.compute import evaluate
-from audit.formats import get_format
-from audit.inputs import domain
-from audit.sweep import run_candidate
+from audit.measure.sweep import run_candidate
+from audit.numbers.formats import get_format
+from audit.numbers.inputs import domain
+from audit.repair import cost, fit
+from audit.targets.compute import evaluate
 from tests.helpers import is_nearest_even
 
 F32 = get_format("fp32")
@@ -279,7 +279,7 @@ def bf16_fma_fit():
 def test_fma_kernel_c_fmaf_and_python_agree_bit_for_bit(bf16_fma_fit, tmp_path):
     # the C version calls fmaf (glibc: one rounding); compiled with contraction off and
     # on (fast, with -mfma where the CPU has it: fmaf inlined as vfmadd), it gives the same bits as the Python formula's exact fused operations
-    # (audit.compute.Ops.fma) at every bf16 input and at +-inf, NaN
+    # (audit.targets.compute.Ops.fma) at every bf16 input and at +-inf, NaN
     k = bf16_fma_fit.kernel
     src = fit.c_source(k)
     assert k.fma and "fmaf(q, t, -NC0[i])" in src and "q * t" not in src.replace("fmaf(q, t", "")
@@ -369,7 +369,7 @@ def test_cli_fit_under_contract(capsys, tmp_path, monkeypatch):
     # the module loads with its semantics
     monkeypatch.syspath_prepend(str(tmp_path))
     sys.modules.pop("fit_gelu_fp8_e4m3_fma", None)
-    from audit.adapters import load_callable
+    from audit.targets.engines import load_callable
 
     c = load_callable("fit_gelu_fp8_e4m3_fma:CANDIDATE")
     assert c.semantics is not None and c.semantics.contract

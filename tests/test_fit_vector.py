@@ -11,11 +11,11 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import fit_shapes as fs
 from audit.cli import main
-from audit.emit import c as emit_c
-from audit.emit import emit, ir
-from audit.formats import get_format
+from audit.numbers.formats import get_format
+from audit.repair import fit_shapes as fs
+from audit.repair.emit import c as emit_c
+from audit.repair.emit import emit, ir
 from tests.helpers import is_nearest_even
 
 

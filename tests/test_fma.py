@@ -1,6 +1,6 @@
 """Ops.fma is one rounding of the exact a*b + c in every compute format (issue 13, item 3).
 
-The expected values are computed here, independently of audit/formats.py: the exact value
+The expected values are computed here, independently of audit/numbers/formats.py: the exact value
 a*b + c by mpmath (fmul/fadd with exact=True), rounded to nearest-even into the format by
 integer arithmetic on its significand (subnormals and overflow included).
 """
@@ -13,8 +13,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from audit.compute import Ops, Val, fused_multiply_add
-from audit.formats import FORMATS, get_format
+from audit.numbers.formats import FORMATS, get_format
+from audit.targets.compute import Ops, Val, fused_multiply_add
 
 # name: (p, emin, emax, max_finite, overflow value)
 SPEC = {

@@ -7,7 +7,7 @@ import pytest
 from helpers import is_nearest_even, neighbours, to_fraction
 
 from audit.errors import UnknownNameError
-from audit.formats import FORMATS, get_format, parse_formats
+from audit.numbers.formats import FORMATS, get_format, parse_formats
 
 SMALL = ["fp8_e4m3", "fp8_e5m2", "bf16", "fp16"]
 ALL = list(FORMATS)

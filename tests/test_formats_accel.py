@@ -4,7 +4,7 @@ The independent side works on the encodings and on exact rationals (fractions.Fr
 each format is given by its bit fields (exponent bits, mantissa bits, bias) and its rules
 (NaN code, negative zero, saturation); every code is decoded with integer arithmetic, and a
 real number is rounded by searching the sorted table of decoded values for the nearest one,
-a tie going to the code with an even mantissa field.  Nothing here calls audit.formats'
+a tie going to the code with an even mantissa field.  Nothing here calls audit.numbers.formats'
 rounding or ml_dtypes."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from audit.errors import UnknownNameError
-from audit.formats import FORMATS, get_format, parse_formats
-from audit.metrics import FINITE, OVERFLOW_OK, point_errors
-from audit.oracle import OracleValues
+from audit.measure.metrics import FINITE, OVERFLOW_OK, point_errors
+from audit.numbers.formats import FORMATS, get_format, parse_formats
+from audit.oracle.oracle import OracleValues
 
 # name: (exponent bits, mantissa bits, bias, rules)
 #   fnuz: code 0x80 (the pattern of -0) is the only NaN, no -0, no inf, overflow -> NaN
@@ -278,7 +278,7 @@ def test_saturated_results_are_overflow_ok():
 @pytest.mark.parametrize("name", list(SPECS))
 def test_every_catalog_candidate_sweeps(name):
     import audit
-    from audit.candidates import catalog
+    from audit.targets.candidates import catalog
 
     res = audit.sweep(list(catalog()), dtype=name)
     assert len(res) >= len(catalog())

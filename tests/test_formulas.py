@@ -1,6 +1,6 @@
 """Formulas are what runs: every catalog formula that is an expression of the grammar
 (tests/formula_grammar.py, docs/concepts/exact-decisions.md) is evaluated here in the
-compute format, independently of audit.compute, and must equal the candidate bit for bit
+compute format, independently of audit.targets.compute, and must equal the candidate bit for bit
 at every finite fp8_e4m3 and fp8_e5m2 input (pairs of them for two-input candidates), with
 the storage format itself and fp32 as the compute format."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from formula_grammar import evaluate, parse
 
-from audit.candidates import catalog
-from audit.formats import FORMATS
+from audit.numbers.formats import FORMATS
+from audit.targets.candidates import catalog
 
 # candidates whose formula is not an expression of the grammar, and why
 NOT_EXPRESSIONS = {

@@ -9,10 +9,10 @@ import pytest
 from helpers import is_nearest_even, to_fraction
 
 import audit
-from audit import oracle
-from audit.candidates import catalog
-from audit.formats import get_format
-from audit.references import get_reference
+from audit.numbers.formats import get_format
+from audit.oracle import oracle
+from audit.oracle.references import get_reference
+from audit.targets.candidates import catalog
 
 
 def gelu(t):

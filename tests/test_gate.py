@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from audit import candidates
 from audit.cli import main
+from audit.targets import candidates
 from audit.testing import assert_accuracy
 
 SPEC = """

@@ -1,4 +1,4 @@
-"""The CI gate on quantized and block-scaled outputs (audit/gate_formats.py): baselined,
+"""The CI gate on quantized and block-scaled outputs (audit/gate/formats.py): baselined,
 checked, a regression fails, a tolerance of the wrong kind fails, bad entries are refused."""
 
 import dataclasses
@@ -10,8 +10,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import candidates
 from audit.cli import main
+from audit.targets import candidates
 
 QSPEC = """
 baseline = "base.json"

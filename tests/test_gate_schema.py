@@ -16,9 +16,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import candidates
 from audit.cli import main
-from audit.gate_schema import IDENTITY_FIELDS, SPEC_KEYS
+from audit.gate.schema import IDENTITY_FIELDS, SPEC_KEYS
+from audit.targets import candidates
 
 
 def run(capsys, *args):
@@ -91,7 +91,8 @@ def test_unknown_keys_in_pyproject_are_refused(tmp_path, monkeypatch, capsys):
 def test_the_schema_is_one_data_structure():
     """Every level's keys carry a type and a description (the docs are made from them), and
     the gate's own key sets are these."""
-    from audit import gate, gate_diff
+    from audit.gate import check as gate
+    from audit.gate import diffs as gate_diff
 
     assert set(SPEC_KEYS) == {"spec", "audit", "tolerance", "diff"}
     for level in SPEC_KEYS.values():
@@ -99,7 +100,7 @@ def test_the_schema_is_one_data_structure():
             assert key.type and key.description, k
     assert gate.AUDIT_KEYS == set(SPEC_KEYS["audit"]) and gate_diff.DIFF_KEYS == set(SPEC_KEYS["diff"])
     assert "cflags" in SPEC_KEYS["audit"]
-    from audit import blocks
+    from audit.measure import blocks
 
     assert set(SPEC_KEYS["audit"]["scale_rule"].allowed) == set(blocks.RULES)
 

@@ -8,9 +8,9 @@ import mpmath as mp
 import numpy as np
 
 import audit
-from audit import oracle
-from audit.formats import get_format
-from audit.references import get_reference
+from audit.numbers.formats import get_format
+from audit.oracle import oracle
+from audit.oracle.references import get_reference
 
 
 def _forge(path, ref, fmt, params, rounded, hi):
@@ -145,8 +145,8 @@ def test_a_fresh_table_that_disagrees_with_mpmath_decides_nothing(fresh_cache, m
 
     import pytest
 
-    from audit import references
     from audit.errors import ActauditError
+    from audit.oracle import references
 
     good = references.REFERENCES["sigmoid"]
     broken = dataclasses.replace(good, fast=lambda x: good.fast(x) * (1 + 1e-3))

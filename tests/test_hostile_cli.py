@@ -78,8 +78,8 @@ def test_bad_command_lines_are_one_line(tmp_path, monkeypatch, capsys, args, nee
 
 
 def test_the_fp64_grid_holds_no_infinity():
-    from audit.formats import get_format
-    from audit.inputs import axis_values
+    from audit.numbers.formats import get_format
+    from audit.numbers.inputs import axis_values
 
     fp64 = get_format("fp64")
     for side in (64, 1024):
@@ -265,7 +265,7 @@ def test_stale_temporaries_of_dead_runs_are_cleaned(tmp_path):
 
 def test_a_shared_cache_directory_follows_the_umask(tmp_path, monkeypatch):
     import audit
-    from audit import oracle
+    from audit.oracle import oracle
 
     monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "c"))
     oracle._MEMO.clear()
@@ -282,7 +282,7 @@ def test_a_shared_cache_directory_follows_the_umask(tmp_path, monkeypatch):
 def test_junit_and_markdown_hold_any_audit_name():
     import xml.etree.ElementTree as ET
 
-    from audit.gate import Change
+    from audit.gate.check import Change
     from reports import junit, markdown
 
     name = "a\x01b\x1b[31m`x``/gelu.tanh/fp16/fp16"

@@ -105,7 +105,7 @@ def test_a_zip_bomb_dump_is_refused(tmp_path, capsys):
 
 def _checkpointed(tmp_path, monkeypatch):
     import audit
-    from audit import inputs
+    from audit.numbers import inputs
 
     monkeypatch.setattr(inputs, "CHUNK", 1 << 17)
     rng = (1.0, 1.01)  # 83,887 fp32 inputs (ordinals of 1.0 to 1.01: 0.01 * 2^23 + 1)

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audit import gate
 from audit.cli import main
+from audit.gate import check as gate
 
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
 

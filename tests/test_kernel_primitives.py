@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import audit
-from audit import oracle
-from audit.formats import get_format
-from audit.references import REFERENCES
+from audit.numbers.formats import get_format
+from audit.oracle import oracle
+from audit.oracle.references import REFERENCES
 
 C_SOURCE = r"""
 #include <stdio.h>
@@ -115,7 +115,7 @@ def test_bit_trick_candidates_match_their_c_source(cid, c_kernels):
 @pytest.mark.parametrize(
     "name,x,want",
     [
-        # mpmath values written from the definitions, independently of audit/references.py
+        # mpmath values written from the definitions, independently of audit/oracle/references.py
         ("expm1", -0.0, "-0"),
         ("expm1", 1e-5, None),
         ("expm1", -40.0, None),

@@ -13,10 +13,10 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import lut, quant
 from audit.cli import main
 from audit.errors import BadFileError
-from audit.formats import get_format
+from audit.measure import lut, quant
+from audit.numbers.formats import get_format
 
 MPF = {
     "gelu": lambda x: x * (1 + mp.erf(x / mp.sqrt(2))) / 2,
@@ -34,7 +34,7 @@ def exact(ref: str, x: float) -> Fraction:
 
 
 def q_code(y: Fraction, scale: float, zero: int, lo: int, hi: int) -> int:
-    """clamp(RNE(y / scale) + zero): written on rationals, independent of audit.quant."""
+    """clamp(RNE(y / scale) + zero): written on rationals, independent of audit.measure.quant."""
     w = y / Fraction(scale)
     k = math.floor(w)
     d = w - k
@@ -205,8 +205,8 @@ def test_interpolated_family_hand_worked():
     """lut.sigmoid_interp with n = 2 over [-1, 1] in fp64: breakpoints -1, 0, 1; at x = 0.5,
     u = 1.5, i = 1, t = 0.5: y = s(0) + 0.5 (s(1) - s(0)); beyond hi the end value s(1)."""
     import audit
-    from audit.candidates import catalog
-    from audit.formats import FORMATS
+    from audit.numbers.formats import FORMATS
+    from audit.targets.candidates import catalog
 
     c = catalog()["lut.sigmoid_interp"]
     s = lambda v: 1 / (1 + math.exp(-v))  # noqa: E731

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from audit.formats import get_format
-from audit.metrics import FINITE, INF, NAN, OVERFLOW_MISS, OVERFLOW_OK, Summary, point_errors
-from audit.oracle import OracleValues
+from audit.measure.metrics import FINITE, INF, NAN, OVERFLOW_MISS, OVERFLOW_OK, Summary, point_errors
+from audit.numbers.formats import get_format
+from audit.oracle.oracle import OracleValues
 
 H = get_format("fp16")
 
@@ -115,8 +115,8 @@ def test_summary_excludes_nonfinite_and_p99_definition():
 def test_ordinals_put_inf_and_nan_one_step_past_the_largest_finite():
     import math
 
-    from audit.formats import FORMATS
-    from audit.metrics import _ordinals
+    from audit.measure.metrics import _ordinals
+    from audit.numbers.formats import FORMATS
 
     for f in FORMATS.values():
         past = int(f.ordinal([f.max_finite])[0]) + 1

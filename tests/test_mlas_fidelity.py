@@ -15,8 +15,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from audit.candidates import catalog
-from audit.formats import get_format
+from audit.numbers.formats import get_format
+from audit.targets.candidates import catalog
 
 
 def need(module):
@@ -50,7 +50,7 @@ def fma3_dispatch():
             f"(machine {platform.machine()}, AVX2 {'avx2' in flags}, FMA {'fma' in flags}): "
             "these fidelity tests prove nothing on this CPU"
         )
-    from audit.engines import ort as ort_engine
+    from audit.targets.engines import ort as ort_engine
 
     assert ort_engine.dispatch() in ("avx2-fma", "avx512f")
 

@@ -1,4 +1,4 @@
-"""audit/blocks.py: MX and NVFP4 block audits, block scales and element codes.
+"""audit/measure/blocks.py: MX and NVFP4 block audits, block scales and element codes.
 
 They kill mutants that mutmut found surviving the rest of the suite, each with an expectation
 worked in the test (docs/design/mutation-testing.md)."""
@@ -16,9 +16,9 @@ import mpmath as mp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from audit import blocks  # noqa: E402
 from audit.errors import BadFileError, BadOptionError  # noqa: E402
-from audit.formats import FORMATS  # noqa: E402
+from audit.measure import blocks  # noqa: E402
+from audit.numbers.formats import FORMATS  # noqa: E402
 
 # The element formats from their definitions (OCP MX v1.0 table 1 and the OCP FP8 spec):
 # (exponent bits, mantissa bits, bias, largest finite value, emax of the largest normal).
@@ -679,8 +679,8 @@ def test_div_round_reads_float64():
 
 
 # ---- exact reference, audits (second half of blocks.py)
-from audit.candidates import catalog  # noqa: E402
-from audit.references import get_reference  # noqa: E402
+from audit.oracle.references import get_reference  # noqa: E402
+from audit.targets.candidates import catalog  # noqa: E402
 
 # element formats: (p, emin, max, emax); E4M3 and fp32 also as NVFP4's scales
 FMT = {
@@ -1304,7 +1304,7 @@ def test_sweep_targets_parameters_and_modes():
 def test_result_document():
     """to_dict: every field but the identity, non-finite figures as 'nan' / 'inf' strings;
     document: the schema, the version, the metadata, the results in order."""
-    from audit import __version__
+    from audit._version import __version__
 
     r = blocks.BlockResult(
         "c.v",

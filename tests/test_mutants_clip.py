@@ -1,4 +1,4 @@
-"""audit/clip.py: the safe clip range, its tolerance, saturation values and the clipped candidate.
+"""audit/measure/clip.py: the safe clip range, its tolerance, saturation values and the clipped candidate.
 
 They kill mutants that mutmut found surviving the rest of the suite, each with an expectation
 worked in the test (docs/design/mutation-testing.md).
@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from audit import clip as clip_mod
-from audit import oracle
-from audit.formats import FORMATS
-from audit.metrics import point_errors
-from audit.references import REFERENCES
+from audit.measure import clip as clip_mod
+from audit.measure.metrics import point_errors
+from audit.numbers.formats import FORMATS
+from audit.oracle import oracle
+from audit.oracle.references import REFERENCES
 
 FP4 = FORMATS["fp4_e2m1"]
 X4 = [-6.0, -4.0, -3.0, -2.0, -1.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]

@@ -1,4 +1,4 @@
-"""audit/findings.py's small pieces with expectations worked here: runs of a mask by hand,
+"""audit/measure/findings.py's small pieces with expectations worked here: runs of a mask by hand,
 the failure kinds' union, number and cause text formats, and explain() over hand-built
 traces (the ftz and saturation notes).  They kill the mutants that mutmut found surviving
 the rest of the suite (docs/design/mutation-testing.md).  Further down: hand-built sweeps
@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from audit import findings as F
-from audit import metrics
-from audit.candidates import Candidate, catalog
-from audit.formats import get_format
-from audit.metrics import PointErrors
+from audit.measure import findings as F
+from audit.measure import metrics
+from audit.measure.metrics import PointErrors
+from audit.numbers.formats import get_format
+from audit.targets.candidates import Candidate, catalog
 
 
 def test_runs_by_hand():

@@ -1,4 +1,4 @@
-"""audit/formats.py against oracles written here: ml_dtypes' own casts and bit layouts for the
+"""audit/numbers/formats.py against oracles written here: ml_dtypes' own casts and bit layouts for the
 accelerator formats, float32's bits shifted for tf32, hand-worked values and the IEEE
 definitions.  Each test kills mutants that mutmut found surviving the rest of the suite
 (docs/design/mutation-testing.md)."""
@@ -11,9 +11,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import formats as formats_mod
 from audit.errors import UnknownNameError
-from audit.formats import FORMATS, element_format, get_format, parse_formats
+from audit.numbers import formats as formats_mod
+from audit.numbers.formats import FORMATS, element_format, get_format, parse_formats
 
 ML = {
     "fp8_e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
@@ -307,7 +307,7 @@ def test_suggestions_reach_similarity_one_half():
 def test_every_alias_is_found_as_written():
     """An alias with a '-' (tensorfloat-32) is found: names are matched as get_format
     normalizes them."""
-    from audit.formats import FORMATS, get_format
+    from audit.numbers.formats import FORMATS, get_format
 
     for f in FORMATS.values():
         for a in (f.name, *f.aliases):

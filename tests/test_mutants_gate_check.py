@@ -1,4 +1,4 @@
-"""audit/gate.py, the baseline side: recording a baseline, loading it, comparing a run with it, tolerances.
+"""audit/gate/check.py, the baseline side: recording a baseline, loading it, comparing a run with it, tolerances.
 
 They kill mutants that mutmut found surviving the rest of the suite, each with an expectation
 worked in the test (docs/design/mutation-testing.md)."""
@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from audit import __version__, gate
+from audit._version import __version__
 from audit.errors import ActauditError, BadFileError
-from audit.gate_schema import IDENTITY_FIELDS
-from audit.sweep import sweep
+from audit.gate import check as gate
+from audit.gate.schema import IDENTITY_FIELDS
+from audit.measure.sweep import sweep
 
 NAN, INF = math.nan, math.inf
 UP = math.nextafter
@@ -870,8 +871,8 @@ def test_check_command_of_the_python_api_warns_on_another_tool_version(tmp_path,
     is one warning, and the results are still compared (as `actaudit check` without --strict)."""
     import json
 
-    from audit import gate
     from audit.cli import main
+    from audit.gate import check as gate
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "actaudit.toml").write_text(

@@ -1,4 +1,4 @@
-"""audit/gate_formats.py and audit/gate_diff.py: the gate entries of block, quantized and diff audits.
+"""audit/gate/formats.py and audit/gate/diffs.py: the gate entries of block, quantized and diff audits.
 
 They kill mutants that mutmut found surviving the rest of the suite, each with an expectation
 worked in the test (docs/design/mutation-testing.md)."""
@@ -10,13 +10,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from audit import blocks as blocks_mod
-from audit import diff as diff_mod
-from audit import gate_diff, gate_formats
-from audit import quant as quant_mod
-from audit.diff import DiffResult
+from audit.compare import diff as diff_mod
+from audit.compare.diff import DiffResult
 from audit.errors import BadFileError, BadOptionError
-from audit.gate import Audit
+from audit.gate import diffs as gate_diff
+from audit.gate import formats as gate_formats
+from audit.gate.check import Audit
+from audit.measure import blocks as blocks_mod
+from audit.measure import quant as quant_mod
 
 QIN = "int8:scale=0.0625,zero=0"
 QOUT = "uint8:scale=0.00390625,zero=0"
@@ -598,7 +599,7 @@ def test_run_hands_the_audit_to_the_block_sweep(monkeypatch):
     assert calls == [((["gelu.tanh"], "bf16", "mxfp8_e4m3", "fp64"), kw)]
 
 
-# ================================================================== audit/gate_diff.py
+# ================================================================== audit/gate/diffs.py
 
 SPEC = Path("spec.toml")
 

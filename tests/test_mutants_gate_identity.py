@@ -1,4 +1,4 @@
-"""audit/gate_identity.py and audit/gate_schema.py: the run identity a baseline is bound to, and the spec keys.
+"""audit/gate/identity.py and audit/gate/schema.py: the run identity a baseline is bound to, and the spec keys.
 
 They kill mutants that mutmut found surviving the rest of the suite, each with an expectation
 worked in the test (docs/design/mutation-testing.md)."""
@@ -13,17 +13,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from audit import gate_identity as gi
-from audit.blocks import BlockResult
-from audit.diff import DiffResult
+from audit.compare.diff import DiffResult
 from audit.errors import BadFileError
-from audit.gate import Audit
-from audit.gate_schema import IDENTITY_FIELDS, refuse_unknown
-from audit.quant import QuantResult
-from audit.sweep import SweepResult
+from audit.gate import identity as gi
+from audit.gate.check import Audit
+from audit.gate.schema import IDENTITY_FIELDS, refuse_unknown
+from audit.measure.blocks import BlockResult
+from audit.measure.quant import QuantResult
+from audit.measure.sweep import SweepResult
 
 # The fields each kind of entry records, written out here from the definition of a run
-# (module docstring of audit/gate_identity.py): what makes two runs the same run.
+# (module docstring of audit/gate/identity.py): what makes two runs the same run.
 FLOAT_FIELDS = (
     "candidate reference dtype out_dtype compute semantics params range samples seed distribution "
     "exhaustive inputs specials grid grad backward cflags candidate_identity"

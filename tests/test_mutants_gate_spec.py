@@ -1,4 +1,4 @@
-"""audit/gate.py, the spec side: loading and validating a gate spec, its entries and targets, running them.
+"""audit/gate/check.py, the spec side: loading and validating a gate spec, its entries and targets, running them.
 
 They kill mutants that mutmut found surviving the rest of the suite, each with an expectation
 worked in the test (docs/design/mutation-testing.md)."""
@@ -10,10 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from audit import blocks as blocks_mod
-from audit import gate, gate_formats, semantics
 from audit.errors import BadFileError, BadOptionError, UnknownNameError
-from audit.quant import QuantResult
+from audit.gate import check as gate
+from audit.gate import formats as gate_formats
+from audit.measure import blocks as blocks_mod
+from audit.measure.quant import QuantResult
+from audit.targets import semantics
 
 BASE = {"name": '"a"', "targets": '["gelu"]', "dtype": '"fp16"'}
 ISSTR = "must be a string or a non-empty list of strings"
@@ -916,7 +918,7 @@ def test_as_written():
 # ------------------------------------------------------------- entries of real results
 @pytest.fixture(scope="module")
 def results():
-    from audit.sweep import sweep
+    from audit.measure.sweep import sweep
 
     # fp8_e4m3 over [0.5, 0.75]: 0.5, 0.5625, 0.625, 0.6875, 0.75
     plain = sweep(["relu.max"], ["fp8_e4m3"], range=(0.5, 0.75), workers=1)
@@ -934,7 +936,7 @@ def results():
 def test_entry_key(results):
     plain, ftz, par = results
     assert gate.entry_key("au", plain) == "au/relu.max/fp8_e4m3/fp8_e4m3"
-    # the semantics by their canonical name (audit/semantics.py's, whatever the order written)
+    # the semantics by their canonical name (audit/targets/semantics.py's, whatever the order written)
     assert (
         gate.entry_key("au", ftz) == "au/relu.max/fp8_e4m3/fp8_e4m3@" + semantics.parse("daz,ftz").canonical()
     )
@@ -983,8 +985,9 @@ def test_fixed_a_distribution_that_is_no_string_is_said_once(tmp_path, value):
 
 
 def test_entry_of_a_float_result(results):
-    from audit import gate_identity, weighting
-    from audit.sweep import sweep
+    from audit.gate import identity as gate_identity
+    from audit.measure import weighting
+    from audit.measure.sweep import sweep
 
     (r,) = sweep(["gelu.safe_clip"], ["fp8_e4m3"], workers=1, distribution="normal:std=1")
     d = r.to_dict()

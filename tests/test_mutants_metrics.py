@@ -1,4 +1,4 @@
-"""audit/metrics.py: ULP and relative errors, their reductions and summaries.
+"""audit/measure/metrics.py: ULP and relative errors, their reductions and summaries.
 
 They kill mutants that mutmut found surviving the rest of the suite, each with an expectation
 worked in the test (docs/design/mutation-testing.md)."""
@@ -12,9 +12,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from audit import metrics as M
-from audit.formats import get_format
-from audit.metrics import (
+from audit.measure import metrics as M
+from audit.measure.metrics import (
     FINITE,
     INF,
     NAN,
@@ -30,7 +29,8 @@ from audit.metrics import (
     saturated,
     zero_relative_error,
 )
-from audit.oracle import OracleValues
+from audit.numbers.formats import get_format
+from audit.oracle.oracle import OracleValues
 
 H = get_format("fp16")
 F4 = get_format("fp4_e2m1")  # OCP MX FP4: max 6 (1.1b x 2^2, odd significand), ulp(6) = 2, saturating

@@ -1,4 +1,4 @@
-"""audit/quant.py: quantized (int8/int16) outputs, their codes, scales and errors.
+"""audit/measure/quant.py: quantized (int8/int16) outputs, their codes, scales and errors.
 
 They kill mutants that mutmut found surviving the rest of the suite, each with an expectation
 worked in the test (docs/design/mutation-testing.md)."""
@@ -13,9 +13,9 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import quant
 from audit.errors import BadOptionError
-from audit.references import REFERENCES
+from audit.measure import quant
+from audit.oracle.references import REFERENCES
 from tests.test_quant import ref_code
 
 LIMITS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
@@ -560,7 +560,7 @@ def test_monotone_pieces_share_their_ends():
 def test_float_inputs_and_fractional_targets():
     """fp8_e4m3 inputs (253 finite values, -0 dropped), sigmoid into int8 of scale 0.1f
     (z = -100): errors against exact rationals; the worst input named by its bits."""
-    from audit.formats import element_format
+    from audit.numbers.formats import element_format
 
     e4 = element_format("fp8_e4m3")
     outq = quant.parse_quant("int8:scale=0.1,zero=-100")
@@ -696,7 +696,7 @@ def test_oracle_precision_limit_takes_a_tie():
     """Beyond oracle.MAX_PREC bits an ambiguity is taken as an exact tie: f(x) = x / 2 (1 +
     2^-(MAX_PREC + 24)) on a tie or a bound of the code range is decided as the tie (the
     rounding rule) or as the bound (inside)."""
-    from audit import oracle
+    from audit.oracle import oracle
 
     eps = mp.mpf(2) ** -(oracle.MAX_PREC + 24)
     ref = dataclasses.replace(_half(None), mp=lambda v, **_: v / 2 * (1 + eps))
@@ -827,8 +827,8 @@ def test_document_and_float_candidate():
     assert doc["schema"] == "actaudit.quant/1" and doc["actaudit"] == audit.__version__
     assert doc["results"] == [r.to_dict(), r.to_dict()] and doc["results"][0]["candidate"] == "sigmoid.exp"
     assert quant.document([]) == {"schema": "actaudit.quant/1", "actaudit": audit.__version__, "results": []}
-    from audit.candidates import resolve
-    from audit.formats import element_format
+    from audit.numbers.formats import element_format
+    from audit.targets.candidates import resolve
 
     c = resolve(["elu.expm1"])[0]
     outq = quant.parse_quant("int8:scale=0.03125,zero=0")
@@ -1014,7 +1014,7 @@ def test_a_parameter_with_only_tables_is_refused_naming_the_first(tmp_path):
     # a lut: table is audited at its reference's defaults: parameters are refused, the first
     # name in sorted order in the line (the float path's message); with a catalog candidate
     # beside the table, the candidate takes them
-    from audit import lut
+    from audit.measure import lut
 
     inq = quant.parse_quant("int8:scale=0.0625,zero=0")
     lut.write_table(tmp_path / "t.npy", "elu", inq, inq)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from helpers import is_nearest_even
 
-from audit import oracle
-from audit.formats import get_format
-from audit.references import Reference, get_reference
+from audit.numbers.formats import get_format
+from audit.oracle import oracle
+from audit.oracle.references import Reference, get_reference
 
 SMALL = ["fp8_e4m3", "fp8_e5m2", "bf16", "fp16"]
 

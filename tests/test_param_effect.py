@@ -1,4 +1,4 @@
-"""The parameter-effect finding of a sweep (audit/param_effect.py): `sweep --param NAME=V1,V2`
+"""The parameter-effect finding of a sweep (audit/measure/param_effect.py): `sweep --param NAME=V1,V2`
 whose outputs do not change anywhere is a `no_effect` finding."""
 
 import json

@@ -11,8 +11,8 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import quant
 from audit.errors import BadOptionError
+from audit.measure import quant
 
 
 def ref_code(y: Fraction | float, kind: str, scale: float, zero: int, rounding: str) -> int:
@@ -101,7 +101,7 @@ def test_quantize_matches_rational_rounding_at_every_boundary():
 @pytest.mark.parametrize("ref", ["gelu", "silu", "sigmoid", "tanh"])
 def test_oracle_codes_against_mpmath(ref):
     """Every int8 code, and every 61st int16 code, of four references."""
-    from audit.references import REFERENCES
+    from audit.oracle.references import REFERENCES
 
     for spec, step in (("int8:scale=0.0625,zero=-3,round=away", 1), ("int16:scale=0.0009765625,zero=0", 61)):
         q = quant.parse_quant(spec)
@@ -131,7 +131,7 @@ def test_metrics_and_findings_hand_worked():
 def test_non_monotone_codes_are_found():
     """A kernel whose code goes down once (hand-made) on an increasing reference."""
     q = quant.parse_quant("int8:scale=0.0625,zero=0")
-    from audit.references import REFERENCES
+    from audit.oracle.references import REFERENCES
 
     def fn(codes, x):
         out = q.quantize(1 / (1 + np.exp(-x)))
@@ -185,7 +185,7 @@ def test_mpmath_path_of_the_oracle_codes():
     decided by mpmath (the precision doubles to its limit, then the tie rule applies)."""
     import dataclasses
 
-    from audit.references import REFERENCES
+    from audit.oracle.references import REFERENCES
 
     q = quant.parse_quant("int8:scale=0.0625,zero=0,round=away")
     slow = dataclasses.replace(REFERENCES["silu"], fast=None)

@@ -10,12 +10,12 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import blocks
-from audit.candidates import catalog
 from audit.cli import main
-from audit.formats import FORMATS
-from audit.references import REFERENCES
-from audit.sweep import sweep
+from audit.measure import blocks
+from audit.measure.sweep import sweep
+from audit.numbers.formats import FORMATS
+from audit.oracle.references import REFERENCES
+from audit.targets.candidates import catalog
 
 
 def _mp_params(ref):

@@ -13,8 +13,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audit import oracle, references, selftest
 from audit.cli import main
+from audit.measure import selftest
+from audit.oracle import oracle, references
 
 ACTAUDIT = [sys.executable, "-m", "audit.cli"]
 
@@ -151,7 +152,7 @@ def test_untrusted_input_lists_and_huge_dumps(tmp_path, capsys, monkeypatch):
     trunc.write_bytes(trunc.read_bytes()[:150])
     assert main(["sweep", "--dump", str(trunc), "--reference", "gelu"]) == 2
     assert "t.npy" in capsys.readouterr().err
-    from audit import golden
+    from audit.targets import golden
 
     monkeypatch.setattr(golden, "MAX_DUMP_BYTES", 100)
     big = tmp_path / "big.bin"
@@ -261,7 +262,7 @@ def test_two_runs_at_once_share_the_cache(tmp_path):
     assert [p.wait(timeout=300) for p in procs] == [0, 0, 0]
     files = list((tmp_path / "cache").glob("*.npz"))
     assert len(files) == 2 and not list((tmp_path / "cache").glob("*.tmp"))
-    from audit.formats import get_format
+    from audit.numbers.formats import get_format
 
     x = get_format("bf16").finite_values()
     assert all(oracle._load(f, x) is not None for f in files)

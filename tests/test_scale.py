@@ -18,8 +18,8 @@ import pytest
 from helpers import optional
 
 import audit
-from audit import inputs
 from audit.errors import ActauditError
+from audit.numbers import inputs
 
 RANGES = [(-6.0, -5.0), (-1.6, -1.5), (6.9e12, 7.1e12)]
 SMALL_CHUNK = 1 << 17

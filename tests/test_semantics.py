@@ -1,4 +1,4 @@
-"""Semantics flags (audit/semantics.py) against hand-worked cases, exact rationals and mpmath.
+"""Semantics flags (audit/targets/semantics.py) against hand-worked cases, exact rationals and mpmath.
 
 Each expected value is derived here (comments) or computed independently (Fractions,
 numpy's float16 arithmetic, mpmath), never copied from the tool's output."""
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import audit
-from audit import semantics as S
 from audit.cli import main
-from audit.compute import evaluate
 from audit.errors import ActauditError, BadFileError
-from audit.formats import FORMATS
+from audit.numbers.formats import FORMATS
+from audit.targets import semantics as S
+from audit.targets.compute import evaluate
 
 F16, F32, BF16, E4M3 = FORMATS["fp16"], FORMATS["fp32"], FORMATS["bf16"], FORMATS["fp8_e4m3"]
 
@@ -354,7 +354,7 @@ def test_cli_bad_semantics_is_one_line(capsys):
 
 
 def test_gate_spec_semantics_and_baseline_keys(tmp_path):
-    from audit import gate
+    from audit.gate import check as gate
 
     spec = tmp_path / "actaudit.toml"
     spec.write_text(
@@ -604,8 +604,8 @@ def test_tf32_profile_reads_fp32_ties_away_from_zero():
     """PTX cvt.rna.tf32.f32: TF32 keeps 11 significant bits; 1 + 2^-11 is halfway between 1
     and 1 + 2^-10 (ties away: 1 + 2^-10; ties to even: 1), 1 + 3 2^-11 halfway between
     1 + 2^-10 and 1 + 2^-9 (both rules: away from zero is the even one, 1 + 2^-9)."""
-    from audit.formats import get_format
-    from audit.semantics import parse
+    from audit.numbers.formats import get_format
+    from audit.targets.semantics import parse
 
     f32, t = get_format("fp32"), get_format("tf32")
     x = np.array([1 + 2**-11, -(1 + 3 * 2**-11), 1 + 2**-12])

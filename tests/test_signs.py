@@ -3,7 +3,7 @@
 mpmath has no signed zero and float64 cannot hold values below 2**-1074, so a sign can
 be lost twice: where f underflows float64 (a fast path's 0 + -0 = +0) and at exact zeros.
 The expected signs here come from mpmath (where f != 0) and, at exact zeros, from the
-IEEE sign conventions written out below, independently of audit/references.py.
+IEEE sign conventions written out below, independently of audit/oracle/references.py.
 """
 
 import math
@@ -12,9 +12,10 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import golden, oracle
-from audit.formats import FORMATS
-from audit.references import REFERENCES
+from audit.numbers.formats import FORMATS
+from audit.oracle import oracle
+from audit.oracle.references import REFERENCES
+from audit.targets import golden
 
 SMALL = ("fp8_e4m3", "fp8_e5m2", "fp16", "bf16")
 UNIVARIATE = sorted(n for n, r in REFERENCES.items() if r.arity == 1)
@@ -182,7 +183,8 @@ def test_selftest_catches_a_lost_sign(monkeypatch):
     float64 fast path) and an fp64 path that drops mpmath's zero signs both fail."""
     import dataclasses
 
-    from audit import references, selftest
+    from audit.measure import selftest
+    from audit.oracle import references
 
     monkeypatch.setenv("ACTAUDIT_NO_CACHE", "1")
     oracle._MEMO.clear()

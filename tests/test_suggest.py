@@ -7,10 +7,10 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from audit import cost, suggest
-from audit.candidates import catalog
 from audit.cli import main
-from audit.formats import get_format
+from audit.numbers.formats import get_format
+from audit.repair import cost, suggest
+from audit.targets.candidates import catalog
 
 
 def test_counts_match_the_formula_read_by_hand():
@@ -120,7 +120,7 @@ def test_html_section(tmp_path, capsys):
     assert main(["suggest", "sigmoid", "--dtype", "fp8_e4m3", "--html", str(page)]) == 0
     capsys.readouterr()
     text = page.read_text()
-    from audit.candidates import catalog
+    from audit.targets.candidates import catalog
 
     n = sum(c.reference == "sigmoid" for c in catalog().values())  # the catalog's sigmoid candidates
     assert text.startswith("<!doctype html>") and text.count("<tr") == 1 + n  # a header + each
@@ -139,7 +139,7 @@ def test_html_section(tmp_path, capsys):
 
 
 def test_fitted_extra_ranks_first_and_its_c_version_is_timed(tmp_path, monkeypatch):
-    from audit import fit
+    from audit.repair import fit
 
     rep = fit.fit("gelu", "fp8_e4m3", max_degree=4)
     fit.write(rep.kernel, tmp_path)
@@ -167,7 +167,7 @@ def test_counts_under_contract_by_hand():
     # gelu.tanh under contract: x + 0.044715 * (x*x*x) is the only product whose one use is
     # an addition, so it becomes one fma: 6 - 1 mul, 2 - 1 add, 1 fma (the other sums'
     # operands are not products: 1 + tanh(..), and 0.5*x*(..) multiplies)
-    from audit import semantics
+    from audit.targets import semantics
 
     c = catalog()["gelu.tanh"].with_semantics(semantics.parse("contract"))
     assert cost.counts(c, get_format("fp32")) == {"add": 1, "fma": 1, "mul": 5, "tanh": 1}

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import audit
-from audit.candidates import resolve
 from audit.errors import BadOptionError, BadParameterError, BadRangeError, UnknownNameError
-from audit.formats import get_format
-from audit.inputs import domain, parse_range
+from audit.numbers.formats import get_format
+from audit.numbers.inputs import domain, parse_range
+from audit.targets.candidates import resolve
 
 
 def test_correct_formula_in_fp64_rounds_correctly():
@@ -206,7 +206,7 @@ def test_json_document_fields():
 
 
 def test_chunked_and_parallel_runs_equal_a_direct_run(monkeypatch):
-    from audit import inputs
+    from audit.numbers import inputs
 
     def doc(**kw):
         (r,) = audit.sweep("gelu.tanh", dtype="fp32", range=(1.0, 1.0 + 2**-5), exhaustive=True, **kw)

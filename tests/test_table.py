@@ -155,9 +155,9 @@ def test_list_formats_and_clip_fit_80_columns_and_never_cut_a_name(capsys, monke
     whole on its own line start, and no line is wider than the terminal."""
     import shutil
 
-    from audit.candidates import catalog
     from audit.cli import main
-    from audit.formats import FORMATS
+    from audit.numbers.formats import FORMATS
+    from audit.targets.candidates import catalog
 
     monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((80, 24)))
     for args, names in (

@@ -1,4 +1,4 @@
-"""Weighted figures (--distribution, audit/weighting.py): masses, weighted figures checked
+"""Weighted figures (--distribution, audit/measure/weighting.py): masses, weighted figures checked
 against computations made here from the per-input CSV, the gate's weighted tolerances,
 the report's linear panel, refusals."""
 
@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from scipy.special import ndtr
 
-from audit import weighting
 from audit.cli import main
-from audit.formats import get_format
-from audit.sweep import sweep
+from audit.measure import weighting
+from audit.measure.sweep import sweep
+from audit.numbers.formats import get_format
 
 BF16 = ml_dtypes.bfloat16
 
@@ -284,7 +284,7 @@ def test_gate_weighted_tolerances(tmp_path, monkeypatch, capsys):
 
 
 def test_worse_weighted_figure_fails_against_the_baseline():
-    from audit.gate import _show
+    from audit.gate.check import _show
 
     now = {"distribution": "normal:std=1.0", **{k: 0.5 for k in weighting.BASELINE_FIGURES}}
     base = dict(now, p99_ulp=0.25, correctly_rounded=0.75)

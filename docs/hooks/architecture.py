@@ -40,16 +40,16 @@ def arrow(a, b, side_a="b", side_b="t", label=None):
 
 
 ENTRY, CORE, EXEC, OUTC = "#dbeafe", "#fef3c7", "#e5e7eb", "#dcfce7"
-box("cli", 40, 20, 280, 62, "actaudit (audit/cli.py)", ["a thin layer: options -> API calls"], ENTRY)
-box("api", 360, 20, 280, 62, "Python API", ["audit.sweep, audit.testing, diff, ..."], ENTRY)
-box("gate", 680, 20, 280, 62, "CI gate (audit/gate.py)", ["spec -> sweeps -> baseline compare"], ENTRY)
+box("cli", 40, 20, 280, 62, "actaudit (audit/cli/__init__.py)", ["a thin layer: options -> API calls"], ENTRY)
+box("api", 360, 20, 280, 62, "Python API", ["audit.measure.sweep, audit.testing, diff, ..."], ENTRY)
+box("gate", 680, 20, 280, 62, "CI gate (audit/gate/check.py)", ["spec -> sweeps -> baseline compare"], ENTRY)
 box(
     "sweep",
     300,
     130,
     400,
     62,
-    "the pipeline (audit/sweep.py)",
+    "the pipeline (audit/measure/sweep.py)",
     ["targets x formats x compute x semantics x params"],
     CORE,
 )
@@ -59,7 +59,7 @@ box(
     250,
     220,
     78,
-    "inputs (audit/inputs.py)",
+    "inputs (audit/numbers/inputs.py)",
     ["every value of the format,", "or a seeded sample / grid"],
     CORE,
 )
@@ -89,7 +89,7 @@ box(
     250,
     220,
     78,
-    "the oracle (audit/oracle.py)",
+    "the oracle (audit/oracle/oracle.py)",
     ["references.py in mpmath,", "fast paths, verified cache"],
     CORE,
 )

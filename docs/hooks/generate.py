@@ -4,14 +4,14 @@ A page holds a marker ``<!-- generated: NAME -->`` on a line of its own; at buil
 marker is replaced by ``RENDER[NAME]()``, Markdown computed from the definitions themselves:
 
 * ``cli``: every command of the Typer app (``typer.main.get_command``), its help, usage and
-  options (``audit/cli.py``);
-* ``catalog``: every registered candidate (``audit.candidates.catalog()``): id, family,
+  options (``audit/cli/__init__.py``);
+* ``catalog``: every registered candidate (``audit.targets.candidates.catalog()``): id, family,
   reference, formula, source, parameters, pinned compute format, the engine it models
   where the candidate says so;
-* ``formats``: ``audit.formats.FORMATS``, the quantized kinds and the block-scaled outputs;
-* ``semantics``: the flags, roundings, primitives and profiles of ``audit/semantics.py``,
-  each flag explained by ``audit.semantics.explain`` (the sentence reports print);
-* ``gate-keys``: every key of every level of the spec (``audit.gate_schema.SPEC_KEYS``).
+* ``formats``: ``audit.numbers.formats.FORMATS``, the quantized kinds and the block-scaled outputs;
+* ``semantics``: the flags, roundings, primitives and profiles of ``audit/targets/semantics.py``,
+  each flag explained by ``audit.targets.semantics.explain`` (the sentence reports print);
+* ``gate-keys``: every key of every level of the spec (``audit.gate.schema.SPEC_KEYS``).
 
 ``tests/test_docs.py`` imports this file to check that every candidate and every command
 appears in what it renders.
@@ -97,7 +97,7 @@ def render_cli() -> str:
 # ------------------------------------------------------------------------------ catalog
 def candidates() -> list:
     _path()
-    from audit.candidates import catalog
+    from audit.targets.candidates import catalog
 
     return sorted(catalog().values(), key=lambda c: c.family)  # stable: variants keep order
 
@@ -149,9 +149,9 @@ def render_catalog() -> str:
 # ------------------------------------------------------------------------------ formats
 def render_formats() -> str:
     _path()
-    from audit.blocks import MX
-    from audit.formats import FORMATS
-    from audit.quant import RANGES
+    from audit.measure.blocks import MX
+    from audit.measure.quant import RANGES
+    from audit.numbers.formats import FORMATS
 
     out = [
         "| format | aliases | bits | p | emin | emax | max | smallest subnormal | "
@@ -215,7 +215,7 @@ def render_formats() -> str:
 # ------------------------------------------------------------------------------ semantics
 def render_semantics() -> str:
     _path()
-    from audit import semantics as s
+    from audit.targets import semantics as s
 
     def explained(text: str) -> str:
         return cell("; ".join(x for x in s.explain(s.parse(text)) if not x.startswith("profile ")))
@@ -259,10 +259,10 @@ def _value(v) -> str:
 
 
 def render_gate_keys() -> str:
-    """One table per level of ``audit.gate_schema.SPEC_KEYS``: key, type, allowed values,
+    """One table per level of ``audit.gate.schema.SPEC_KEYS``: key, type, allowed values,
     default, description."""
     _path()
-    from audit.gate_schema import LEVELS, SPEC_KEYS
+    from audit.gate.schema import LEVELS, SPEC_KEYS
 
     titles = {
         "spec": "Top level (`actaudit.toml`, or `[tool.actaudit]` in `pyproject.toml`)",

@@ -1,0 +1,76 @@
+"""`actaudit fit --shape vector`: fit, verify the compiled C at every input, emit, report."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from audit.errors import BadOptionError
+from audit.repair import fit_shapes as fs
+from audit.repair.emit import TARGETS
+
+
+def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, out, search=False) -> int:
+    from audit.io import dumps, write_files, write_text
+
+    if compute != "fp32":
+        raise BadOptionError("fit emits fp32 kernels: --compute fp32")
+    bad = [t for t in emit_targets if t not in TARGETS]
+    if bad:
+        raise BadOptionError(f"--emit: one of {', '.join(TARGETS)}; not {', '.join(bad)}")
+    if not 2 <= max_degree <= 12:
+        raise BadOptionError(f"--max-degree must be in [2, 12] for --shape vector, got {max_degree}")
+    d = Path(out_dir)
+    if not d.is_dir():
+        raise BadOptionError(f"--out {d}: not a directory")
+    fs.targets(reference, dtype)  # refuses unsupported pairs before the work
+    variants = []
+    checks = None
+    paths = []
+    with tempfile.TemporaryDirectory(prefix="actaudit-fit-") as tmp:
+        if search:
+            fit, variants = fs.search(reference, dtype, tmp)
+        else:
+            fit = fs.fit_vector(reference, dtype, max_degree=max_degree)
+        if fit.program is not None:
+            checks = fs.verify_c(fit, tmp, time_n=1 << 20)
+    if fit.program is not None:
+        names = fs.files(fit, sorted(set(emit_targets), key=list(TARGETS).index))
+        write_files(d, names)
+        paths = [str(d / n) for n, _ in names]
+    doc = fs.to_dict(fit, checks)
+    doc["files"] = paths
+    if search:
+        doc["variants"] = variants
+    ok = fit.ok and checks is not None and all(c[v]["wrong"] == 0 for c in checks for v in ("f32", "u16"))
+    if json_out == "-":
+        sys.stdout.write(dumps(doc))
+        return 0 if ok else 1
+    if json_out:
+        write_text(json_out, dumps(doc))
+    say = lambda m: out.print(m, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+    say(f"actaudit fit {reference} {dtype} --shape vector (compute fp32): {fit.message}")
+    if fit.program is None:
+        return 1
+    for v in variants:
+        say(
+            f"  variant a1={v['a1']} exceptions<={v['max_exceptions']}: "
+            + (
+                f"{v['ops']} ops, {v['ns_per_element']:.2f} ns/element (fastest of 7)"
+                if v["ok"]
+                else "no fit"
+            )
+        )
+    say(f"kernel {fs.describe(fit)}")
+    assert checks is not None  # set with the program
+    for c in checks:
+        for v in ("f32", "u16"):
+            r = c[v]
+            say(
+                f"  compiled {c['build']:<6} {v}: {'vectorized' if r['vectorized'] else 'scalar':<10} "
+                f"{r['wrong']} wrong of every input; {r['ns_per_element']:.2f} ns/element (this machine, now)"
+            )
+    for pth in paths:
+        say(f"wrote {pth}")
+    return 0 if ok else 1

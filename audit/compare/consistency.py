@@ -1,0 +1,467 @@
+"""Consistency checks: the same function asked the same question in different ways.
+
+* **parameter effect** (:func:`param_effect`): a candidate run with each value of one of
+  its parameters; where no output changes anywhere, the parameter has no effect (a
+  backend that ignores a SwiGLU clamp limit).  For catalog candidates, ``torch:NAME`` and
+  ``jax:NAME`` ops (the parameter passed as a keyword: ``negative_slope``, ``beta``,
+  ``alpha``, ...) and ``pkg.module:function`` callables (``func(x, NAME=value)``).
+* **layout and length** (:func:`layout_check`): an op called on the same values in
+  different tensor shapes must give the same bits: 0-d tensors, 1-D tensors of every
+  length 1..``max_length`` (a vector width plus one and beyond: the scalar tail of a
+  vectorized loop), and non-contiguous views (every second element, a transposed 2-D
+  view, an offset view).  The reference is one contiguous call over all the values (a
+  length that is a multiple of every vector width).  Any difference is a finding naming
+  the shape.
+* **compiled against eager**: ``torch-compile:NAME`` is ``torch.compile`` of the op (CPU:
+  Inductor's C++ code), a candidate like any other, for ``actaudit diff
+  torch-compile:NAME torch:NAME --expect-identical``.  It is called on blocks of a fixed
+  length (``COMPILE_BLOCK``, padded), so that it compiles once.
+* **PyTorch's backward kernels**: ``torch-bwd:NAME`` runs autograd on the op (x.grad after
+  op(x).backward(dy)), a candidate of the exact backward ``NAME_bwd`` (audit/oracle/backward.py),
+  to diff against the catalog's transcriptions of those kernels.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from audit.compare.diff import _same_bits
+from audit.errors import ActauditError, BadOptionError, UnknownNameError
+from audit.io import json_number
+from audit.numbers.formats import Format, get_format
+from audit.numbers.inputs import domain, pair_domain, special_inputs
+from audit.targets import engines as adapters
+from audit.targets.candidates import Candidate, resolve
+
+SCHEMA = "actaudit.consistency/1"
+COMPILE_BLOCK = 1 << 12
+DEFAULT_VALUES = 4096  # values of the layout check (a seeded sample, plus the specials)
+
+
+@dataclass
+class ConsistencyFinding:
+    kind: str  # "no_effect", "param_effect", "layout"
+    target: str
+    dtype: str
+    text: str
+    count: int = 0  # inputs concerned
+    example: dict | None = None
+    shape: str | None = None
+    failed: bool = True  # a finding (False: the check passed; kept for the record)
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "target": self.target,
+            "dtype": self.dtype,
+            "text": self.text,
+            "count": self.count,
+            "shape": self.shape,
+            "failed": self.failed,
+            "example": None
+            if self.example is None
+            else {k: json_number(v) if isinstance(v, float) else v for k, v in self.example.items()},
+        }
+
+
+# ------------------------------------------------------------------ callables
+_TORCH_DT = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+_INTS = {16: np.int16, 32: np.int32, 64: np.int64}
+
+
+def _torch_op(name: str, fmt: Format, compiled: bool = False):
+    """fn(numpy array of fmt.dtype, **kw) -> numpy array, calling torch.nn.functional's op
+    (through bit patterns: torch takes no ml_dtypes bfloat16)."""
+    torch = adapters._need("torch", "torch")
+    F = importlib.import_module("torch.nn.functional")
+    if name not in adapters.TORCH_OPS:
+        raise UnknownNameError(f"unknown torch op '{name}' (known: {', '.join(adapters.TORCH_OPS)})")
+    ref, kw0 = adapters.TORCH_OPS[name]
+    op = getattr(F, ref if name != "gelu_tanh" else "gelu")
+    if fmt.name not in _TORCH_DT:
+        raise BadOptionError(f"torch ops are audited in fp16, bf16, fp32 and fp64, not {fmt.name}")
+    tdt = getattr(torch, _TORCH_DT[fmt.name])
+    ti = {16: torch.int16, 32: torch.int32, 64: torch.int64}[fmt.bits]
+    ni = _INTS[fmt.bits]
+
+    def to_t(arr):
+        return torch.from_numpy(np.array(arr, copy=True, order="C").view(ni)).view(tdt)
+
+    def to_np(t):
+        return t.contiguous().view(ti).numpy().view(fmt.dtype)
+
+    if compiled:
+        cop = _compiled(torch, op, kw0)
+
+        def call(arr, **kw):
+            if kw:
+                raise BadOptionError(
+                    f"torch-compile:{name} is compiled without parameters; "
+                    f"check {', '.join(kw)} on torch:{name}"
+                )
+            flat = np.asarray(arr).reshape(-1)
+            out = np.empty_like(flat)
+            for i in range(0, len(flat), COMPILE_BLOCK):
+                part = flat[i : i + COMPILE_BLOCK]
+                pad = np.zeros(COMPILE_BLOCK, dtype=flat.dtype)
+                pad[: len(part)] = part
+                with torch.no_grad():
+                    out[i : i + len(part)] = to_np(cop(to_t(pad)))[: len(part)]
+            return out.reshape(np.shape(arr))
+
+        return call, ref
+
+    def call(arr, **kw):
+        t = to_t(arr)
+        with torch.no_grad():
+            return to_np(op(t, **kw0, **kw))
+
+    call.torch_view = (to_t, to_np, op, kw0, torch)  # for the layout check's views
+    return call, ref
+
+
+_COMPILED: dict = {}
+
+
+def _compiled(torch, op, kw0):
+    key = (op.__name__, tuple(sorted(kw0.items())))
+    if key not in _COMPILED:
+        _COMPILED[key] = torch.compile(lambda t: op(t, **kw0), dynamic=False)
+    return _COMPILED[key]
+
+
+def compiled_candidate(name: str, fmt: Format, reference: str | None = None) -> Candidate:
+    """``torch-compile:NAME``: torch.compile of torch.nn.functional's op, on CPU."""
+    call, ref = _torch_op(name, fmt, compiled=True)
+    torch = importlib.import_module("torch")
+    return adapters.wrap_callable(
+        call,
+        reference or ref,
+        fmt,
+        f"torch-compile:{name}",
+        f"torch {torch.__version__} torch.compile(torch.nn.functional.{name}) (Inductor, CPU)",
+    )
+
+
+def _callable(target: str, fmt: Format):
+    """(fn(numpy array, **params) -> numpy array, reference name or None) of an external
+    target; None for a catalog candidate."""
+    kind, _, name = target.partition(":")
+    from audit.targets import engines
+
+    if engines.is_engine(target):
+        return engines.engine_function(target, fmt)
+    if kind == "torch":
+        return _torch_op(name, fmt)
+    if kind == "jax":
+        adapters._need("jax", "jax")
+        jax = importlib.import_module("jax")
+        jnp = importlib.import_module("jax.numpy")
+        if name not in adapters.JAX_OPS:
+            raise UnknownNameError(f"unknown jax op '{name}' (known: {', '.join(adapters.JAX_OPS)})")
+        ref, kw0 = adapters.JAX_OPS[name]
+        op = getattr(jax.nn, name if name != "gelu_tanh" else "gelu")
+        return (lambda arr, **kw: np.asarray(op(jnp.asarray(arr), **kw0, **kw)).astype(fmt.dtype)), ref
+    if kind == "torch-compile":
+        return _torch_op(name, fmt, compiled=True)
+    return adapters.load_callable(target), None
+
+
+def _run(fn, arr, label, **kw):
+    try:
+        out = fn(arr, **kw)
+    except TypeError as e:
+        raise BadOptionError(f"{label} does not take {', '.join(kw) or 'these arguments'}: {e}") from None
+    except ActauditError:
+        raise
+    except Exception as e:
+        raise adapters.UserFunctionError(f"{label} raised {type(e).__name__}: {e}") from None
+    out = np.asarray(out)
+    if out.shape != np.shape(arr):
+        raise adapters.UserFunctionError(f"{label} returned shape {out.shape}, expected {np.shape(arr)}")
+    return out.astype(np.float64)
+
+
+# ------------------------------------------------------------ parameter effect
+def param_effect(
+    target: str,
+    name: str,
+    values,
+    dtype="fp16",
+    compute=None,
+    *,
+    range=None,
+    seed: int = 0,
+    grid: int | None = None,
+) -> ConsistencyFinding:
+    """Run ``target`` with parameter ``name`` at each of ``values`` on the same inputs;
+    a ``no_effect`` finding when every value gives the same bits everywhere, otherwise a
+    passed ``param_effect`` record with how many inputs changed."""
+    fmt = get_format(dtype)
+    values = [float(v) for v in values]
+    if len(values) < 2:
+        raise BadOptionError(f"parameter '{name}': give at least two values (NAME=V1,V2)")
+    if adapters.is_external(target):
+        fn, _ = _callable(target, fmt)
+        if fmt.enumerable:
+            x = fmt.finite_values()
+        else:
+            x = domain(fmt, range, seed=seed).values
+        if range is not None and fmt.enumerable:
+            x = x[(x >= range[0]) & (x <= range[1])]
+        x = np.concatenate([x, special_inputs(fmt)])
+        arr = x.astype(fmt.dtype)
+        outs = [_run(fn, arr, target, **{name: v}) for v in values]
+        x2 = None
+    else:
+        (cand,) = _one(target)
+        if name not in cand.params:
+            raise BadOptionError(
+                f"{cand.id} has no parameter '{name}' (parameters: {', '.join(cand.params) or 'none'})"
+            )
+        cf = get_format(compute) if compute is not None else fmt
+        if cand.arity == 2:
+            dom = pair_domain(fmt, range, side=grid, seed=seed)
+            x, x2 = dom.values, dom.values2
+        else:
+            x, x2 = domain(fmt, range, seed=seed).values, None
+            x = np.concatenate([x, special_inputs(fmt)])
+        outs = [cand.evaluate(x, fmt, cf, {name: v}, x2) for v in values]
+    changed = np.zeros(len(x), bool)
+    for o in outs[1:]:
+        same, _ = _same_bits(fmt, outs[0], o)
+        changed |= ~same
+    n = int(np.count_nonzero(changed))
+    vals = ", ".join(f"{v:g}" for v in values)
+    if n == 0:
+        return ConsistencyFinding(
+            "no_effect",
+            target,
+            fmt.name,
+            f"{name} has no effect: {name} = {vals} give the same bits at all {len(x)} inputs",
+            len(x),
+        )
+    i = int(np.flatnonzero(changed)[0])
+    ex = {
+        "x": float(x[i]),
+        **({"b": float(x2[i])} if x2 is not None else {}),
+        **{f"{name}={v:g}": float(o[i]) for v, o in zip(values, outs)},
+    }
+    return ConsistencyFinding(
+        "param_effect",
+        target,
+        fmt.name,
+        f"{name} = {vals} change the output at {n} of {len(x)} inputs",
+        n,
+        ex,
+        failed=False,
+    )
+
+
+def _one(target: str) -> list[Candidate]:
+    found = resolve([target])
+    if len(found) != 1:
+        raise BadOptionError(f"'{target}' names {len(found)} candidates; give one (e.g. {found[0].id})")
+    return found
+
+
+# ---------------------------------------------------------------- layout
+@dataclass
+class LayoutReport:
+    target: str
+    dtype: str
+    values: int
+    shapes: list = field(default_factory=list)  # every shape checked
+    findings: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "target": self.target,
+            "dtype": self.dtype,
+            "values": self.values,
+            "shapes_checked": self.shapes,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def _values(fmt: Format, n: int, seed: int) -> np.ndarray:
+    """A seeded sample of n finite values (all of them when the format has fewer), in a
+    length that is a multiple of 64 (so the reference call has no scalar tail), plus the
+    specials."""
+    if fmt.enumerable and len(fmt.finite_values()) <= n:
+        v = fmt.finite_values()
+    else:
+        top = fmt.max_ordinal
+        rng = np.random.default_rng(seed)
+        v = fmt.from_ordinal(rng.integers(-top, top + 1, n))
+    v = np.concatenate([v, special_inputs(fmt), [0.0, -0.0, 1.0, -1.0]])
+    k = (-len(v)) % 64
+    return np.concatenate([v, np.ones(k)])  # (padding values repeat one: harmless)
+
+
+def layout_check(
+    target: str, dtype="fp32", *, max_length: int = 65, values: int = DEFAULT_VALUES, seed: int = 0
+) -> LayoutReport:
+    """Call a torch:/jax: op or a callable on the same values in different shapes."""
+    if not adapters.is_external(target):
+        raise BadOptionError(
+            "the layout check applies to engine ops (ort:OP), torch:NAME, jax:NAME and pkg.module:function "
+            "(catalog formulas have no tensor layout)"
+        )
+    if not 1 <= max_length <= 4096:
+        raise BadOptionError(f"--max-length must be in [1, 4096], got {max_length}")
+    if not 64 <= values <= 1 << 20:
+        raise BadOptionError(f"--values must be in [64, 1048576], got {values}")
+    fmt = get_format(dtype)
+    fn, _ = _callable(target, fmt)
+    x = _values(fmt, values, seed)
+    arr = x.astype(fmt.dtype)
+    n = len(x)
+    ref = _run(fn, arr, target)
+    rep = LayoutReport(target, fmt.name, n)
+
+    def compare(shape: str, got: np.ndarray) -> None:
+        rep.shapes.append(shape)
+        same, _ = _same_bits(fmt, ref, got)
+        bad = np.flatnonzero(~same)
+        if len(bad):
+            i = int(bad[0])
+            rep.findings.append(
+                ConsistencyFinding(
+                    "layout",
+                    target,
+                    fmt.name,
+                    f"{shape}: {len(bad)} of {n} values give other bits than one contiguous call",
+                    len(bad),
+                    {
+                        "x": float(x[i]),
+                        "x_hex": fmt.hex(float(x[i])),
+                        "got": float(got[i]),
+                        "contiguous": float(ref[i]),
+                    },
+                    shape,
+                )
+            )
+
+    # 0-d: one call per value (a strided sample of 256 values keeps it quick)
+    idx = np.unique(np.linspace(0, n - 1, min(n, 256)).astype(int))
+    got = ref.copy()
+    for i in idx:
+        got[i] = float(_run(fn, arr[i : i + 1].reshape(()), target))
+    compare("0-d", got)
+    for length in range(1, max_length + 1):
+        got = np.empty(n)
+        for s in range(0, n, length):
+            got[s : s + length] = _run(fn, arr[s : s + length], target)
+        compare(f"length {length}", got)
+    for label, run in _views(fn, arr, target):
+        compare(label, run())
+    return rep
+
+
+def _views(fn, arr, target):
+    """Non-contiguous (or misaligned) views holding the values in order: (label, run),
+    run() -> the outputs in the values' order.  numpy views for callables; torch's own
+    views for torch: ops."""
+    tv = getattr(fn, "torch_view", None)
+    if tv is not None:
+        to_t, to_np, op, kw0, torch = tv
+
+        def on(make):
+            def run():
+                with torch.no_grad():
+                    y = op(make(to_t(arr)), **kw0)
+                return to_np(y.reshape(-1)).astype(np.float64)
+
+            return run
+
+        yield "stride 2 (every second element)", on(lambda t: torch.stack([t, t], 1).reshape(-1)[::2])
+        yield "column-major 2-D view (n/64 x 64)", on(lambda t: t.reshape(-1, 64).t().contiguous().t())
+        yield "offset view (storage offset 1)", on(lambda t: torch.cat([t[:1], t])[1:])
+        return
+    yield (
+        "stride 2 (every second element)",
+        lambda: _run(fn, np.stack([arr, arr], 1).reshape(-1)[::2], target),
+    )
+    yield (
+        "column-major 2-D view (n/64 x 64)",
+        lambda: _run(fn, np.asfortranarray(arr.reshape(-1, 64)), target).reshape(-1),
+    )
+    yield ("offset view (offset 1)", lambda: _run(fn, np.concatenate([arr[:1], arr])[1:], target))
+
+
+def document(items: list, **meta) -> dict:
+    from audit._version import __version__
+
+    return {"schema": SCHEMA, "actaudit": __version__, **meta, "results": [i.to_dict() for i in items]}
+
+
+def parse_values(text: str) -> list[float]:
+    out = []
+    for p in text.split(","):
+        try:
+            v = float(p)
+        except ValueError:
+            raise BadOptionError(f"'{p}' is not a number") from None
+        if not math.isfinite(v):
+            raise BadOptionError(f"parameter values must be finite, got '{p}'")
+        out.append(v)
+    return out
+
+
+# ------------------------------------------------------- torch backward kernels
+def torch_backward_candidate(name: str, fmt: Format, device: str = "cpu") -> Candidate:
+    """``torch-bwd:NAME``: PyTorch's own backward kernel of torch.nn.functional's op, through
+    autograd: x and dy as tensors of the storage dtype, dx = x.grad after
+    op(x).backward(dy); audited against the exact NAME_bwd(x, dy) = dy * f'(x)."""
+    from audit.oracle.references import REFERENCES
+    from audit.targets.candidates import catalog
+
+    torch = adapters._need("torch", "torch")
+    F = importlib.import_module("torch.nn.functional")
+    if name not in adapters.TORCH_OPS:
+        raise UnknownNameError(f"unknown torch op '{name}' (known: {', '.join(adapters.TORCH_OPS)})")
+    ref, kw0 = adapters.TORCH_OPS[name]
+    catalog()  # registers the NAME_bwd references
+    bwd = f"{ref}_bwd"
+    if bwd not in REFERENCES:
+        have = sorted(n.removesuffix("_bwd") for n in REFERENCES if n.endswith("_bwd"))
+        raise BadOptionError(
+            f"no exact backward reference for torch:{name} (backward references: {', '.join(have)})"
+        )
+    if fmt.name not in _TORCH_DT:
+        raise BadOptionError(f"torch ops are audited in fp16, bf16, fp32 and fp64, not {fmt.name}")
+    if device != "cpu" and not (device.startswith("cuda") and torch.cuda.is_available()):
+        raise BadOptionError(f"device '{device}' is not available to torch here")
+    op = getattr(F, ref if name != "gelu_tanh" else "gelu")
+    tdt = getattr(torch, _TORCH_DT[fmt.name])
+    ti = {16: torch.int16, 32: torch.int32, 64: torch.int64}[fmt.bits]
+    ni = _INTS[fmt.bits]
+
+    def to_t(a):
+        bits = np.asarray(a, dtype=np.float64).astype(fmt.dtype).view(ni)
+        return torch.from_numpy(bits.copy()).view(tdt).to(device)
+
+    def fn(x, dy, m):
+        xt = to_t(x.a).requires_grad_(True)
+        try:
+            op(xt, **kw0).backward(to_t(dy.a))
+        except Exception as e:
+            raise adapters.UserFunctionError(f"torch-bwd:{name} raised {type(e).__name__}: {e}") from None
+        g = xt.grad.detach().to("cpu").contiguous().view(ti).numpy().view(fmt.dtype)
+        with np.errstate(all="ignore"):
+            return g.astype(np.float64)
+
+    return Candidate(
+        f"torch-bwd:{name}",
+        bwd,
+        f"autograd of torch.nn.functional.{op.__name__}"
+        f"{'(approximate=tanh)' if kw0 else ''}: x.grad after op(x).backward(dy)",
+        f"torch {torch.__version__} on {device}",
+        fn,
+        compute=fmt.name,
+    )
