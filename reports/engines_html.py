@@ -13,8 +13,9 @@ from audit.compare.matrix import document
 from audit.io import dumps, write_files
 
 from . import html as html_report
+from .cells import num, percent
 from .html import CSS, e, slug
-from .table import SHORT, num, percent
+from .table import SHORT
 
 
 def anchor(r) -> str:

@@ -15,7 +15,8 @@ from audit.io import format_number
 from audit.measure import blocks as blocks_mod
 from audit.measure import quant as quant_mod
 
-from .table import GAP, _line, _wrap, num
+from .cells import num
+from .table import GAP, _line, _wrap
 
 
 def _pct(frac: float) -> str:

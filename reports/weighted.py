@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .table import num, percent
+from .cells import num, percent
 
 WIDE = [("w mean", ">"), ("w p99", ">"), ("w CR %", ">"), ("w NaN %", ">"), ("w unf %", ">")]
 

@@ -19,6 +19,7 @@ from audit.numbers.formats import get_format
 from audit.targets import candidates, engines
 from audit.targets.engines import base
 from audit.targets.engines import ort as ort_engine
+from reports import engines_table
 
 
 def need(module):
@@ -269,7 +270,7 @@ def test_quantized_sigmoid_codes_are_the_engines():
 
 def test_engines_matrix_fits_80_columns_and_holds_the_engine_rows():
     m = matrix.run("tanh", "fp8_e4m3")  # ORT takes no fp8: its row says which types it takes
-    text = matrix.table(m)
+    text = engines_table.table(m)
     assert max(len(line) for line in text.splitlines()) <= 80
     row = next(r for r in m.rows if r.target == "ort:Tanh")
     assert row.result is None and "takes fp32, fp16, fp64" in row.note
@@ -280,7 +281,7 @@ def test_engines_matrix_fits_80_columns_and_holds_the_engine_rows():
     (again,) = audit.sweep("ort:Erf", dtype="fp16", keep_points=True)
     assert np.array_equal(again.points.got, want) and row.result.max_ulp == again.max_ulp
     assert m16.rows[-1].engine == "catalog"
-    assert max(len(line) for line in matrix.table(m16).splitlines()) <= 80
+    assert max(len(line) for line in engines_table.table(m16).splitlines()) <= 80
 
 
 def test_a_baseline_of_another_engine_version_does_not_pass_check(tmp_path, monkeypatch, capsys):

@@ -15,8 +15,9 @@ import pytest
 
 from audit.cli import main
 from audit.errors import BadFileError
-from audit.measure import lut, quant
+from audit.measure import quant
 from audit.numbers.formats import get_format
+from audit.targets import lut
 
 MPF = {
     "gelu": lambda x: x * (1 + mp.erf(x / mp.sqrt(2))) / 2,

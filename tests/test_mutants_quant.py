@@ -1014,7 +1014,7 @@ def test_a_parameter_with_only_tables_is_refused_naming_the_first(tmp_path):
     # a lut: table is audited at its reference's defaults: parameters are refused, the first
     # name in sorted order in the line (the float path's message); with a catalog candidate
     # beside the table, the candidate takes them
-    from audit.measure import lut
+    from audit.targets import lut
 
     inq = quant.parse_quant("int8:scale=0.0625,zero=0")
     lut.write_table(tmp_path / "t.npy", "elu", inq, inq)

@@ -152,9 +152,9 @@ def test_untrusted_input_lists_and_huge_dumps(tmp_path, capsys, monkeypatch):
     trunc.write_bytes(trunc.read_bytes()[:150])
     assert main(["sweep", "--dump", str(trunc), "--reference", "gelu"]) == 2
     assert "t.npy" in capsys.readouterr().err
-    from audit.targets import golden
+    from audit.targets import dumps
 
-    monkeypatch.setattr(golden, "MAX_DUMP_BYTES", 100)
+    monkeypatch.setattr(dumps, "MAX_DUMP_BYTES", 100)
     big = tmp_path / "big.bin"
     big.write_bytes(b"\0" * 200)
     assert main(["sweep", "--dump", str(big), "--reference", "gelu"]) == 2

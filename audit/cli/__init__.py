@@ -523,6 +523,7 @@ def engines_cmd(
     """Every installed engine's ops for REFERENCE (ONNX Runtime, PyTorch, JAX, ...) and the
     catalog's best candidate, on the same inputs, in one table."""
     from audit.compare import matrix
+    from reports import engines_table
 
     with _progress() as bar:
         m = matrix.run(
@@ -545,7 +546,7 @@ def engines_cmd(
         return 0
     if json_out:
         write_text(json_out, dumps(doc))
-    sys.stdout.write(matrix.table(m))
+    sys.stdout.write(engines_table.table(m))
     return 0
 
 
@@ -989,8 +990,9 @@ def lut(
     param: list[str] = typer.Option([], "--param", "-p", help="Reference parameter NAME=VALUE."),
 ):
     """Write the correctly rounded lookup table of a reference and print its audit."""
-    from audit.measure import lut as lut_mod
+    from audit.measure import lut_audit
     from audit.oracle.references import get_reference
+    from audit.targets import lut as lut_mod
 
     ref = get_reference(reference)
     params = parse_params(param)
@@ -1004,7 +1006,7 @@ def lut(
     out.print(
         f"wrote {out_path} ({w['entries']} entries, {w['in_dtype']} -> {w['out_dtype']})", highlight=False
     )
-    a = lut_mod.audit_table(w, reference, inq, outf, params)
+    a = lut_audit.audit_table(w, reference, inq, outf, params)
     if a is None:
         return
     if isinstance(a, dict):
@@ -1040,7 +1042,8 @@ def golden(
     """Write golden test vectors: inputs, correctly rounded outputs and exact values."""
     from audit.numbers.formats import get_format
     from audit.oracle.references import get_reference
-    from audit.targets.golden import read_inputs, write_golden
+    from audit.targets.dumps import read_inputs
+    from audit.targets.golden import write_golden
 
     fmt = get_format(dtype)
     ref = get_reference(reference)

@@ -36,9 +36,9 @@ from audit.measure.metrics import FINITE, OVERFLOW_OK, _ordinals, point_errors
 from audit.numbers.formats import Format, get_format
 from audit.numbers.inputs import Domain, domain, pair_domain, special_inputs
 from audit.oracle import oracle
+from audit.targets import dumps
 from audit.targets import engines as adapters
-from audit.targets import golden
-from audit.targets.candidates import Candidate, resolve
+from audit.targets.candidates import Candidate, dump_candidate, resolve
 
 SCHEMA = "actaudit.diff/1"
 MAX_INTERVALS = 64
@@ -150,8 +150,8 @@ def load(target: str, fmt: Format, reference: str | None, device: str = "cpu", p
     if target.startswith("dump:"):
         if reference is None:
             raise BadOptionError(f"{target}: give the dump's function with --reference (e.g. gelu)")
-        d = golden.read_dump(target[5:], fmt)
-        return golden.dump_candidate(d, reference)
+        d = dumps.read_dump(target[5:], fmt)
+        return dump_candidate(d, reference)
     if adapters.is_external(target):
         return adapters.external_candidate(target, reference, fmt, device, params=params), None
     found = resolve([target])

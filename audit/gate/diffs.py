@@ -34,7 +34,7 @@ def _num(v) -> bool:
 
 
 def parse(p: Path, raws, where: str) -> list[dict]:
-    from audit.gate.check import resolve_target
+    from audit.gate.shared import resolve_target
 
     if raws is None:
         return []

@@ -332,7 +332,7 @@ def against_baseline(slack: float, now: dict, base: dict, show) -> tuple[list[st
         elif now[c] < base[c]:
             better.append(f"{c} fell: {base[c]} -> {now[c]}")
     if q:
-        from audit.gate.check import compare_findings
+        from audit.gate.shared import compare_findings
 
         f, b = compare_findings(now, base)
         fails += f

@@ -137,15 +137,15 @@ def external_candidate(
 ) -> Candidate:
     """``torch:NAME``, ``jax:NAME`` or ``pkg.module:function`` as a candidate that takes the
     parameters ``names`` as keywords, audited against its reference with the same values."""
-    from audit.compare.consistency import _callable
     from audit.oracle.references import get_reference
+    from audit.targets.engines import external_function
 
     kind, _, op = target.partition(":")
     if kind in ("c", "lut", "torch-compile", "torch-bwd", "dump"):
         raise BadOptionError(
             f"{target}: --param applies to catalog candidates, torch:NAME, jax:NAME and pkg.module:function"
         )
-    fn_kw, ref_name = _callable(target, fmt)
+    fn_kw, ref_name = external_function(target, fmt)
     ref_name = reference or ref_name
     if ref_name is None:
         raise BadOptionError(f"{target}: give the function's reference with --reference (e.g. gelu)")

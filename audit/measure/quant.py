@@ -42,194 +42,19 @@ import numpy as np
 from audit.errors import BadOptionError
 from audit.io import json_number
 from audit.measure.findings import runs
-from audit.numbers.formats import Format, element_format
+from audit.numbers.formats import element_format
+from audit.numbers.quant import (  # noqa: F401  (the formats, for the audit's callers)
+    RANGES,
+    ROUNDINGS,
+    QuantFormat,
+    is_quant,
+    parse_quant,
+)
 from audit.oracle import oracle
+from audit.oracle.codes import exact_codes
+from audit.targets.quantized import QuantCandidate, float_candidate  # noqa: F401
 
-RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
-ROUNDINGS = {
-    "even": "half to even (PyTorch quantize_per_tensor, ONNX QuantizeLinear)",
-    "away": "half away from zero (TFLite, ExecuTorch: std::round)",
-}
 SCHEMA = "actaudit.quant/1"
-
-
-@dataclass(frozen=True)
-class QuantFormat:
-    kind: str  # int8, uint8, int16
-    scale: float  # a float32 value
-    zero: int
-    rounding: str = "even"
-
-    @property
-    def qmin(self) -> int:
-        return RANGES[self.kind][0]
-
-    @property
-    def qmax(self) -> int:
-        return RANGES[self.kind][1]
-
-    @property
-    def name(self) -> str:
-        return f"{self.kind}:scale={self.scale!r},zero={self.zero},round={self.rounding}"
-
-    @property
-    def bits(self) -> int:
-        return 16 if self.kind == "int16" else 8
-
-    def codes(self) -> np.ndarray:
-        return np.arange(self.qmin, self.qmax + 1, dtype=np.int64)
-
-    def values(self, codes=None) -> np.ndarray:
-        """(q - z) s, exact in float64 (17-bit integer times a float32)."""
-        q = self.codes() if codes is None else np.asarray(codes, dtype=np.int64)
-        return (q - self.zero).astype(np.float64) * self.scale
-
-    def quantize(self, y) -> np.ndarray:
-        """Q(y) for float64 y, exactly (float64 codes; NaN stays NaN, +-inf clamp)."""
-        y = np.asarray(y, dtype=np.float64)
-        s, z = self.scale, self.zero
-        with np.errstate(all="ignore"):
-            w = np.clip(y / s, self.qmin - z - 2, self.qmax - z + 2)
-            k = np.floor(w)
-            b = (k + 0.5) * s  # the boundary between k and k + 1: exact in float64
-            n = np.where(y > b, k + 1, k)
-            tie = y == b
-            if tie.any():
-                if self.rounding == "even":
-                    n = np.where(tie, np.where(k % 2 == 0, k, k + 1), n)
-                else:  # away from zero: up for positive ties, down for negative ones
-                    n = np.where(tie, np.where(k + 0.5 > 0, k + 1, k), n)
-            return np.clip(n + z, self.qmin, self.qmax)
-
-    def quantize_mpf(self, v) -> float:
-        """Q(v) for an mpmath number v, exactly (ties compared exactly)."""
-        if mp.isnan(v):
-            return math.nan
-        if mp.isinf(v):
-            return float(self.qmax if v > 0 else self.qmin)
-        with mp.workprec(max(mp.mp.prec, 64) + 64):
-            s = mp.mpf(self.scale)
-            k = int(mp.floor(v / s))
-            k = min(max(k, self.qmin - self.zero - 2), self.qmax - self.zero + 2)
-            b = (mp.mpf(k) + mp.mpf(0.5)) * s  # exact: 19 bits times 24
-            if v > b:
-                n = k + 1
-            elif v < b:
-                n = k
-            elif self.rounding == "even":
-                n = k if k % 2 == 0 else k + 1
-            else:
-                n = k + 1 if k + 0.5 > 0 else k
-        return float(min(max(n + self.zero, self.qmin), self.qmax))
-
-    def hex(self, code) -> str:
-        return f"{int(code)}"
-
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "scale": self.scale,
-            "zero": self.zero,
-            "rounding": self.rounding,
-            "rounding_rule": ROUNDINGS[self.rounding],
-            "qmin": self.qmin,
-            "qmax": self.qmax,
-        }
-
-
-def is_quant(spec) -> bool:
-    return isinstance(spec, QuantFormat) or (
-        spec is not None and str(spec).split(":", 1)[0].strip().lower() in RANGES
-    )
-
-
-def parse_quant(spec) -> QuantFormat:
-    """'int8:scale=0.0625,zero=0[,round=even|away]' -> QuantFormat (BadOptionError if bad)."""
-    if isinstance(spec, QuantFormat):
-        return spec
-    text = str(spec).strip()
-    kind, _, rest = text.partition(":")
-    kind = kind.strip().lower()
-    if kind not in RANGES:
-        raise BadOptionError(f"unknown quantized format '{kind}' (known: {', '.join(RANGES)})")
-    kv = {}
-    for part in rest.split(","):
-        if not part.strip():
-            continue
-        k, eq, v = part.partition("=")
-        k = k.strip().lower()
-        if not eq or k not in ("scale", "zero", "round"):
-            raise BadOptionError(f"'{text}': expected scale=S,zero=Z[,round=even|away], got '{part.strip()}'")
-        if k in kv:
-            raise BadOptionError(f"'{text}': {k} given twice")
-        kv[k] = v.strip()
-    if "scale" not in kv:
-        raise BadOptionError(f"'{text}': a quantized format needs scale=S (and zero=Z)")
-    try:
-        s64 = float(kv["scale"])
-    except ValueError:
-        raise BadOptionError(f"'{text}': scale '{kv['scale']}' is not a number") from None
-    with np.errstate(over="ignore"):  # beyond float32: inf, refused below (one line, no warning)
-        s = float(np.float32(s64)) if math.isfinite(s64) else s64
-    if not (math.isfinite(s) and s > 0) or s < 2.0**-126:
-        raise BadOptionError(f"'{text}': scale must be a positive normal float32, got {kv['scale']}")
-    try:
-        z = int(kv.get("zero", "0"))
-    except ValueError:
-        raise BadOptionError(f"'{text}': zero point '{kv.get('zero')}' is not an integer") from None
-    lo, hi = RANGES[kind]
-    if not lo <= z <= hi:
-        raise BadOptionError(f"'{text}': zero point {z} is outside {kind}'s codes [{lo}, {hi}]")
-    r = kv.get("round", "even").lower()
-    if r not in ROUNDINGS:
-        raise BadOptionError(f"'{text}': round must be even or away, got '{r}'")
-    return QuantFormat(kind, s, z, r)
-
-
-# ------------------------------------------------------------------- the oracle
-class _CodeRounding:
-    """What oracle.exact_point needs of a format, with Q as the rounding: mpmath's
-    precision doubles until Q(f(x) - d) = Q(f(x) + d)."""
-
-    def __init__(self, q: QuantFormat):
-        self.q, self.p, self.smallest_normal = q, 24, math.inf
-
-    def round_mpf(self, v) -> float:
-        return self.q.quantize_mpf(v)
-
-
-def exact_codes(ref, x: np.ndarray, q: QuantFormat, params: dict):
-    """(oracle codes Q(f(x)), f(x) as float64, inputs decided by mpmath)."""
-    params = ref.with_defaults(params)
-    x = np.asarray(x, dtype=np.float64)
-    if ref.fast is None or ref.arity != 1:
-        ov = oracle.exact_points(ref, x, _CodeRounding(q), params)
-        return ov.rounded, ov.hi + ov.lo, len(x)
-    with np.errstate(all="ignore"):
-        v = np.asarray(ref.fast(x, **params), dtype=np.float64)
-        codes = q.quantize(v)
-        if ref.exact:
-            amb = ~np.isfinite(v)
-        else:
-            rel = (
-                max(ref.rel_err, oracle.MIN_REL_ERR)
-                if ref.rel_err_at is None
-                else np.maximum(ref.rel_err_at(x, **params), oracle.MIN_REL_ERR)
-            )
-            slack = (np.abs(v) * rel + oracle.FAST_ABS_TOL) * (1 + 2.0**-20)
-            # one step outward after rounding: v - slack can round onto a boundary (k + 1/2) s
-            # that the real v - slack lies below, and Q would send it up (a tie); the stepped
-            # bounds lie beyond the real ends, and Q is monotone: Q(lo) = Q(hi) proves Q(f)
-            lo, hi = np.nextafter(v - slack, -np.inf), np.nextafter(v + slack, np.inf)
-            amb = (q.quantize(lo) != q.quantize(hi)) | ~np.isfinite(v)
-    idx = np.flatnonzero(amb)
-    exact = v.copy()
-    if len(idx):
-        ov = oracle.exact_points(ref, x[idx], _CodeRounding(q), params)
-        codes[idx] = ov.rounded
-        exact[idx] = ov.hi + ov.lo
-    return codes, exact, len(idx)
 
 
 class _Beyond:
@@ -266,34 +91,6 @@ def _beyond_range(ref, x, exact, t_raw, q: QuantFormat, params) -> np.ndarray:
         side = oracle.exact_points(ref, x[idx], b, params).rounded
         out[idx] = side != 0
     return out
-
-
-# ------------------------------------------------------------------ candidates
-@dataclass
-class QuantCandidate:
-    """Output codes per input: ``fn(x_codes, x_values) -> float64 codes``."""
-
-    id: str
-    reference: str
-    formula: str
-    source: str
-    fn: object
-    compute: str = ""
-    identity: dict = field(default_factory=dict)  # an engine op's (audit/engines)
-
-    def codes(self, x_codes, x) -> np.ndarray:
-        return np.asarray(self.fn(x_codes, x), dtype=np.float64)
-
-
-def float_candidate(cand, out: QuantFormat, compute: Format, params: dict) -> QuantCandidate:
-    """A catalog candidate as a float kernel: dequantized input, the formula in the compute
-    format, the result quantized with Q's rounding."""
-    cf = cand.compute_format(compute)
-
-    def fn(_codes, x):
-        return out.quantize(cand.evaluate(x, cf, cf, params))
-
-    return QuantCandidate(cand.id, cand.reference, cand.formula, cand.source, fn, cf.name)
 
 
 # --------------------------------------------------------------------- results
@@ -541,13 +338,13 @@ def sweep(
             out.append(res)
             continue
         if n.startswith("tflite16:"):
-            from audit.measure import lut as lut_mod
+            from audit.targets import lut as lut_mod
 
             qc, ref = lut_mod.tflite16_candidate(n, inq, outq, params)
             out.append(audit_codes(ref, inq, outq, qc, params))
             continue
         if n.startswith("lut:"):
-            from audit.measure import lut as lut_mod
+            from audit.targets import lut as lut_mod
 
             qc, ref = lut_mod.lut_candidate(n, inq, outq, params, reference)
             out.append(audit_codes(ref, inq, outq, qc, None))

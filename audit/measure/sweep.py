@@ -27,11 +27,11 @@ from audit.measure.metrics import EXACT_P99_LIMIT, PointErrors, Summary, point_e
 from audit.numbers.formats import Format, get_format, parse_formats
 from audit.numbers.inputs import CHUNK, Domain, domain, pair_domain, special_inputs
 from audit.oracle import oracle
+from audit.targets import dumps
 from audit.targets import engines as adapters
 from audit.targets import engines as engines_mod
-from audit.targets import golden
 from audit.targets import semantics as semantics_mod
-from audit.targets.candidates import Candidate, catalog, families, resolve
+from audit.targets.candidates import Candidate, catalog, dump_candidate, families, resolve
 
 SCHEMA = "actaudit.sweep/1"
 KEEP_LIMIT = 1 << 24  # inputs whose per-input data may be kept in memory
@@ -878,8 +878,8 @@ def sweep(
                             )
                         )
         if dump is not None:
-            d = golden.read_dump(dump, st, dump_dtype)
-            dc, ddom = golden.dump_candidate(d, reference)
+            d = dumps.read_dump(dump, st, dump_dtype)
+            dc, ddom = dump_candidate(d, reference)
             results.append(
                 run_candidate(dc, st, st, ddom, None, keep_points, progress, analyze, max_ulp, atol)
             )
@@ -889,7 +889,7 @@ def sweep(
 
 
 def _lut(target: str, st: Format, out: Format, reference: str | None) -> Candidate:
-    from audit.measure.lut import float_candidate
+    from audit.targets.lut import float_candidate
 
     return float_candidate(target, st, out, reference)
 

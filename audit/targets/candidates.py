@@ -15,13 +15,16 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
-from audit.errors import BadParameterError, UnknownNameError
+from audit.errors import BadOptionError, BadParameterError, UnknownNameError
 from audit.numbers.formats import Format
+from audit.numbers.inputs import Domain
 from audit.oracle.references import Reference, get_reference
 from audit.targets import compute
+from audit.targets.registry import REGISTRY, catalog  # noqa: F401  (the registry's API, here too)
 
 
 @dataclass(frozen=True)
@@ -129,9 +132,6 @@ class Candidate:
         }
 
 
-REGISTRY: dict[str, Candidate] = {}
-
-
 def candidate(
     id: str,
     *,
@@ -154,13 +154,6 @@ def candidate(
         return fn
 
     return wrap
-
-
-def catalog() -> dict[str, Candidate]:
-    """All registered candidates (importing the catalog on first use)."""
-    import approximations  # noqa: F401  (registers the catalog)
-
-    return REGISTRY
 
 
 def families() -> dict[str, list[Candidate]]:
@@ -230,3 +223,45 @@ def parse_params(texts) -> dict:
             raise BadParameterError(f"parameter '{k}' given twice (use {k}=V1,V2 to sweep values)")
         out[k] = v
     return out
+
+
+def dump_candidate(d, reference: str) -> tuple[Candidate, Domain]:
+    """A candidate that looks its outputs up in a device dump (audit.targets.dumps.Dump), and the domain of its inputs."""
+    ref = get_reference(reference)
+    if ref.arity != 1:
+        raise BadOptionError("dumps are for univariate references")
+    fmt = d.fmt
+    keys = fmt.to_bits(d.x).astype(np.int64)
+    order = np.argsort(keys)
+    skeys, sy = keys[order], d.y[order]
+    spec = dict(d.specials)
+
+    def fn(x, m):
+        a = np.asarray(x.a)
+        out = np.full(a.shape, np.nan)
+        fin = np.isfinite(a)
+        k = fmt.to_bits(a[fin]).astype(np.int64)
+        i = np.clip(np.searchsorted(skeys, k), 0, max(len(skeys) - 1, 0))
+        found = skeys[i] == k if len(skeys) else np.zeros(len(k), bool)
+        vals = np.where(found, sy[i] if len(sy) else np.nan, np.nan)
+        out[fin] = vals
+        for j in np.flatnonzero(~fin):
+            v = float(a[j])
+            out[j] = next(
+                (y for xx, y in spec.items() if (xx == v) or (np.isnan(xx) and np.isnan(v))), np.nan
+            )
+        return out
+
+    exhaustive = fmt.enumerable and len(d.x) == len(fmt.finite_values())
+    dom = Domain(fmt, exhaustive, len(d.x), values=d.x)
+    name = f"dump:{Path(d.path).name}"
+    return Candidate(
+        name,
+        reference,
+        f"outputs read from {d.path}",
+        "device dump",
+        fn,
+        compute=fmt.name,
+        special_inputs=tuple(x for x, _ in d.specials),
+        native=True,
+    ), dom  # the device's own arithmetic

@@ -479,7 +479,7 @@ class SemOps(Ops):
             return self.op(name, look(ins[0], cr), ins, note=f"{name} = {impl}")
         # a catalog candidate as the primitive, in its own compute format if it pins one
         from audit.numbers.formats import get_format
-        from audit.targets.candidates import catalog
+        from audit.targets.registry import catalog
 
         cand = catalog()[impl]
         sub_fmt = get_format(cand.compute) if cand.compute else self.fmt

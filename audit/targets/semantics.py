@@ -228,7 +228,7 @@ def _prim_impl(name: str, impl: str, tok: str) -> str:
         raise BadOptionError(
             f"semantics flag '{tok}': {name} takes cr, bound:K" + (" or rcp" if name == "div" else "")
         )
-    from audit.targets.candidates import catalog
+    from audit.targets.registry import catalog
 
     cat = catalog()
     if impl not in cat:
@@ -689,7 +689,7 @@ def table_lookup(path: str, fmt: Format):
     device's outputs.  The file must hold every finite value of fmt (16 bits or fewer)."""
     import os
 
-    from audit.targets.golden import read_dump
+    from audit.targets.dumps import read_dump
 
     if not fmt.enumerable:
         raise BadOptionError(

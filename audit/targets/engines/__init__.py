@@ -5,7 +5,7 @@
 * ``jax:NAME`` -- jax.nn.NAME (:mod:`audit.targets.engines.jax`).
 * ``pkg.module:function`` / ``pkg.module:NAME`` -- a Python callable or a Candidate
   (:mod:`audit.targets.engines.callables`); ``c:FILE.c:FUNCTION`` (audit/targets/ckernels.py),
-  ``torch-compile:`` and ``torch-bwd:`` (audit/compare/consistency.py), ``lut:`` (audit/measure/lut.py).
+  ``torch-compile:`` and ``torch-bwd:`` (audit/compare/consistency.py), ``lut:`` (audit/targets/lut.py).
 
 Engines declared through :mod:`audit.targets.engines.base` (an :class:`~audit.targets.engines.base.Engine`
 with its op table) are registered here by prefix in :data:`ENGINE_MODULES`: the module is
@@ -19,7 +19,7 @@ import importlib
 
 import numpy as np
 
-from audit.errors import BadOptionError
+from audit.errors import BadOptionError, UnknownNameError
 from audit.numbers.formats import Format
 from audit.targets.candidates import Candidate
 from audit.targets.engines.base import SESSIONS, Engine, EngineError, engine_candidates, split_target, takes
@@ -104,11 +104,11 @@ def external_candidate(
     if kind == "jax":
         return jax_candidate(name, fmt, reference)
     if kind == "torch-compile":  # torch.compile of the op (audit/compare/consistency.py)
-        from audit.compare.consistency import compiled_candidate
+        from audit.targets.engines.torch_ops import compiled_candidate
 
         return compiled_candidate(name, fmt, reference)
     if kind == "torch-bwd":  # PyTorch's backward kernel of the op, through autograd
-        from audit.compare.consistency import torch_backward_candidate
+        from audit.targets.engines.torch_ops import torch_backward_candidate
 
         return torch_backward_candidate(name, fmt, device)
     obj = load_callable(target)
@@ -169,9 +169,10 @@ def quant_candidate(target: str, inq, outq, params: dict | None = None):
     """(audit.measure.quant.QuantCandidate, reference, reference parameters) of a quantized engine op
     (ort:QLinearSigmoid): input codes of ``inq`` in, output codes of ``outq`` out, the scales
     and zero points fed as tensors with every call."""
-    from audit.measure.quant import QuantCandidate, QuantFormat
+    from audit.numbers.quant import QuantFormat
     from audit.oracle.references import get_reference
     from audit.targets.engines.base import SESSIONS, EngineInfo, resolve_key
+    from audit.targets.quantized import QuantCandidate
 
     prefix, op_name, own = split_target(target)
     engine = get_engine(prefix)
@@ -236,3 +237,28 @@ def quant_candidate(target: str, inq, outq, params: dict | None = None):
     qc.identity = info.to_dict()
     get_reference(op.reference)
     return qc, get_reference(op.reference), ref_params
+
+
+def external_function(target: str, fmt: Format):
+    """(fn(numpy array, **params) -> numpy array, reference name or None) of an external
+    target (engine op, ``torch:``, ``jax:``, ``torch-compile:``, ``pkg.module:function``), as
+    the consistency and parameter-effect checks call it with keywords."""
+    kind, _, name = target.partition(":")
+    from audit.targets.engines.torch_ops import _torch_op
+
+    if is_engine(target):
+        return engine_function(target, fmt)
+    if kind == "torch":
+        return _torch_op(name, fmt)
+    if kind == "jax":
+        _need("jax", "jax")
+        jax = importlib.import_module("jax")
+        jnp = importlib.import_module("jax.numpy")
+        if name not in JAX_OPS:
+            raise UnknownNameError(f"unknown jax op '{name}' (known: {', '.join(JAX_OPS)})")
+        ref, kw0 = JAX_OPS[name]
+        op = getattr(jax.nn, name if name != "gelu_tanh" else "gelu")
+        return (lambda arr, **kw: np.asarray(op(jnp.asarray(arr), **kw0, **kw)).astype(fmt.dtype)), ref
+    if kind == "torch-compile":
+        return _torch_op(name, fmt, compiled=True)
+    return load_callable(target), None

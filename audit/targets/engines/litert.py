@@ -148,7 +148,7 @@ def _quant_formats(key: SessionKey):
     """(input, output) QuantFormat of a quantized session key ('IN->OUT'), or None."""
     if "->" not in key.dtype:
         return None
-    from audit.measure.quant import parse_quant
+    from audit.numbers.quant import parse_quant
 
     inq, outq = (parse_quant(t) for t in key.dtype.split("->"))
     need = FIXED_OUTPUT.get((key.op, inq.kind))

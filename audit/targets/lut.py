@@ -35,10 +35,12 @@ import numpy as np
 
 from audit.errors import BadFileError, BadOptionError
 from audit.io import atomic_path, load_npz, npy_from_bytes, npy_header_text, read_bytes
-from audit.measure.quant import QuantCandidate, QuantFormat, exact_codes, is_quant, parse_quant
 from audit.numbers.formats import Format, element_format
+from audit.numbers.quant import QuantFormat, is_quant, parse_quant
 from audit.oracle import oracle
+from audit.oracle.codes import exact_codes
 from audit.oracle.references import get_reference
+from audit.targets.quantized import QuantCandidate
 
 SIZES = (256, 65536)
 MAX_BYTES = 4 << 20  # on disk and decoded (a 65536-entry float64 table is 512 KiB)
@@ -556,35 +558,6 @@ def formats_of(dtype, out_dtype):
     out = parse_quant(o) if is_quant(o) else element_format(o)
     n_codes(inq)
     return inq, out
-
-
-def audit_table(written: dict, reference: str, inq, out, params=None):
-    """The audit of a written table read back from its file (.npy, .npz, .csv): a
-    QuantResult for quantized outputs; for float outputs a dict (inputs, correctly rounded
-    entries, max ULP error) over the finite inputs.  None for C arrays."""
-    from audit.measure.quant import audit_codes
-
-    path = written["path"]
-    if Path(path).suffix.lower() not in (".npy", ".npz", ".csv"):
-        return None
-    ref = get_reference(reference)
-    if isinstance(out, QuantFormat):
-        qc, _ = lut_candidate("lut:" + path, inq, out, None, reference)
-        return audit_codes(ref, inq, out, qc, params)
-    from audit.measure.metrics import Summary, point_errors
-
-    table, meta = read_table(path)
-    check_claims("lut:" + path, meta, ref.name, inq, out, params)
-    vals = table if meta["kind"] == "float" else out.from_bits(table.astype(np.int64))
-    # (the oracle's double-double, not hi + lo: lo tells on which side of a power of two
-    # f lies, hence its ulp, and keeps a nonzero f below float64's range nonzero)
-    x, want, _, (hi, lo) = _correct_table(reference, inq, out, params)
-    fin = np.flatnonzero(np.isfinite(x))
-    ov = oracle.OracleValues(want[fin], hi[fin], lo[fin], 0, None)
-    e = point_errors(x[fin], vals[fin], ov, out)
-    s = Summary()
-    s.add(e, out)
-    return {"inputs": len(fin), "correct": s.correct, "max_ulp": s.max_ulp}
 
 
 def is_lut(target: str) -> bool:
