@@ -186,3 +186,18 @@ def test_the_cli_holds_no_numerics(module):
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             found.add(node.module.split(".")[0])
     assert found & heavy == set()
+
+
+def test_the_architecture_picture_is_current():
+    """docs/design/architecture.svg is drawn from the tree: redraw it after moving a module
+    (python docs/hooks/architecture.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("arch", ROOT / "docs" / "hooks" / "architecture.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert (ROOT / "docs" / "design" / "architecture.svg").read_text() == mod.draw()
+    drawn = {p for _, paths, _ in mod.STAGES for p in paths}
+    assert {
+        "audit/" + p.name for p in (ROOT / "audit").iterdir() if p.is_dir() and p.name != "__pycache__"
+    } <= drawn

@@ -15,6 +15,8 @@ import openvino as ov
 import pytest
 
 import audit
+import audit.measure.quant
+import audit.targets.engines
 from audit.errors import ActauditError
 from audit.targets.engines import get_engine
 from audit.targets.engines.base import SESSIONS, SessionKey
@@ -58,7 +60,7 @@ def test_openvino_bf16_every_input_equals_own_session(target, node):
     from audit.numbers.formats import get_format
 
     x = all_bf16()
-    (cand,) = audit.engines.candidates_of(target, get_format("bf16"))
+    (cand,) = audit.targets.engines.candidates_of(target, get_format("bf16"))
     got = np.asarray(cand.fn(type("V", (), {"a": x})(), None)).astype(ml_dtypes.bfloat16)
     want = run_own_bf16(own_ov(node, "bf16"), x)
     assert np.array_equal(got.view(np.uint16), want)
@@ -71,7 +73,9 @@ def test_openvino_precision_hint_is_what_the_compiled_model_reports():
     from audit.numbers.formats import get_format
 
     for hint, short in (("fp32", "f32"), ("fp16", "f16"), ("bf16", "bf16")):
-        (cand,) = audit.engines.candidates_of(f"openvino:Tanh[openvino.precision={hint}]", get_format("fp32"))
+        (cand,) = audit.targets.engines.candidates_of(
+            f"openvino:Tanh[openvino.precision={hint}]", get_format("fp32")
+        )
         own = own_ov(lambda ops, p: ops.tanh(p), "fp32", short)
         reported = str(own.get_property("INFERENCE_PRECISION_HINT"))
         assert short in {"f32": "float32", "f16": "float16", "bf16": "bfloat16"} and (
@@ -81,7 +85,7 @@ def test_openvino_precision_hint_is_what_the_compiled_model_reports():
         x = np.linspace(-4, 4, 1001, dtype=np.float32)
         assert np.array_equal(np.asarray(cand.fn(type("V", (), {"a": x})(), None), np.float32), own(x)[0])
     # the f16 hint inserts converts: said so, and the results differ from f32's at these inputs
-    (f16,) = audit.engines.candidates_of("openvino:Tanh[openvino.precision=fp16]", get_format("fp32"))
+    (f16,) = audit.targets.engines.candidates_of("openvino:Tanh[openvino.precision=fp16]", get_format("fp32"))
     assert "f16" in f16.identity["precision"] and "convert" in f16.identity["precision"]
 
 
@@ -104,7 +108,7 @@ def test_openvino_swish_beta_is_silu_with_beta():
 
     (res,) = audit.sweep("openvino:Swish", dtype="fp16", params={"beta": 2.0})
     assert res.reference == "silu" and res.identity["attributes"] == {"beta": 2.0}
-    (cand,) = audit.engines.candidates_of("openvino:Swish[beta=2]", get_format("fp16"))
+    (cand,) = audit.targets.engines.candidates_of("openvino:Swish[beta=2]", get_format("fp16"))
     x = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
     x = x[np.isfinite(x)]
     own = own_ov(lambda ops, p: ops.swish(p, ops.convert(ops.constant(np.float32(2.0)), ov.Type.f16)), "fp16")
@@ -168,7 +172,7 @@ def test_litert_resolvers_are_distinct_sessions_and_recorded():
     x = np.linspace(-12, 12, 4097, dtype=np.float32)
     outs = {}
     for r in ("xnnpack", "builtin", "reference"):
-        (cand,) = audit.engines.candidates_of(f"litert:TANH[litert.resolver={r}]", get_format("fp32"))
+        (cand,) = audit.targets.engines.candidates_of(f"litert:TANH[litert.resolver={r}]", get_format("fp32"))
         assert cand.identity["options"] == {"resolver": r}
         outs[r] = np.asarray(cand.fn(type("V", (), {"a": x})(), None), np.float32)
         assert ("xnnpack" in cand.identity["precision"]) == (r == "xnnpack")
@@ -239,7 +243,7 @@ def test_unknown_op_is_one_line():
     with pytest.raises(ActauditError, match="unknown openvino op 'Gleu'.*Gelu"):
         from audit.numbers.formats import get_format
 
-        audit.engines.candidates_of("openvino:Gleu", get_format("fp32"))
+        audit.targets.engines.candidates_of("openvino:Gleu", get_format("fp32"))
 
 
 # ------------------------------------------------------------- LiteRT integer kernels
@@ -284,7 +288,7 @@ def test_litert_integer_kernels_against_mpmath(name, kind, ins, outs, ref):
         want.append(int(min(max(mp.nint(y), lo), hi)))  # nearest, ties to even (mpmath nint)
     want = np.array(want)
     correct = float(np.mean(got == want))
-    (res,) = audit.quant.sweep(
+    (res,) = audit.measure.quant.sweep(
         [f"litert:{name}[litert.resolver=reference]"], dtype=inq.name, out_dtype=outq.name
     )
     assert abs(res.correct_fraction - correct) < 1e-12, (res.correct_fraction, correct)
@@ -315,7 +319,7 @@ def test_litert_integer_kernels_refuse_other_output_scales_and_bind_them():
 
     before = SESSIONS.builds
     for s in ("0.0625", "0.125"):
-        audit.quant.sweep(
+        audit.measure.quant.sweep(
             ["litert:LOGISTIC"], dtype=f"int8:scale={s},zero=0", out_dtype="int8:scale=0.00390625,zero=-128"
         )
     assert SESSIONS.builds - before == 2

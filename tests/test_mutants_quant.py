@@ -15,6 +15,7 @@ import pytest
 
 from audit.errors import BadOptionError
 from audit.measure import quant
+from audit.oracle import codes
 from audit.oracle.references import REFERENCES
 from tests.test_quant import ref_code
 
@@ -283,7 +284,7 @@ def test_quantize_specials():
 # --------------------------------------------------------------------- the oracle
 def test_code_rounding_and_beyond():
     q = quant.parse_quant("uint8:scale=0.5,zero=10,round=away")
-    cr = quant._CodeRounding(q)
+    cr = codes._CodeRounding(q)
     assert cr.q is q and cr.smallest_normal == math.inf
     assert cr.round_mpf(mp.mpf(1.25)) == 13.0 and math.isnan(cr.round_mpf(mp.nan))
     b = quant._Beyond(q)

@@ -58,7 +58,7 @@ def test_parse_canonical_and_errors():
 
 
 def test_default_semantics_is_todays_path_bit_for_bit():
-    cat = audit.candidates.catalog()
+    cat = audit.catalog()
     x = F16.finite_values()
     for cid in ("gelu.tanh", "sigmoid.naive", "exp.u20", "elu.expm1", "tanh.rational"):
         c = cat[cid]
@@ -153,7 +153,7 @@ def test_sigmoid_naive_saturate_has_no_nan():
     assert sat.nan_count == 0 and "nan" not in {f.kind for f in sat.findings}
     # exp(12) overflows fp16 (65504 < e^12 = 162755): saturated to 65504, then
     # 65504 / (1 + 65504) = 65504 / 65504 = 1 (1 + 65504 rounds to 65504), sigmoid(12) rounds to 1
-    c = audit.candidates.catalog()["sigmoid.naive"].with_semantics(S.parse("saturate"))
+    c = audit.catalog()["sigmoid.naive"].with_semantics(S.parse("saturate"))
     assert c.evaluate(np.array([12.0]), F16, F16)[0] == 1.0
 
 
@@ -301,7 +301,7 @@ def test_div_by_reciprocal():
 def test_catalog_candidate_as_primitive():
     # exp=exp.u20 in fp32: m.exp(x) gives exactly exp.u20's own result
     x = F32.round(np.linspace(-80, 80, 1001))
-    u20 = audit.candidates.catalog()["exp.u20"].evaluate(x, F32, F32)
+    u20 = audit.catalog()["exp.u20"].evaluate(x, F32, F32)
     got = run_formula(lambda t, m: m.exp(t), x, F32, "exp=exp.u20")
     assert np.array_equal(got, u20)
 
@@ -390,7 +390,7 @@ def test_profiles_are_their_flags():
 def test_bf16_trunc_is_bit_truncation_of_the_fp32_result():
     # the fp32 result's low 16 bits dropped (an integer mask on the float32 bit pattern) is
     # the bf16 value of a truncating conversion
-    cand = audit.candidates.catalog()["gelu.tanh"]
+    cand = audit.catalog()["gelu.tanh"]
     x = BF16.finite_values()
     y32 = cand.evaluate(x, F32, F32).astype(np.float32)
     want = (y32.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32).astype(np.float64)
