@@ -11,8 +11,8 @@ import itertools
 import math
 import os
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -673,14 +673,115 @@ def sweep(
     samples, seed = arguments.integer("samples", samples, 1), arguments.integer("seed", seed, 0, 2**63 - 1)
     grid, workers = arguments.integer("grid", grid), arguments.integer("workers", workers, 1, MAX_WORKERS)
     max_ulp, atol = arguments.tolerance("max_ulp", max_ulp), arguments.tolerance("atol", atol)
-    for k, v in (
-        ("reference", reference),
-        ("device", device),
-        ("dump_dtype", dump_dtype),
-        ("executor", executor),
-        ("scheduler", scheduler),
-    ):
+    _check_texts(
+        reference=reference, device=device, dump_dtype=dump_dtype, executor=executor, scheduler=scheduler
+    )
+    chosen = _resolve_targets(names, funcs, objs, params, reference, grad, backward, dump)
+    paths = _resolve_paths(dtype, compute, semantics, cflags, out_dtype, chosen, dump)
+    plan = _Plan(
+        chosen,
+        paths,
+        range=range,
+        samples=samples,
+        seed=seed,
+        exhaustive=exhaustive,
+        grid=grid,
+        reference=reference,
+        device=device,
+        timeout=timeout,
+        cflags=cflags,
+        dump=dump,
+        dump_dtype=dump_dtype,
+        keep_points=keep_points,
+        progress=progress,
+        analyze=analyze,
+        max_ulp=max_ulp,
+        atol=atol,
+        workers=(os.cpu_count() or 1) if workers is None else workers,
+        executor=executor,
+        scheduler=scheduler,
+        checkpoint=checkpoint,
+    )
+    _check_selection(plan)
+    _check_execution(plan)
+    plan = replace(plan, dist=_distribution(plan, distribution))
+    _check_kept_inputs(plan)
+    results = [r for st in paths.storages for r in _sweep_storage(plan, st)]
+    if chosen.swept:  # the parameter-effect check across the results of each swept parameter
+        param_effect.attach(results, chosen.swept, analyze)
+    return results
+
+
+# The steps of sweep(), in their order: the targets resolved, the evaluation paths, the
+# options checked, the distribution; then per storage format the candidates of the external
+# targets, the (compute, candidate) paths, their input domains, each result evaluated, a
+# dump's result; the parameter-effect check last.
+@dataclass(frozen=True)
+class _Targets:
+    """What a sweep runs, resolved from its targets and -p values."""
+
+    cands: list  # catalog candidates and Candidate objects (their derivatives with --grad, ...)
+    external: list  # names of external targets (torch:, jax:, pkg.module:function, c:, lut:)
+    engines: list  # names of engine targets (ort:, openvino:, ...)
+    funcs: list  # Python callables
+    params: dict | None  # the -p values of the targets other than engines
+    eng_params: dict  # the -p values some engine target takes
+    keyed: list  # external targets that take the -p values as keywords
+    swept: list  # parameters given several distinct values (the parameter-effect check)
+
+
+@dataclass(frozen=True)
+class _Paths:
+    """The evaluation paths: storage formats x compute formats x semantics."""
+
+    storages: list  # Format
+    computes: list | None  # Format; None: the storage format (and fp32 with auto)
+    auto: bool  # compute 'auto'
+    sems: list  # audit.targets.semantics.Semantics
+    out_fmt: Format | None  # --out-dtype
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The checked arguments of one sweep call."""
+
+    targets: _Targets
+    paths: _Paths
+    # the inputs
+    range: tuple | None = None
+    samples: int | None = None
+    seed: int = 0
+    exhaustive: bool = False
+    grid: int | None = None
+    # external targets and dumps
+    reference: str | None = None
+    device: str = "cpu"
+    timeout: float | None = None
+    cflags: str | None = None
+    dump: str | None = None
+    dump_dtype: str | None = None
+    # each run
+    keep_points: bool = False
+    progress: Callable[[int], None] | None = None
+    analyze: bool = True
+    max_ulp: float | None = None
+    atol: float | None = None
+    workers: int = 1
+    executor: str = "local"
+    scheduler: str | None = None
+    checkpoint: object = None
+    dist: weighting_mod.Distribution | None = None  # --distribution, parsed
+
+
+def _check_texts(**texts) -> None:
+    """The options that are strings or None, in the order given."""
+    for k, v in texts.items():
         arguments.text(k, v)
+
+
+def _resolve_targets(names, funcs, objs, params, reference, grad, backward, dump) -> _Targets:
+    """The targets sorted by kind (catalog, external, engine, callable) and the -p values
+    split between the engine targets and the others."""
     if funcs and reference is None:
         raise BadOptionError("a callable target needs reference= (the function it computes, e.g. 'gelu')")
     external = [n for n in names if adapters.is_external(n)]
@@ -699,8 +800,22 @@ def sweep(
     formulas = [n for n in names if not adapters.is_external(n)]
     cands = resolve(formulas) if formulas else []
     cands += [c for c in objs if c not in cands]
+    cands = _derived_candidates(cands, grad, backward, bool(external or engine_targets), funcs, dump)
+    if reference is not None:
+        for c in cands:
+            if c.reference != reference:
+                raise BadOptionError(f"{c.id} approximates {c.reference}, not --reference {reference}")
+    keyed = [t for t in external if not t.startswith(("c:", "lut:"))] if params else []
+    return _Targets(
+        cands, external, engine_targets, funcs, params, eng_params, keyed, param_effect.varied(params)
+    )
+
+
+def _derived_candidates(cands: list, grad: bool, backward: bool, external: bool, funcs, dump) -> list:
+    """The candidates themselves, their derivatives (--grad) or their backward kernels
+    (--backward); external: whether external or engine targets are given."""
     if grad:
-        if external or engine_targets or funcs or dump is not None:
+        if external or funcs or dump is not None:
             raise BadOptionError("--grad applies to catalog candidates")
         cands = grad_candidates(cands)
     if backward:
@@ -711,56 +826,65 @@ def sweep(
                 "--grad and --backward exclude each other (--grad sweeps f'(x), "
                 "--backward dy * f'(x) over pairs)"
             )
-        if external or engine_targets or dump is not None:
+        if external or dump is not None:
             raise BadOptionError("--backward applies to catalog candidates")
         cands = backward_candidates(cands)
-    if reference is not None:
-        for c in cands:
-            if c.reference != reference:
-                raise BadOptionError(f"{c.id} approximates {c.reference}, not --reference {reference}")
+    return cands
+
+
+def _resolve_paths(dtype, compute, semantics, cflags, out_dtype, chosen: _Targets, dump) -> _Paths:
+    """The storage and compute formats, the semantics and the output format (with the
+    checks of --cflags and --out-dtype against the targets)."""
     storages = _formats(dtype)
     auto = isinstance(compute, str) and compute.strip().lower() == AUTO
     computes = _formats(compute) if compute is not None and not auto else None
     sems = semantics_mod.parse_list(semantics)
-    if cflags is not None and not any(t.startswith("c:") for t in external):
+    if cflags is not None and not any(t.startswith("c:") for t in chosen.external):
         raise BadOptionError("--cflags applies to C kernels (c:FILE.c:FUNCTION)")
     out_fmt = None if out_dtype is None else _out_format(out_dtype)
-    if out_fmt is not None and (any(not t.startswith("lut:") for t in external) or dump is not None or funcs):
+    if out_fmt is not None and (
+        any(not t.startswith("lut:") for t in chosen.external) or dump is not None or chosen.funcs
+    ):
         raise BadOptionError("--out-dtype applies to catalog candidates and lut: tables")
-    keyed = [t for t in external if not t.startswith(("c:", "lut:"))] if params else []
-    for k in params or {}:
-        if not any(k in c.params for c in cands) and not keyed:
+    return _Paths(storages, computes, auto, sems, out_fmt)
+
+
+def _check_selection(plan: _Plan) -> None:
+    """What was selected against the options: parameters, dump, samples, device, timeout."""
+    t, storages = plan.targets, plan.paths.storages
+    for k in t.params or {}:
+        if not any(k in c.params for c in t.cands) and not t.keyed:
             raise BadOptionError(f"no selected candidate has a parameter '{k}'")
-    if dump is not None:
+    if plan.dump is not None:
         if len(storages) != 1:
             raise BadOptionError("a dump holds one format: give a single --dtype")
-        if reference is None:
+        if plan.reference is None:
             raise BadOptionError("--dump needs --reference (the function the device computed)")
-    if not cands and not external and not engine_targets and not funcs and dump is None:
+    if not t.cands and not t.external and not t.engines and not t.funcs and plan.dump is None:
         raise UnknownNameError("no candidate given")
-    if samples is not None and all(st.enumerable for st in storages):
+    if plan.samples is not None and all(st.enumerable for st in storages):
         raise BadOptionError(
             f"{', '.join(st.name for st in storages)} are swept exhaustively; "
             "--samples applies to fp32 and fp64"
         )
-    nworkers = (os.cpu_count() or 1) if workers is None else workers
-    if keyed and device != "cpu":
+    if t.keyed and plan.device != "cpu":
         raise BadOptionError("--param on torch: ops runs them on the CPU; drop --device")
-    if device != "cpu" and not any(n.startswith("torch:") for n in external):
+    if plan.device != "cpu" and not any(n.startswith("torch:") for n in t.external):
         raise BadOptionError("--device applies to torch: candidates")
+    timeout = plan.timeout
     if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < 1e6):
         raise BadOptionError(f"--timeout must be a number of seconds in (0, 1e6), got {timeout!r}")
-    if checkpoint is not None and keep_points:
+
+
+def _check_execution(plan: _Plan) -> None:
+    """How the sweep runs: the per-input data, the number of results, the executor."""
+    executor, scheduler, checkpoint = plan.executor, plan.scheduler, plan.checkpoint
+    if checkpoint is not None and plan.keep_points:
         raise BadOptionError(
             "--checkpoint keeps merged results, not per-input data: "
             "it cannot be combined with --csv or --report"
         )
-    n_keyed = len(keyed) * math.prod(
-        len(v) if isinstance(v, (list, tuple)) else 1 for v in (params or {}).values()
-    )
-    n_results = (
-        (sum(len(param_sets(c, params)) for c in cands) + n_keyed) * len(storages) * len(computes or [1])
-    )
+    n_results = _count_results(plan)
     if n_results > MAX_RESULTS:
         raise BadOptionError(
             f"{n_results} results (candidates x parameter values x formats) "
@@ -772,15 +896,36 @@ def sweep(
         raise BadOptionError("--executor dask needs --scheduler ADDRESS (e.g. tcp://host:8786)")
     if scheduler and executor != "dask":
         raise BadOptionError("--scheduler applies to --executor dask")
-    if (checkpoint is not None or executor != "local") and not exhaustive:
+    if (checkpoint is not None or executor != "local") and not plan.exhaustive:
         raise BadOptionError("--checkpoint and --executor apply to chunked sweeps: add --exhaustive")
-    dist = None if distribution is None else weighting_mod.parse(distribution)
+
+
+def _count_results(plan: _Plan) -> int:
+    """The results a sweep would give at most: (catalog parameter sets + keyed targets x
+    their parameter values) x storage formats x compute formats (before semantics, engines
+    and deduplication)."""
+    t = plan.targets
+    n_keyed = len(t.keyed) * math.prod(
+        len(v) if isinstance(v, (list, tuple)) else 1 for v in (t.params or {}).values()
+    )
+    per_format = sum(len(param_sets(c, t.params)) for c in t.cands) + n_keyed
+    return per_format * len(plan.paths.storages) * len(plan.paths.computes or [1])
+
+
+def _distribution(plan: _Plan, spec: str | None) -> weighting_mod.Distribution | None:
+    """The --distribution, parsed and checked against the sweep (not bound to a format)."""
+    dist = None if spec is None else weighting_mod.parse(spec)
     if dist is not None:
-        weighting_mod.check_sweep(storages, exhaustive, checkpoint, dump, grid)
-    results = []
-    swept = param_effect.varied(params)
-    if keep_points and exhaustive and any(not st.enumerable for st in storages):
-        lo_hi = range or (-math.inf, math.inf)
+        weighting_mod.check_sweep(plan.paths.storages, plan.exhaustive, plan.checkpoint, plan.dump, plan.grid)
+    return dist
+
+
+def _check_kept_inputs(plan: _Plan) -> None:
+    """Per-input data of an exhaustive sweep of a format that is not enumerable (fp32) must
+    fit in memory (KEEP_LIMIT inputs), before any candidate runs."""
+    storages = plan.paths.storages
+    if plan.keep_points and plan.exhaustive and any(not st.enumerable for st in storages):
+        lo_hi = plan.range or (-math.inf, math.inf)
         from audit.numbers.inputs import _ordinal_bounds
 
         for st in storages:
@@ -791,101 +936,142 @@ def sweep(
                         f"per-input data (CSV, reports) of {b - a + 1} {st.name} inputs "
                         f"would not fit in memory (limit {KEEP_LIMIT}): narrow --range"
                     )
-    for st in storages:
-        doms: dict[int, Domain] = {}
-        wd = None if dist is None else weighting_mod.bind(dist, st)
-        ext = [
-            _lut(t, st, out_fmt or st, reference)
-            if t.startswith("lut:")
-            else param_effect.external_candidate(t, list(params), reference, st, timeout)
-            if t in keyed
-            else adapters.external_candidate(t, reference, st, device, timeout, cflags)
-            for t in external
-        ]
-        for t in engine_targets:
-            prec = f"{t.partition(':')[0].strip()}.precision"
-            if computes and engines_mod.target_takes(t, prec):
-                # --compute sets an engine's precision option (OpenVINO's INFERENCE_PRECISION_HINT)
-                for cf in computes:
-                    ext += engines_mod.candidates_of(t, st, {**eng_params, prec: cf.name}, reference)
-            else:
-                ext += engines_mod.candidates_of(t, st, eng_params, reference)
-        for t in external + engine_targets if ext else []:
-            bad = sorted({f for sem in sems for f in sem.op_flags})
-            if bad:  # the kernel's own machine computes it: these flags would change nothing
-                raise BadOptionError(
-                    f"{t}: --semantics {', '.join(bad)} acts on a formula's "
-                    "operations, which an external kernel does not expose; "
-                    "give conversion flags only (or compile with --cflags)"
-                )
-        ext += [adapters.wrap_callable(f, reference, st, timeout=timeout) for f in funcs]
-        paths = computes or ([st, get_format("fp32")] if auto and st.bits < 32 else [st])
-        done: set = set()
-        for cf in paths:
-            for c in cands + ext:
-                if auto or c.native:  # a fixed compute gives the same result on every path
-                    key = (c.id, "native" if c.native else c.compute_format(cf).name)
-                    if key in done:
-                        continue
-                    done.add(key)
-                if c.arity not in doms:
-                    doms[c.arity] = (
-                        domain(
-                            st,
-                            range,
-                            samples=None if st.enumerable else samples,
-                            seed=seed,
-                            exhaustive=exhaustive,
-                        )
-                        if c.arity == 1
-                        else pair_domain(st, range, side=grid, seed=seed, exhaustive=exhaustive)
-                    )
-                if keep_points and doms[c.arity].values is None and doms[c.arity].count > KEEP_LIMIT:
-                    raise BadOptionError(
-                        f"per-input data (CSV, reports) of {doms[c.arity].count} "
-                        f"{st.name} inputs would not fit in memory (limit {KEEP_LIMIT}): "
-                        "narrow --range"
-                    )
-                for p in param_sets(c, params):
-                    for sem in sems:
-                        results.append(
-                            semantics_mod.run_with(
-                                sem,
-                                c,
-                                lambda cs, st=st, cf=cf, c=c, p=p, doms=doms, wd=wd: run_candidate(
-                                    cs,
-                                    out_fmt or st,
-                                    cf,
-                                    doms[c.arity],
-                                    p,
-                                    keep_points,
-                                    progress,
-                                    analyze,
-                                    max_ulp,
-                                    atol,
-                                    nworkers,
-                                    executor,
-                                    scheduler,
-                                    checkpoint,
-                                    inputs=st,
-                                    outputs=bool(swept),
-                                    weights=weighting_mod.for_candidate(wd, c, doms[c.arity].count),
-                                ),
-                                out_fmt or st,
-                                cf,
-                                p,
-                                doms[c.arity],
-                            )
-                        )
-        if dump is not None:
-            d = dumps.read_dump(dump, st, dump_dtype)
-            dc, ddom = dump_candidate(d, reference)
-            results.append(
-                run_candidate(dc, st, st, ddom, None, keep_points, progress, analyze, max_ulp, atol)
-            )
-    if swept:
-        param_effect.attach(results, swept, analyze)
+
+
+def _sweep_storage(plan: _Plan, st: Format) -> list[SweepResult]:
+    """The results of one storage format: every (compute, candidate) path, each parameter
+    set and semantics, over the candidate's domain; then the dump's result."""
+    wd = None if plan.dist is None else weighting_mod.bind(plan.dist, st)
+    ext = _external_candidates(plan, st)
+    doms: dict[int, Domain] = {}
+    results = []
+    for cf, c in _evaluation_paths(plan.paths, st, plan.targets.cands + ext):
+        dom = _domain_of(plan, st, c.arity, doms)
+        for p in param_sets(c, plan.targets.params):
+            for sem in plan.paths.sems:
+                results.append(_evaluate(plan, st, cf, c, p, sem, dom, wd))
+    if plan.dump is not None:
+        results.append(_sweep_dump(plan, st))
     return results
+
+
+def _external_candidates(plan: _Plan, st: Format) -> list[Candidate]:
+    """The candidates of the external targets, the engine targets (one per listed -p value
+    and, for an engine with a precision option, per compute format) and the callables."""
+    t, reference, timeout = plan.targets, plan.reference, plan.timeout
+    computes = plan.paths.computes
+    ext = [
+        _lut(x, st, plan.paths.out_fmt or st, reference)
+        if x.startswith("lut:")
+        else param_effect.external_candidate(x, list(t.params), reference, st, timeout)
+        if x in t.keyed
+        else adapters.external_candidate(x, reference, st, plan.device, timeout, plan.cflags)
+        for x in t.external
+    ]
+    for x in t.engines:
+        prec = f"{x.partition(':')[0].strip()}.precision"
+        if computes and engines_mod.target_takes(x, prec):
+            # --compute sets an engine's precision option (OpenVINO's INFERENCE_PRECISION_HINT)
+            for cf in computes:
+                ext += engines_mod.candidates_of(x, st, {**t.eng_params, prec: cf.name}, reference)
+        else:
+            ext += engines_mod.candidates_of(x, st, t.eng_params, reference)
+    for x in t.external + t.engines if ext else []:
+        bad = sorted({f for sem in plan.paths.sems for f in sem.op_flags})
+        if bad:  # the kernel's own machine computes it: these flags would change nothing
+            raise BadOptionError(
+                f"{x}: --semantics {', '.join(bad)} acts on a formula's "
+                "operations, which an external kernel does not expose; "
+                "give conversion flags only (or compile with --cflags)"
+            )
+    ext += [adapters.wrap_callable(f, reference, st, timeout=timeout) for f in t.funcs]
+    return ext
+
+
+def _compute_formats(paths: _Paths, st: Format) -> list[Format]:
+    """The compute formats of storage st: those given; with auto, st and fp32 for formats
+    narrower than 32 bits; else st."""
+    return paths.computes or ([st, get_format("fp32")] if paths.auto and st.bits < 32 else [st])
+
+
+def _evaluation_paths(paths: _Paths, st: Format, cands: list) -> Iterator[tuple[Format, Candidate]]:
+    """(compute format, candidate) in sweep order, compute formats outermost; a candidate
+    whose compute is fixed (native), or any candidate under auto, once per compute it
+    really runs in."""
+    done: set = set()
+    for cf in _compute_formats(paths, st):
+        for c in cands:
+            if paths.auto or c.native:  # a fixed compute gives the same result on every path
+                key = (c.id, "native" if c.native else c.compute_format(cf).name)
+                if key in done:
+                    continue
+                done.add(key)
+            yield cf, c
+
+
+def _domain_of(plan: _Plan, st: Format, arity: int, doms: dict[int, Domain]) -> Domain:
+    """The inputs of st for candidates of ``arity`` inputs, made once per arity (in doms);
+    with per-input data, at most KEEP_LIMIT inputs in chunks."""
+    if arity not in doms:
+        doms[arity] = (
+            domain(
+                st,
+                plan.range,
+                samples=None if st.enumerable else plan.samples,
+                seed=plan.seed,
+                exhaustive=plan.exhaustive,
+            )
+            if arity == 1
+            else pair_domain(st, plan.range, side=plan.grid, seed=plan.seed, exhaustive=plan.exhaustive)
+        )
+    dom = doms[arity]
+    if plan.keep_points and dom.values is None and dom.count > KEEP_LIMIT:
+        raise BadOptionError(
+            f"per-input data (CSV, reports) of {dom.count} "
+            f"{st.name} inputs would not fit in memory (limit {KEEP_LIMIT}): "
+            "narrow --range"
+        )
+    return dom
+
+
+def _evaluate(
+    plan: _Plan, st: Format, cf: Format, c: Candidate, p: dict, sem, dom: Domain, wd
+) -> SweepResult:
+    """One result: candidate c with parameters p under semantics sem, inputs in st, results
+    in the output format, computed in cf (wd: the distribution bound to st)."""
+    out = plan.paths.out_fmt or st
+
+    def run(cs: Candidate) -> SweepResult:
+        return run_candidate(
+            cs,
+            out,
+            cf,
+            dom,
+            p,
+            plan.keep_points,
+            plan.progress,
+            plan.analyze,
+            plan.max_ulp,
+            plan.atol,
+            plan.workers,
+            plan.executor,
+            plan.scheduler,
+            plan.checkpoint,
+            inputs=st,
+            outputs=bool(plan.targets.swept),
+            weights=weighting_mod.for_candidate(wd, c, dom.count),
+        )
+
+    return semantics_mod.run_with(sem, c, run, out, cf, p, dom)
+
+
+def _sweep_dump(plan: _Plan, st: Format) -> SweepResult:
+    """The result of a dump of device outputs, read in st, against the reference."""
+    d = dumps.read_dump(plan.dump, st, plan.dump_dtype)
+    dc, ddom = dump_candidate(d, plan.reference)
+    return run_candidate(
+        dc, st, st, ddom, None, plan.keep_points, plan.progress, plan.analyze, plan.max_ulp, plan.atol
+    )
 
 
 def _lut(target: str, st: Format, out: Format, reference: str | None) -> Candidate:
