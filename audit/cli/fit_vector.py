@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
+from audit.cli.app import write_json
 from audit.errors import BadOptionError
 from audit.repair import fit_shapes as fs
 from audit.repair.emit import TARGETS
 
 
 def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, out, search=False) -> int:
-    from audit.io import dumps, write_files, write_text
+    from audit.io import write_files
 
     if compute != "fp32":
         raise BadOptionError("fit emits fp32 kernels: --compute fp32")
@@ -44,11 +44,8 @@ def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, 
     if search:
         doc["variants"] = variants
     ok = fit.ok and checks is not None and all(c[v]["wrong"] == 0 for c in checks for v in ("f32", "u16"))
-    if json_out == "-":
-        sys.stdout.write(dumps(doc))
+    if write_json(doc, json_out):
         return 0 if ok else 1
-    if json_out:
-        write_text(json_out, dumps(doc))
     say = lambda m: out.print(m, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
     say(f"actaudit fit {reference} {dtype} --shape vector (compute fp32): {fit.message}")
     if fit.program is None:

@@ -307,3 +307,29 @@ def parse_values(text: str) -> list[float]:
             raise BadOptionError(f"parameter values must be finite, got '{p}'")
         out.append(v)
     return out
+
+
+def run(
+    target: str,
+    dtype: str,
+    compute: str | None,
+    params: list[str],
+    layout: bool,
+    range=None,
+    max_length: int = 65,
+    values: int = 4096,
+) -> list:
+    """`actaudit consistency`: in each format of DTYPE, the effect of each parameter given as
+    NAME=V1,V2,... and then, with LAYOUT, the layout check."""
+    from audit.numbers.formats import parse_formats
+
+    checks: list = []
+    for f in parse_formats(dtype):
+        for text in params:
+            if "=" not in text:
+                raise BadOptionError(f"--param '{text}' is not NAME=V1,V2")
+            name, vals = text.split("=", 1)
+            checks.append(param_effect(target, name.strip(), parse_values(vals), f, compute, range=range))
+        if layout:
+            checks.append(layout_check(target, f, max_length=max_length, values=values))
+    return checks

@@ -191,3 +191,21 @@ def apply(cand: Candidate, clip: dict, sat: dict) -> Candidate:
     return replace(
         cand, id=f"{cand.id}+clip", fn=fixed, formula=f"{cand.formula}, clipped [{lo}, {hi}] ({lo_a}, {hi_a})"
     )
+
+
+def document(results: list) -> dict:
+    """`actaudit clip --json`: each result's saturation and clip recommendation."""
+    return {
+        "schema": "actaudit.clip/1",
+        "results": [
+            {
+                "candidate": r.candidate,
+                "dtype": r.dtype,
+                "compute": r.compute,
+                "semantics": r.to_dict()["semantics"]["name"],
+                "saturation": r.to_dict()["saturation"],
+                "clip": r.to_dict()["clip"],
+            }
+            for r in results
+        ],
+    }

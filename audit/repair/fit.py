@@ -778,3 +778,39 @@ def to_dict(rep: FitReport) -> dict:
             "tiny": None if k.tiny < 0 else {"x": k.tiny, "a1": k.a1, "c2": k.c2, "bias": k.bias},
         }
     return out
+
+
+def fit_and_verify(reference: str, dtype: str, compute: str, out_dir, progress, **options):
+    """`actaudit fit` (the table shape): :func:`fit`, and for the kernel found its sweep over
+    every input, then its files in OUT_DIR (verified first, then written as one set).
+    PROGRESS is a sweep's progress (``start(label, total)``, ``progress(n)``); OPTIONS go
+    to :func:`fit`.  Returns the report, the sweep's results, the paths written and the
+    JSON document."""
+    from audit.measure.sweep import document, run_candidate
+    from audit.numbers.inputs import domain
+    from audit.repair import cost as cost_mod
+    from audit.signals import ready
+
+    state = {}
+
+    def step(label, done, total):
+        if state.get("label") != label:
+            progress.start(f"fit {reference} {dtype}: {label}", total)
+            state["label"] = label
+        progress(done)
+
+    rep = fit(reference, dtype, compute, progress=step, **options)
+    results: list = []
+    paths: dict = {}
+    if rep.kernel is not None:  # verified first, then written as one set
+        ready("verify")
+        cand = candidate(rep.kernel)
+        st = get_format(dtype)
+        results = [run_candidate(cand, st, get_format(compute), domain(st), progress=progress)]
+        paths = write(rep.kernel, out_dir)
+    doc = to_dict(rep)
+    if rep.kernel is not None:
+        doc["files"] = paths
+        doc["ops_traced"] = cost_mod.counts(cand, get_format(compute))
+        doc["audit"] = document(results)["results"]
+    return rep, results, paths, doc

@@ -265,3 +265,17 @@ def dump_candidate(d, reference: str) -> tuple[Candidate, Domain]:
         special_inputs=tuple(x for x, _ in d.specials),
         native=True,
     ), dom  # the device's own arithmetic
+
+
+def of_family(cands: list[Candidate], name: str) -> list[Candidate]:
+    """The candidates of family NAME, or else those approximating reference NAME."""
+    name = name.strip()
+    found = [c for c in cands if c.family == name] or [c for c in cands if c.reference == name]
+    if not found:
+        known = sorted({c.family for c in cands} | {c.reference for c in cands})
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownNameError(
+            f"unknown family or reference '{name}'{hint} (run 'actaudit list' to see them)"
+        )
+    return found

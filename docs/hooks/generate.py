@@ -4,7 +4,7 @@ A page holds a marker ``<!-- generated: NAME -->`` on a line of its own; at buil
 marker is replaced by ``RENDER[NAME]()``, Markdown computed from the definitions themselves:
 
 * ``cli``: every command of the Typer app (``typer.main.get_command``), its help, usage and
-  options (``audit/cli/__init__.py``);
+  options (``audit/cli/``, one module per command group);
 * ``catalog``: every registered candidate (``audit.targets.candidates.catalog()``): id, family,
   reference, formula, source, parameters, pinned compute format, the engine it models
   where the candidate says so;

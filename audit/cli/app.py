@@ -1,0 +1,164 @@
+"""The ``actaudit`` application: the Typer app, its consoles, the root options, and
+:func:`main`, which turns errors into one line and an exit code.
+
+Errors the user can cause are :class:`audit.errors.ActauditError`; :func:`main`
+prints them as one line (``actaudit: error: ...``) and exits 2.  Ctrl-C prints
+one line and exits 130.  The commands register themselves on :data:`app` when
+``audit.cli`` imports their modules, in the order ``actaudit --help`` lists them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+from rich.console import Console
+
+from audit._version import __version__
+from audit.errors import ActauditError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Audit the accuracy and stability of activation functions and their "
+    "approximations against an exact mpmath oracle.",
+)
+out = Console()
+if not out.is_terminal and not os.environ.get("COLUMNS"):  # piped, no width asked for: do not
+    out = Console(width=160)  # squeeze tables into 80 columns
+err = Console(stderr=True)
+
+
+def _say(msg: str) -> None:
+    """One line on stderr."""
+    sys.stderr.write(msg.replace("\n", " ") + "\n")
+
+
+def command_line() -> str:
+    """The command as typed (the JSON documents and reports record it)."""
+    return " ".join(["actaudit", *sys.argv[1:]])
+
+
+def terminal_width() -> int:
+    """Columns of the terminal (80 where there is none): the width of tables."""
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def write_json(doc, path: str | None) -> bool:
+    """The JSON document to PATH, or to stdout where PATH is '-' (then True: the document
+    is the command's output)."""
+    from audit.io import dumps, write_text
+
+    if path == "-":
+        sys.stdout.write(dumps(doc))
+        return True
+    if path:
+        write_text(path, dumps(doc))
+    return False
+
+
+def _version(value: bool):
+    if value:
+        out.print(f"actaudit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+):
+    pass
+
+
+# The page of the documentation each command's --help ends with (a path in the repository;
+# tests/test_docs.py checks that every command has one and that it exists).
+DOCS_PAGES = {
+    "sweep": "docs/getting-started/first-sweep.md",
+    "diff": "docs/how-to/compare-implementations.md",
+    "consistency": "docs/how-to/check-consistency.md",
+    "clip": "docs/concepts/findings.md",
+    "suggest": "docs/how-to/pick-or-fit-a-replacement.md",
+    "fit": "docs/how-to/pick-or-fit-a-replacement.md",
+    "selftest": "docs/design/robustness.md",
+    "lut": "docs/concepts/lookup-tables.md",
+    "golden": "docs/how-to/audit-a-device-dump.md",
+    "report": "docs/getting-started/first-report.md",
+    "baseline": "docs/how-to/gate-a-repository.md",
+    "check": "docs/how-to/gate-a-repository.md",
+    "list": "docs/reference/catalog.md",
+    "formats": "docs/reference/formats.md",
+    "engines": "docs/how-to/audit-an-engine.md",
+}
+
+
+def _docs_epilogs() -> None:
+    """End each command's --help with the path of its page (docs/reference/cli.md if none)."""
+    for info in app.registered_commands:
+        name = info.name or (info.callback.__name__ if info.callback else "")
+        if info.epilog is None:
+            info.epilog = f"Docs: {DOCS_PAGES.get(name.replace('_', '-'), 'docs/reference/cli.md')}"
+
+
+def main(argv=None) -> int:
+    """Entry point: run the app, turning user errors into one line and exit code 2.
+
+    Ctrl-C (SIGINT) and SIGTERM print one line and exit 130 and 143; files being written
+    are temporary files until complete, so none is left half-written.
+    """
+    from audit.signals import TERMINATED as terminated
+    from audit.signals import Terminated, handlers
+
+    _docs_epilogs()
+    try:
+        with handlers():
+            rv = app(args=argv, prog_name="actaudit", standalone_mode=False)
+        if rv == 130:  # click turns Ctrl-C (and our SIGTERM) into a quiet exit code 130
+            raise Terminated() if terminated else KeyboardInterrupt()
+        return rv if isinstance(rv, int) else 0
+    except ActauditError as e:
+        _say(f"actaudit: error: {e}")
+        return e.exit_code
+    except Terminated:
+        _say("actaudit: terminated")
+        return 143
+    except (KeyboardInterrupt, typer.Abort):
+        if terminated:
+            _say("actaudit: terminated")
+            return 143
+        _say("actaudit: interrupted")
+        return 130
+    except OSError as e:  # a path the user gave that cannot be written or read
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        _say(f"actaudit: error: {where}{e.strerror or e}")
+        return 2
+    except MemoryError:
+        _say("actaudit: error: out of memory (narrow --range, or fewer --samples)")
+        return 2
+    except RecursionError:
+        _say("actaudit: error: input nested too deeply")
+        return 2
+    except Exception as e:
+        # usage errors of typer's (vendored) click: one line, like every other error (a bare
+        # `actaudit` or a command without its arguments still shows its help)
+        code = getattr(e, "exit_code", None)
+        if hasattr(e, "show") and isinstance(code, int):
+            if type(e).__name__ == "NoArgsIsHelpError" or not hasattr(e, "format_message"):
+                e.show()
+                return code
+            ctx = getattr(e, "ctx", None)
+            where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            msg = " ".join(str(e.format_message()).split())
+            _say(f"actaudit: error: {msg}{where}")
+            return 2
+        raise
+
+
+def console_main() -> None:
+    sys.exit(main())
