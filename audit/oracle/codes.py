@@ -5,9 +5,11 @@ at increasing precision (definitions: :mod:`audit.measure.quant`)."""
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
+from audit.numbers.formats import Format
 from audit.numbers.quant import QuantFormat
 from audit.oracle import oracle
 
@@ -23,12 +25,18 @@ class _CodeRounding:
         return self.q.quantize_mpf(v)
 
 
+def _rounding(q: QuantFormat) -> Format:
+    """Q as the rounding of exact_points, which reads only p, smallest_normal and round_mpf of
+    its format argument."""
+    return cast(Format, _CodeRounding(q))
+
+
 def exact_codes(ref, x: np.ndarray, q: QuantFormat, params: dict):
     """(oracle codes Q(f(x)), f(x) as float64, inputs decided by mpmath)."""
     params = ref.with_defaults(params)
     x = np.asarray(x, dtype=np.float64)
     if ref.fast is None or ref.arity != 1:
-        ov = oracle.exact_points(ref, x, _CodeRounding(q), params)
+        ov = oracle.exact_points(ref, x, _rounding(q), params)
         return ov.rounded, ov.hi + ov.lo, len(x)
     with np.errstate(all="ignore"):
         v = np.asarray(ref.fast(x, **params), dtype=np.float64)
@@ -50,7 +58,7 @@ def exact_codes(ref, x: np.ndarray, q: QuantFormat, params: dict):
     idx = np.flatnonzero(amb)
     exact = v.copy()
     if len(idx):
-        ov = oracle.exact_points(ref, x[idx], _CodeRounding(q), params)
+        ov = oracle.exact_points(ref, x[idx], _rounding(q), params)
         codes[idx] = ov.rounded
         exact[idx] = ov.hi + ov.lo
     return codes, exact, len(idx)

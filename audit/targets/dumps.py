@@ -206,7 +206,7 @@ def read_dump(path, fmt: Format, raw_dtype: str | None = None, regular: bool = F
     bits = fmt.to_bits(x)
     order = np.argsort(fmt.ordinal(x) * 2 + (~np.signbit(x)).astype(np.int64), kind="stable")
     x, y, bits = x[order], y[order], bits[order]
-    dup = np.flatnonzero(np.diff(bits.astype(np.int64)) == 0) if len(bits) > 1 else []
+    dup = np.flatnonzero(np.diff(bits.astype(np.int64)) == 0) if len(bits) > 1 else np.zeros(0, np.int64)
     if len(dup):
         raise BadFileError(f"{p}: input {x[dup[0]]!r} appears more than once")
     return Dump(fmt, x, y, specials, str(p))

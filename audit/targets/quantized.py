@@ -4,7 +4,9 @@ evaluated in a float compute format and quantized."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +22,7 @@ class QuantCandidate:
     reference: str
     formula: str
     source: str
-    fn: object
+    fn: Callable[..., Any]
     compute: str = ""
     identity: dict = field(default_factory=dict)  # an engine op's (audit/engines)
 

@@ -43,7 +43,7 @@ def _torch_op(name: str, fmt: Format, compiled: bool = False):
     if compiled:
         cop = _compiled(torch, op, kw0)
 
-        def call(arr, **kw):
+        def call_compiled(arr, **kw):
             if kw:
                 raise BadOptionError(
                     f"torch-compile:{name} is compiled without parameters; "
@@ -59,14 +59,14 @@ def _torch_op(name: str, fmt: Format, compiled: bool = False):
                     out[i : i + len(part)] = to_np(cop(to_t(pad)))[: len(part)]
             return out.reshape(np.shape(arr))
 
-        return call, ref
+        return call_compiled, ref
 
     def call(arr, **kw):
         t = to_t(arr)
         with torch.no_grad():
             return to_np(op(t, **kw0, **kw))
 
-    call.torch_view = (to_t, to_np, op, kw0, torch)  # for the layout check's views
+    setattr(call, "torch_view", (to_t, to_np, op, kw0, torch))  # noqa: B010  (for the layout check's views)
     return call, ref
 
 
