@@ -163,7 +163,8 @@ def engine_sites(sites: list[Site], opt) -> dict[str, EngineSite]:
                     if op.attr(a.name) is not None:
                         v = helper.get_attribute_value(a)
                         attrs[a.name] = v.decode() if isinstance(v, bytes) else v
-                cap = [p.input[0]] + ([p.input[1]] if key == "BiasGelu" else [])
+                # the tensor before ORT's inserted casts: ort:OP in that dtype inserts the same
+                cap = [a_in if a_in == x else p.input[0]] + ([p.input[1]] if key == "BiasGelu" else [])
                 target = f"ort:{key}" + (
                     "[" + ",".join(f"{k}={_fmt(v)}" for k, v in sorted(attrs.items())) + "]" if attrs else ""
                 )
