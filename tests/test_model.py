@@ -260,7 +260,7 @@ def test_engine_ops_after_ort_optimization(tmp_path):
     assert (s.pattern, e.target, e.attributes) == ("silu", "ort:QuickGelu[alpha=1.0]", {"alpha": 1.0})
 
 
-def _gelu_model(tmp_path, rows=64):
+def _gelu_model(tmp_path, rows=64, scale=2.0):
     """x [rows, 8] -> MatMul -> erf-GELU (torch form) -> y, random weights."""
     rng = np.random.default_rng(5)
     w = helper.make_tensor("W", F, [8, 8], rng.standard_normal(64).astype(np.float32))
@@ -282,7 +282,7 @@ def _gelu_model(tmp_path, rows=64):
     batches = tmp_path / "data"
     batches.mkdir()
     for k in range(3):
-        np.savez(batches / f"b{k}.npz", x=rng.standard_normal((rows, 8)).astype(np.float32) * 2)
+        np.savez(batches / f"b{k}.npz", x=rng.standard_normal((rows, 8)).astype(np.float32) * scale)
     return p, batches
 
 
@@ -570,3 +570,51 @@ def test_cli_bad_inputs_are_one_line_and_exit_2(exported, tmp_path):
 def test_api_errors_are_actaudit_errors(tmp_path):
     with pytest.raises(ActauditError, match="no such file"):
         audit_model(tmp_path / "none.onnx", random=True, shapes={"x": (2,)})
+
+
+# ------------------------------------------------------------------ the gate: [[model]]
+def test_gate_model_entry_binds_model_data_and_engine_version(tmp_path):
+    from audit.gate.check import baseline_command, check_command, load_spec
+
+    p, data = _gelu_model(tmp_path, rows=16, scale=0.25)
+    spec = tmp_path / "actaudit.toml"
+    spec.write_text(
+        'baseline = "base.json"\n[[model]]\nname = "gelu"\npath = "gelu.onnx"\ndata = "data"\n'
+        "tolerance = { weighted_p99_ulp = 8, weighted_nan = 0 }\n"
+    )
+    path, n, broken = baseline_command(spec)
+    assert n == 1 and broken == []
+    base = json.loads(path.read_text())
+    [(key, e)] = base["entries"].items()
+    assert key == "model/gelu/s1" and e["kind"] == "model"
+    assert (
+        e["identity"]["engine_version"] == ort.__version__
+        and e["identity"]["engine_op"] == "ort:com.microsoft.Gelu"
+    )
+    _, changes = check_command(spec)
+    assert [c.status for c in changes] == ["ok"]
+    # other data: the digest differs
+    np.savez(data / "b0.npz", x=np.full((16, 8), 0.125, np.float32))
+    _, changes = check_command(spec)
+    assert changes[0].status == "fail" and any("data_digest" in t for t in changes[0].messages)
+    baseline_command(spec)
+    # another engine version in the baseline
+    doc = json.loads(path.read_text())
+    doc["entries"]["model/gelu/s1"]["identity"]["engine_version"] = "0.0.1"
+    path.write_text(json.dumps(doc))
+    _, changes = check_command(spec)
+    assert changes[0].status == "fail" and any("engine_version" in t for t in changes[0].messages)
+    baseline_command(spec)
+    # another model (other weights): its sha256 differs
+    m = onnx.load(p)
+    m.graph.initializer[0].raw_data = np.zeros(64, np.float32).tobytes()
+    onnx.save(m, p)
+    _, changes = check_command(spec)
+    assert changes[0].status == "fail" and any("model_sha256" in t for t in changes[0].messages)
+    # unknown keys are refused at every level
+    spec.write_text('[[model]]\nname = "g"\npath = "gelu.onnx"\ndata = "data"\ntolerance = { p99 = 1 }\n')
+    with pytest.raises(ActauditError, match="tolerance.p99' is unknown"):
+        load_spec(spec)
+    spec.write_text('[[model]]\nname = "g"\npath = "gelu.onnx"\ndata = "random"\n')
+    with pytest.raises(ActauditError, match="shape"):
+        load_spec(spec)
