@@ -5,7 +5,10 @@
         flushes to 0; fp16, 4,096 in; CR 76.6%; worst 4.04 @ -4.09, range bound 4.04
 
 ``risks``: nan, inf, unf (flushed to 0), clip (mass outside the safe range), as the
-probability of a draw of the site's inputs.  The verdict closes the second line.
+probability of a draw of the site's inputs.  The verdict opens the second line: ok (p99 at
+most 1 ULP), close (at most 4), inaccurate; "rare large errors" where the worst observed
+error exceeds 16 ULP and 64 times the p99; FAILS (NaN or inf results), flushes to 0; or
+why the site is not audited.
 """
 
 from __future__ import annotations
@@ -74,9 +77,13 @@ def verdict(d: dict) -> str:
     if _f(w.get("underflow")):
         return "flushes to 0"
     p99 = _f(w.get("p99_ulp"))
+    worst = _f((d.get("worst") or {}).get("observed_ulp"))
+    rare = worst is not None and p99 is not None and worst > max(16.0, 64 * p99)
     if p99 is not None and p99 <= 1:
-        return "ok"
-    return f"p99 {num(p99)} ULP"
+        return "ok, rare large errors" if rare else "ok"
+    if p99 is not None and p99 <= 4:
+        return "close, rare large errors" if rare else "close"
+    return "inaccurate"
 
 
 def _second(d: dict) -> str:

@@ -41,8 +41,17 @@ def arrow(a, b, side_a="b", side_b="t", label=None):
 
 ENTRY, CORE, EXEC, OUTC = "#dbeafe", "#fef3c7", "#e5e7eb", "#dcfce7"
 box("cli", 40, 20, 280, 62, "actaudit (audit/cli/__init__.py)", ["a thin layer: options -> API calls"], ENTRY)
-box("api", 360, 20, 280, 62, "Python API", ["audit.measure.sweep, audit.testing, diff, ..."], ENTRY)
-box("gate", 680, 20, 280, 62, "CI gate (audit/gate/check.py)", ["spec -> sweeps -> baseline compare"], ENTRY)
+box("api", 360, 20, 280, 62, "Python API", ["audit.measure.sweep, audit.model, audit.testing, ..."], ENTRY)
+box(
+    "gate",
+    680,
+    20,
+    280,
+    62,
+    "CI gate (audit/gate/check.py)",
+    ["spec -> sweeps, models -> baseline compare"],
+    ENTRY,
+)
 box(
     "sweep",
     300,
