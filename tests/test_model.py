@@ -618,3 +618,35 @@ def test_gate_model_entry_binds_model_data_and_engine_version(tmp_path):
     spec.write_text('[[model]]\nname = "g"\npath = "gelu.onnx"\ndata = "random"\n')
     with pytest.raises(ActauditError, match="shape"):
         load_spec(spec)
+
+
+def test_decomposed_sites_with_one_structure_share_one_sweep(tmp_path):
+    """Two tanh-GELUs left decomposed (optimizations off; at 'all' ORT fuses this form into
+    FastGelu), with their own tensor names: one subgraph structure, one sweep."""
+    a = tanh_gelu("pow")
+    b = [
+        helper.make_node(n.op_type, [("y" if i == "x" else "b_" + i) for i in n.input], ["b_" + o for o in n.output],
+                         name="b_" + n.name, **{t.name: helper.get_attribute_value(t) for t in n.attribute})
+        for n in a
+    ]  # fmt: skip
+    p = tmp_path / "two.onnx"
+    onnx.save(graph(a + b, out="b_y"), p)
+    m = audit_model(p, random=True, shapes={"x": (64,)}, seed=4, opt_level="off")
+    s1, s2 = m.sites
+    assert (s1.site.pattern, s2.site.pattern) == ("tanh-gelu", "tanh-gelu")
+    assert s1.engine.target is None and s1.engine.nodes == s2.engine.nodes
+    from audit.model.optimized import structure
+
+    assert structure(s1.engine.subgraph) == structure(s2.engine.subgraph)
+    assert s1.status == s2.status == "audited" and s1.hist.lo != s2.hist.lo
+    assert scan_only(p)[0][1].target == "ort:FastGelu"
+
+
+def test_engine_not_installed_is_one_line(tmp_path, monkeypatch):
+    import sys
+
+    p = tmp_path / "s.onnx"
+    onnx.save(graph([N("Sigmoid", ["x"], ["y"])]), p)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    r = _cli([str(p), "--random", "--shape", "x=4"])
+    assert r.exit_code == 2 and "onnxruntime is not installed" in r.output

@@ -222,3 +222,33 @@ def _subgraph(s: Site, opt, producer, inits, x: str, y: str) -> EngineSite:
     model.ir_version = opt.ir_version
     ops = [n.op_type for n in nodes if n.op_type != "Constant"]
     return EngineSite("graph", None, {}, [x], ops, [n.name for n in nodes], subgraph=model)
+
+
+def structure(model) -> tuple:
+    """A subgraph's structure, its tensor names replaced by their order of appearance: two
+    sites whose subgraphs compute the same function of their input (same ops, attributes,
+    wiring and constants' bytes) share one sweep."""
+    if model is None:
+        return ("graph", None)
+    g = model.graph
+    names: dict[str, int] = {g.input[0].name: 0}
+    from onnx import numpy_helper
+
+    def value(t):
+        a = numpy_helper.to_array(t)
+        return (a.dtype.str, a.shape, a.tobytes())
+
+    inits = {t.name: value(t) for t in g.initializer}
+    out: list = ["graph"]
+    for n in g.node:
+        ins = []
+        for i in n.input:
+            if i in inits:
+                ins.append(("const", inits[i]))
+            else:
+                ins.append(names.setdefault(i, len(names)))
+        outs = [names.setdefault(o, len(names)) for o in n.output]
+        attrs = tuple(sorted((a.name, a.SerializeToString(deterministic=True)) for a in n.attribute))
+        out.append((n.op_type, n.domain, tuple(ins), tuple(outs), attrs))
+    out.append(names.get(g.output[0].name))
+    return tuple(out)
