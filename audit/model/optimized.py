@@ -241,7 +241,7 @@ def structure(model) -> tuple:
     inits = {t.name: value(t) for t in g.initializer}
     out: list = ["graph"]
     for n in g.node:
-        ins = []
+        ins: list = []
         for i in n.input:
             if i in inits:
                 ins.append(("const", inits[i]))
