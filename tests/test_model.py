@@ -650,3 +650,48 @@ def test_engine_not_installed_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     r = _cli([str(p), "--random", "--shape", "x=4"])
     assert r.exit_code == 2 and "onnxruntime is not installed" in r.output
+
+
+def test_conv_sites_in_orts_nchwc_layout(tmp_path):
+    """ORT's NCHWc transformer renames the tensors, pads the channels and fuses a Conv's
+    activation: the site's inputs are read back through a ReorderOutput (the real channels
+    only), and a fused activation says where it went."""
+    rng = np.random.default_rng(0)
+    w = helper.make_tensor("W", F, [4, 3, 3, 3], rng.standard_normal(108).astype(np.float32))
+    w2 = helper.make_tensor("W2", F, [4, 4, 3, 3], rng.standard_normal(144).astype(np.float32))
+    nodes = [
+        helper.make_node("Conv", ["x", "W"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Sigmoid", ["c"], ["s"], name="sig"),
+        helper.make_node("Mul", ["c", "s"], ["y"], name="mul"),
+        helper.make_node("Conv", ["y", "W2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("HardSigmoid", ["c2"], ["z"], name="hs", alpha=1 / 6),
+    ]
+    g = helper.make_graph(
+        nodes, "t", [helper.make_tensor_value_info("x", F, [1, 3, 8, 8])], [helper.make_tensor_value_info("z", F, None)], [w, w2]
+    )  # fmt: skip
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    p = tmp_path / "conv.onnx"
+    onnx.save(m, p)
+    x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    np.savez(tmp_path / "b.npz", x=x)
+    res = audit_model(p, data=str(tmp_path / "b.npz"))
+    silu, hs = res.sites
+    assert (silu.site.pattern, silu.engine.target, silu.status) == (
+        "silu",
+        "ort:QuickGelu[alpha=1.0]",
+        "audited",
+    )
+    own = onnx.load(p)
+    own.graph.output.append(helper.make_tensor_value_info("c", F, None))
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    c = ort.InferenceSession(own.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(
+        ["c"], {"x": x}
+    )[0]
+    assert silu.hist.count == c.size == 256  # the padded channels are not counted
+    assert silu.hist.lo == pytest.approx(float(c.min()), rel=1e-5) and silu.hist.hi == pytest.approx(
+        float(c.max()), rel=1e-5
+    )
+    if hs.status != "audited":  # where ORT fused it into its NCHWc Conv
+        assert "fused into" in hs.findings[-1] and "activation=HardSigmoid" in hs.findings[-1]

@@ -113,7 +113,8 @@ def audit_model(
     es = opt_mod.engine_sites(sites, opt)
     audits = [SiteAudit(s, es[s.id]) for s in sites]
     wants = {a.site.id: a.engine.capture for a in audits if a.engine.capture and a.site.near is None}
-    hists, fmts = capture_mod.capture(opt, wants, model, b, bin)
+    extra = [n for a in audits if a.site.id in wants for n in a.engine.capture_nodes]
+    hists, fmts = capture_mod.capture(opt, wants, model, b, bin, extra)
     for a in audits:
         a.hist = hists.get(a.site.id)
         a.engine.dtype = fmts.get(a.site.id)

@@ -264,10 +264,11 @@ def _digest(h, feed: dict) -> None:
         h.update(a.tobytes())
 
 
-def capture(opt, wants: dict, model, b: Batches, bin: str | None = None) -> tuple[dict, dict]:
+def capture(opt, wants: dict, model, b: Batches, bin: str | None = None, extra=()) -> tuple[dict, dict]:
     """Histogram per key of ``wants`` (key -> the tensors of the optimized graph ``opt``
     it reads: one, or two that the kernel adds, BiasGelu's input and bias), over every
-    batch; and each key's format as ORT reports it.  ``model``: the original graph."""
+    batch; and each key's format as ORT reports it.  ``model``: the original graph;
+    ``extra``: nodes added to read a tensor back (ReorderOutput of an NCHWc tensor)."""
     import onnx
 
     from audit.model.optimized import _ort, session_options
@@ -276,6 +277,7 @@ def capture(opt, wants: dict, model, b: Batches, bin: str | None = None) -> tupl
     ort = _ort()
     m = onnx.ModelProto()
     m.CopyFrom(opt)
+    m.graph.node.extend(extra)
     have = {o.name for o in m.graph.output}
     tensors = sorted({t for ts in wants.values() for t in ts})
     for t in tensors:

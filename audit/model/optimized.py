@@ -49,6 +49,7 @@ class EngineSite:
     why: str | None = None  # why it cannot be audited alone
     dtype: str | None = None  # the format the engine computes it in (set by capture)
     notes: list = field(default_factory=list)
+    capture_nodes: list = field(default_factory=list)  # nodes added to read the capture (reorders)
 
 
 def _ort():
@@ -143,38 +144,84 @@ def engine_sites(sites: list[Site], opt) -> dict[str, EngineSite]:
             continue
         y = find(s.output)
         x = find(s.input)
-        if y is None or x is None:
-            out[s.id] = EngineSite("?", None, {}, [], why="not found in ORT's optimized graph")
+        if y is None:
+            out[s.id] = EngineSite("?", None, {}, [], why="its output is not in ORT's optimized graph")
             continue
-        y_run = y
+        y_run, ro = y, None  # the activation's own output, the layout reorder after it
         p = producer.get(y)
-        while p is not None and p.op_type == "Cast" and p.input[0] in producer:
+        while p is not None and p.op_type in ("Cast", "ReorderOutput") and p.input[0] in producer:
+            if p.op_type == "ReorderOutput":
+                ro = p
             y_run = p.input[0]
             p = producer[y_run]
+        act = None if p is None else _attr_of(p, "activation")
+        if act is not None and p is not None:  # fused into the producer (FusedConv, NCHWc Conv)
+            name = f"{p.domain + '.' if p.domain else ''}{p.op_type}"
+            out[s.id] = EngineSite(
+                name,
+                None,
+                {"activation": act},
+                [],
+                [p.op_type],
+                [p.name],
+                why=f"fused into {name} (activation={act}): its input is inside that kernel",
+            )
+            continue
         key = None if p is None else _op_key(p)
         if key is not None and p is not None:
             op = OPS[key]
             a_in = p.input[0]
-            while a_in not in (x,) and a_in in producer and producer[a_in].op_type == "Cast":
+            while a_in != x and a_in in producer and producer[a_in].op_type == "Cast":
                 a_in = producer[a_in].input[0]
-            if a_in == x or p.input[0] == x or key == "BiasGelu":
-                attrs = {}
-                for a in p.attribute:
-                    if op.attr(a.name) is not None:
-                        v = helper.get_attribute_value(a)
-                        attrs[a.name] = v.decode() if isinstance(v, bytes) else v
-                # the tensor before ORT's inserted casts: ort:OP in that dtype inserts the same
-                cap = [a_in if a_in == x else p.input[0]] + ([p.input[1]] if key == "BiasGelu" else [])
-                target = f"ort:{key}" + (
-                    "[" + ",".join(f"{k}={_fmt(v)}" for k, v in sorted(attrs.items())) + "]" if attrs else ""
-                )
-                out[s.id] = EngineSite(key, target, attrs, cap, [p.op_type], [p.name])
-                continue
+            attrs = {}
+            for a in p.attribute:
+                if op.attr(a.name) is not None:
+                    v = helper.get_attribute_value(a)
+                    attrs[a.name] = v.decode() if isinstance(v, bytes) else v
+            target = f"ort:{key}" + (
+                "[" + ",".join(f"{k}={_fmt(v)}" for k, v in sorted(attrs.items())) + "]" if attrs else ""
+            )
+            es = EngineSite(key, target, attrs, [], [p.op_type], [p.name])
+            src = producer.get(p.input[0])
+            if a_in == x:  # the tensor before ORT's inserted casts: ort:OP in that dtype inserts the same
+                es.capture = [a_in]
+            elif src is not None and src.domain == "com.microsoft.nchwc":
+                if ro is None:
+                    es.why = "its input is in ORT's NCHWc layout, with no reorder to read it back"
+                else:  # read back through a reorder like the one after the site (its channels)
+                    t = f"actaudit_nchw_{len(out)}_{p.input[0]}"
+                    r = helper.make_node(
+                        "ReorderOutput", [p.input[0]], [t], domain="com.microsoft.nchwc", name=f"actaudit_{t}"
+                    )
+                    r.attribute.extend(ro.attribute)
+                    es.capture, es.capture_nodes = [t], [r]
+                    es.notes.append(
+                        "ORT runs it in its NCHWc layout (inputs read back through ReorderOutput)"
+                    )
+            else:
+                es.capture = [p.input[0]]
+            if key == "BiasGelu":
+                es.capture = [p.input[0], p.input[1]]
+            out[s.id] = es
+            continue
+        if x is None:
+            out[s.id] = EngineSite("?", None, {}, [], why="its input is not in ORT's optimized graph")
+            continue
         es = _subgraph(s, opt, producer, inits, x, y_run)
         if y_run != y:
             es.notes.append(f"ORT casts the result to {_cast_to(producer[y])} after the site's nodes")
         out[s.id] = es
     return out
+
+
+def _attr_of(n, name):
+    from onnx import helper
+
+    for a in n.attribute:
+        if a.name == name:
+            v = helper.get_attribute_value(a)
+            return v.decode() if isinstance(v, bytes) else v
+    return None
 
 
 def _cast_to(n) -> str:
