@@ -133,6 +133,10 @@ def test_tanh_gelu_pow_and_cube_forms_and_a_near_miss():
         sites = scan_mod.scan(graph(tanh_gelu(cube)))
         assert [(s.pattern, s.reference["approximation"]) for s in sites] == [("tanh-gelu", "gelu.tanh")]
     assert patterns(graph(tanh_gelu("pow", c2=0.0447))) == [("Tanh", True), ("tanh-gelu", False)]
+    pow29 = [const("three", 2.9) if n.output[0] == "three" else n for n in tanh_gelu("pow")]
+    sites = scan_mod.scan(graph(pow29))
+    assert [(s.pattern, s.near is None) for s in sites] == [("Tanh", True), ("tanh-gelu", False)]
+    assert "Pow exponent 2.9" in sites[1].near
 
 
 def test_silu_quickgelu_hardswish_mish():
@@ -373,17 +377,56 @@ def test_fp16_sites_share_one_sweep_and_get_an_exhaustive_range_bound(tmp_path):
     m = graph(nodes, elem=H, extra_out=("y2",))
     p = tmp_path / "s16.onnx"
     onnx.save(m, p)
-    res = audit_model(p, random=True, shapes={"x": (256,)}, seed=3, batches=2, opt_level="off")
+    rng = np.random.default_rng(3)
+    batches = [rng.uniform(0.5, 1.0, 256).astype(np.float16) for _ in range(2)]
+    for k, b in enumerate(batches):
+        np.savez(tmp_path / f"b{k}.npz", x=b)
+    data = tmp_path / "d"
+    data.mkdir()
+    for k in range(2):
+        (tmp_path / f"b{k}.npz").rename(data / f"b{k}.npz")
+    res = audit_model(p, data=str(data), opt_level="off")
     a, b = res.sites
     assert (a.dtype, b.dtype) == ("fp16", "fp16") and a.engine.target == "ort:Sigmoid"
     assert a.worst["range_exhaustive"] and a.worst["range_ulp"] >= a.worst["observed_ulp"]
     assert a.identity == b.identity and a.max_ulp == b.max_ulp  # one sweep for both
-    assert a.hist.count == 512 and res.batches.synthetic
+    assert a.hist.count == 512 and not res.batches.synthetic
     # the histogram holds the fp16 values' counts exactly
-    rng = np.random.default_rng(3)
-    x = np.concatenate([rng.standard_normal(256).astype(np.float16) for _ in range(2)])
+    x = np.concatenate(batches)
     vals, counts = np.unique(x.view(np.uint16), return_counts=True)
     assert np.array_equal(a.hist.bits, vals.astype(np.uint64)) and np.array_equal(a.hist.counts, counts)
+    # the weighted figures and the range bound, independently: our own session, mpmath
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+    def errors(xs):
+        got = sess.run(["y"], {"x": xs})[0].astype(np.float64)
+        return [_sigmoid_err16(float(g), float(v)) for g, v in zip(got, xs.astype(np.float64))]
+
+    xs = vals.view(np.float16)
+    e = errors(xs)
+    u = np.array([v for v, _ in e])
+    w = counts / counts.sum()
+    assert a.weighted["mean_ulp"] == pytest.approx(float(np.sum(w * u)), rel=1e-9)
+    assert a.weighted["correctly_rounded"] == pytest.approx(float(np.sum(w[[c for _, c in e]])), rel=1e-12)
+    assert a.worst["observed_ulp"] == pytest.approx(float(u.max()), rel=1e-9)
+    lo, hi = float(xs.astype(np.float64).min()), float(xs.astype(np.float64).max())
+    every = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    every = every[np.isfinite(every) & (every >= lo) & (every <= hi)]
+    assert a.worst["range_ulp"] == pytest.approx(max(v for v, _ in errors(every)), rel=1e-9)
+
+
+def _sigmoid_err16(got: float, x: float) -> tuple[float, bool]:
+    """Independent ULP error of an fp16 result of sigmoid(x) (mpmath)."""
+    import mpmath
+
+    with mpmath.workprec(80):
+        ex = 1 / (1 + mpmath.exp(-mpmath.mpf(x)))
+        ulp = mpmath.mpf(2) ** (max(int(mpmath.floor(mpmath.log(ex, 2))), -14) - 10)
+        rn = float(mpmath.nint(ex / ulp) * ulp)
+        err = float(abs(mpmath.mpf(got) - ex) / ulp)
+    return (min(err, 0.5) if got == rn else err), got == rn
 
 
 # ------------------------------------------------------------------ torch exports
