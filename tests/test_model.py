@@ -389,7 +389,7 @@ def test_fp16_sites_share_one_sweep_and_get_an_exhaustive_range_bound(tmp_path):
     a, b = res.sites
     assert (a.dtype, b.dtype) == ("fp16", "fp16") and a.engine.target == "ort:Sigmoid"
     assert a.worst["range_exhaustive"] and a.worst["range_ulp"] >= a.worst["observed_ulp"]
-    assert a.identity == b.identity and a.max_ulp == b.max_ulp  # one sweep for both
+    assert a.sweep == b.sweep == "s1" and a.max_ulp == b.max_ulp  # one sweep for both
     assert a.hist.count == 512 and not res.batches.synthetic
     # the histogram holds the fp16 values' counts exactly
     x = np.concatenate(batches)
@@ -681,6 +681,7 @@ def test_decomposed_sites_with_one_structure_share_one_sweep(tmp_path):
     from audit.model.optimized import structure
 
     assert structure(s1.engine.subgraph) == structure(s2.engine.subgraph)
+    assert s1.sweep == s2.sweep == "s1"  # one sweep for both
     assert s1.status == s2.status == "audited" and s1.hist.lo != s2.hist.lo
     assert scan_only(p)[0][1].target == "ort:FastGelu"
 

@@ -49,6 +49,7 @@ class SiteAudit:
     identity: dict | None = None
     max_ulp: float | None = None  # over every input of the format (the sweep's own max)
     curve: dict | None = None  # for the report: counts and max ULP error per bin of x
+    sweep: str | None = None  # the site whose sweep this one shares (its own id if none)
 
 
 @dataclass
@@ -144,12 +145,12 @@ def audit_model(
     groups: dict = {}
     for a in audits:
         if a.status == "audited":
-            key = (
-                a.engine.target or ("graph", tuple(a.engine.nodes), id(a.engine.subgraph)),
-                a.dtype,
-                compute,
-            )
+            ref = repr(sorted((a.site.reference or {}).items()))
+            key = (a.engine.target or opt_mod.structure(a.engine.subgraph), ref, a.dtype, compute)
             groups.setdefault(key, []).append(a)
+    for members in groups.values():
+        for a in members:
+            a.sweep = members[0].site.id
     from audit.targets.engines.ort import dispatch
 
     for members in groups.values():

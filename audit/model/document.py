@@ -3,7 +3,7 @@
 Top level: ``model`` {path, sha256, opset, producer}, ``data`` {source, batches, synthetic,
 digest, seed, shapes}, ``engine`` {name, version, opt_level, dtype, compute, dispatch, bin},
 ``sites``: one entry per site {id, nodes, pattern, reference, engine_op, attributes, dtype,
-status, inputs {count, min, max, distinct, nonfinite, binned}, weighted (the sweep's weighted
+status, sweep (the id of the site whose sweep it shares), inputs {count, min, max, distinct, nonfinite, binned}, weighted (the sweep's weighted
 section: audit/measure/weighting.py), worst {observed_ulp, observed_x, range_bound_ulp
 (null unless the observed range was swept exhaustively), range_sampled_ulp, range_x,
 range_exhaustive}, safe (the safe clip range and the observed mass outside it), max_ulp,
@@ -39,6 +39,7 @@ def site_dict(a) -> dict:
         "dtype": a.dtype,
         "graph_dtype": s.dtype,
         "status": a.status,
+        "sweep": a.sweep,
         "inputs": None
         if h is None
         else {
