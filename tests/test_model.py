@@ -739,3 +739,25 @@ def test_conv_sites_in_orts_nchwc_layout(tmp_path):
     )
     if hs.status != "audited":  # where ORT fused it into its NCHWc Conv
         assert "fused into" in hs.findings[-1] and "activation=HardSigmoid" in hs.findings[-1]
+
+
+def test_fp32_inputs_binned_to_bf16_are_counted_per_bf16_value(tmp_path):
+    from audit.model.capture import Histogram
+    from audit.numbers.formats import get_format
+
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal(5000) * 3).astype(np.float32)
+    h = Histogram("fp32", "bf16")
+    h.add(x[:2000])
+    h.add(np.append(x[2000:], [np.nan, np.inf]).astype(np.float32))
+    h.finish()
+    bf = get_format("bf16")
+    r = bf.round(x.astype(np.float64)).astype(np.float32)
+    vals, counts = np.unique(r.view(np.uint32), return_counts=True)
+    assert np.array_equal(h.bits, vals.astype(np.uint64)) and np.array_equal(h.counts, counts)
+    assert h.nonfinite == {"nan": 1, "inf": 1, "-inf": 0} and h.total == 5002
+    assert (h.lo, h.hi) == (float(x.min()), float(x.max()))
+    p, data = _gelu_model(tmp_path, rows=16)
+    a = audit_model(p, data=str(data), bin="bf16").sites[0]
+    assert a.status == "audited" and a.hist.binned == "bf16" and a.dtype == "fp32"
+    assert a.hist.distinct < a.hist.count

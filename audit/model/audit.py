@@ -75,7 +75,7 @@ def scan_only(path, opt_level: str = opt_mod.DEFAULT_LEVEL) -> list[tuple[scan_m
     """The sites of a model file and the op ORT runs for each (no data, no audit)."""
     model = scan_mod.load(path)
     sites = scan_mod.scan(model)
-    opt = opt_mod.optimize(model, opt_level, str(path))
+    opt = opt_mod.optimize(model, opt_level, str(path), path)
     es = opt_mod.engine_sites(sites, opt)
     return [(s, es[s.id]) for s in sites]
 
@@ -110,7 +110,7 @@ def audit_model(
     model = scan_mod.load(path)
     ort = opt_mod._ort()
     sites = scan_mod.scan(model)
-    opt = opt_mod.optimize(model, opt_level, str(path))
+    opt = opt_mod.optimize(model, opt_level, str(path), path)
     es = opt_mod.engine_sites(sites, opt)
     audits = [SiteAudit(s, es[s.id]) for s in sites]
     wants = {a.site.id: a.engine.capture for a in audits if a.engine.capture and a.site.near is None}

@@ -81,7 +81,7 @@ class Histogram:
         self.lo = min(self.lo, float(a.min()))
         self.hi = max(self.hi, float(a.max()))
         f = get_format(self.fmt)
-        if self.binned is not None:
+        if self.binned is not None:  # counts per bit pattern of the declared format
             b = get_format(self.binned)
             r = b.round(a.astype(np.float64))
             ok = np.isfinite(r)
@@ -89,7 +89,10 @@ class Histogram:
                 self.nonfinite["inf"] += int(np.count_nonzero(r[~ok] > 0))
                 self.nonfinite["-inf"] += int(np.count_nonzero(r[~ok] < 0))
                 r = r[ok]
-            a = r.astype(f.dtype)
+            if self.dense is None:
+                self.dense = np.zeros(1 << b.bits, np.int64)
+            self.dense += np.bincount(b.to_bits(r).astype(np.intp), minlength=1 << b.bits)
+            return
         if f.bits <= 16:
             if self.dense is None:
                 self.dense = np.zeros(1 << f.bits, np.int64)
@@ -114,7 +117,13 @@ class Histogram:
     def finish(self) -> None:
         if self.dense is not None:
             nz = np.flatnonzero(self.dense)
-            self.bits, self.counts = nz.astype(np.uint64), self.dense[nz]
+            bits, counts = nz.astype(np.uint64), self.dense[nz]
+            if self.binned is not None:  # the declared format's values as values of fmt
+                b, f = get_format(self.binned), get_format(self.fmt)
+                bits = f.to_bits(b.from_bits(nz.astype(b.uint))).astype(np.uint64)
+                order = np.argsort(bits, kind="stable")
+                bits, counts = bits[order], counts[order]
+            self.bits, self.counts = bits, counts
             self.dense = None
 
     def values(self) -> np.ndarray:

@@ -76,9 +76,9 @@ def session_options(level: str):
     return so
 
 
-def optimize(model, level: str = DEFAULT_LEVEL, where: str = "model"):
-    """ORT's optimized graph of ``model`` (ModelProto) at ``level``; a model ORT refuses is
-    a one-line error."""
+def optimize(model, level: str = DEFAULT_LEVEL, where: str = "model", path=None):
+    """ORT's optimized graph of ``model`` (ModelProto; ORT reads ``path`` where given, the
+    same model's file) at ``level``; a model ORT refuses is a one-line error."""
     import onnx
 
     from audit.targets.engines.base import one_line
@@ -88,7 +88,8 @@ def optimize(model, level: str = DEFAULT_LEVEL, where: str = "model"):
     with tempfile.TemporaryDirectory(prefix="actaudit-model-") as tmp:
         so.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
         try:
-            ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+            src = str(path) if path is not None else model.SerializeToString()
+            ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
         except Exception as e:
             raise BadFileError(
                 f"{where}: onnxruntime {ort.__version__} refused the model: {one_line(e)}"

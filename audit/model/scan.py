@@ -102,22 +102,55 @@ def load(path):
     return model
 
 
+SMALL = 4096  # elements: initializers read as constants (larger ones are weights)
+
+
+def _elements(t) -> int:
+    n = 1
+    for d in t.dims:
+        n *= int(d)
+    return n
+
+
 def graph_of(model) -> Graph:
     import onnx
-    from onnx import numpy_helper
+    from onnx import helper, numpy_helper
 
+    g0 = model.graph
+    # shape inference on the graph without its large weights (their types and shapes only)
+    small = [t for t in g0.initializer if _elements(t) <= SMALL]
+    have = {i.name for i in g0.input}
+    weights = [
+        helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+        for t in g0.initializer
+        if _elements(t) > SMALL and t.name not in have
+    ]
+    light = helper.make_model(
+        helper.make_graph(
+            list(g0.node),
+            g0.name,
+            list(g0.input) + weights,
+            list(g0.output),
+            small,
+            value_info=list(g0.value_info),
+        ),
+        opset_imports=list(model.opset_import),
+    )
+    light.ir_version = model.ir_version
+    light.functions.extend(model.functions)
     try:
-        inferred = onnx.shape_inference.infer_shapes(model)
+        inferred = onnx.shape_inference.infer_shapes(light)
     except Exception:
-        inferred = model
+        inferred = light
     g = inferred.graph
     dtypes: dict[str, str | None] = {}
     for vi in list(g.input) + list(g.value_info) + list(g.output):
         dtypes[vi.name] = ELEM.get(vi.type.tensor_type.elem_type)
     consts: dict[str, np.ndarray] = {}
-    for t in g.initializer:
-        consts[t.name] = numpy_helper.to_array(t)
+    for t in g0.initializer:
         dtypes.setdefault(t.name, ELEM.get(t.data_type))
+        if _elements(t) <= SMALL:  # the constants a pattern can check; weights are not
+            consts[t.name] = numpy_helper.to_array(t)
     producer: dict = {}
     consumers: dict = {}
     for n in g.node:
