@@ -2,7 +2,8 @@
 erf-GELU per layer in torch's exported form), sequence 128, 8 batches of synthetic inputs,
 fp32 sites counted per bf16 value (--bin bf16).  Times the whole audit (scan, ORT's
 optimization, the capture pass, the audits) and its peak memory (the child process's
-maximum resident set), the model built beforehand in the parent.
+maximum resident set) and CPU time (user + system: steadier than the wall time on a shared
+machine), the model built beforehand in the parent.
 
     python benchmarks/bench_model.py [--layers 12] [--batches 8] [--bin bf16]
 """
@@ -110,8 +111,17 @@ def main() -> None:
         if out.returncode:
             sys.exit(out.stderr)
         res = json.loads(out.stdout.strip().splitlines()[-1])
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB -> MiB
-        res.update({"wall_seconds": wall, "peak_mib": peak, "model_mib": p.stat().st_size / 2**20})
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peak = ru.ru_maxrss / 1024  # KiB -> MiB
+        res.update(
+            {
+                "wall_seconds": wall,
+                "cpu_seconds": ru.ru_utime + ru.ru_stime,
+                "peak_mib": peak,
+                "model_mib": p.stat().st_size / 2**20,
+                "load_average": __import__("os").getloadavg()[0],
+            }
+        )
         print(json.dumps(res, indent=1))
 
 
