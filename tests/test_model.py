@@ -133,6 +133,29 @@ def test_tanh_gelu_pow_and_cube_forms_and_a_near_miss():
         sites = scan_mod.scan(graph(tanh_gelu(cube)))
         assert [(s.pattern, s.reference["approximation"]) for s in sites] == [("tanh-gelu", "gelu.tanh")]
     assert patterns(graph(tanh_gelu("pow", c2=0.0447))) == [("Tanh", True), ("tanh-gelu", False)]
+    k1 = float(np.float32(math.sqrt(2 / math.pi)))
+    megatron = [  # 0.5 x (1 + tanh(0.79788456 x (1 + 0.044715 x x)))
+        N("Mul", ["x", "x"], ["xx"]),
+        const("c2", float(np.float32(0.044715))),
+        N("Mul", ["c2", "xx"], ["q"]),
+        const("one", 1.0),
+        N("Add", ["one", "q"], ["p"]),
+        const("k1", k1),
+        N("Mul", ["k1", "x"], ["kx"]),
+        N("Mul", ["kx", "p"], ["u"]),
+        N("Tanh", ["u"], ["th"]),
+        const("one2", 1.0),
+        N("Add", ["one2", "th"], ["a"]),
+        N("Mul", ["x", "a"], ["xa"]),
+        const("h", 0.5),
+        N("Mul", ["xa", "h"], ["y"]),
+    ]
+    sites = scan_mod.scan(graph(megatron))
+    assert [(s.pattern, s.near) for s in sites] == [("tanh-gelu", None)] and len(sites[0].nodes) == 9
+    assert patterns(graph([const("c2", 0.0447) if n.output[0] == "c2" else n for n in megatron])) == [
+        ("Tanh", True),
+        ("tanh-gelu", False),
+    ]
     pow29 = [const("three", 2.9) if n.output[0] == "three" else n for n in tanh_gelu("pow")]
     sites = scan_mod.scan(graph(pow29))
     assert [(s.pattern, s.near is None) for s in sites] == [("Tanh", True), ("tanh-gelu", False)]

@@ -471,11 +471,24 @@ def _match_product(m: Matcher, fs: list, nodes: list):
 
 
 def _tanh_gelu_arg(m: Matcher, t: str, x: str):
-    """The argument sqrt(2/pi) * (x + 0.044715 x^3) of the tanh: (nodes, constant checks)."""
+    """The argument sqrt(2/pi) * (x + 0.044715 x^3) of the tanh (x^3 as Pow(x, 3) or x*x*x;
+    or Megatron's sqrt(2/pi) * x * (1 + 0.044715 x x)): (nodes, constant checks)."""
     nodes: list = []
     fs = m.factors(t, nodes)
     ts = [f for f in fs if isinstance(f, str)]
     cs = [f for f in fs if isinstance(f, Const)]
+    if len(ts) == 2 and len(cs) == 1 and x in ts:  # Megatron's sqrt(2/pi) x (1 + 0.044715 x x)
+        other = ts[1] if ts[0] == x else ts[0]
+        add1 = m.add_const(other, "1") if m.private(other) else None
+        if add1 is None or not m.private(add1[0]):
+            return None
+        qn: list = []
+        q = m.factors(add1[0], qn)
+        if [f for f in q if isinstance(f, str)] != [x, x] or len([f for f in q if isinstance(f, Const)]) != 1:
+            return None
+        k2 = next(f for f in q if isinstance(f, Const)).check("mpf('0.044715')", "1/mpf('0.044715')")
+        k1 = cs[0].check("sqrt(2/pi)", "sqrt(pi/2)")
+        return nodes + [add1[2]] + qn, [k1, k2, (add1[1][0], "+ " + add1[1][1])]
     if len(ts) != 1 or len(cs) != 1 or not m.private(ts[0]):
         return None
     k1 = cs[0].check("sqrt(2/pi)", "sqrt(pi/2)")
