@@ -46,19 +46,26 @@ def _svg(curve: dict, title: str) -> str:
         if e is None or (isinstance(e, float) and math.isnan(e)):
             continue
         v = emax if math.isinf(e) else e
-        h = ph * v / emax
+        h = ph * math.log1p(v) / math.log1p(emax)
         color = "#c0392b" if math.isinf(e) or v > 1 else "#27ae60"
         out.append(
             f'<rect x="{PAD + k * bw:.1f}" y="{bot + ph - h:.1f}" width="{max(bw - 0.5, 0.5):.1f}" height="{h:.1f}" fill="{color}"/>'
         )
     out.append(
-        f'<text x="{PAD}" y="{bot - 4}" font-size="12">largest ULP error among observed inputs (max {num(emax)})</text>'
+        f'<text x="{PAD}" y="{bot - 4}" font-size="12">largest ULP error among observed inputs (log scale; max {num(emax)}; red: above 1 ULP)</text>'
     )
     for y0 in (top, bot):
         out.append(f'<line x1="{PAD}" y1="{y0 + ph}" x2="{PAD + pw}" y2="{y0 + ph}" stroke="#333"/>')
     out.append(f'<text x="{PAD}" y="{H - 8}" font-size="12">{escape(num(lo))}</text>')
     out.append(f'<text x="{PAD + pw}" y="{H - 8}" font-size="12" text-anchor="end">{escape(num(hi))}</text>')
-    out.append(f'<text x="{W / 2}" y="{H - 8}" font-size="12" text-anchor="middle">x</text>')
+    if lo < 0 < hi:  # where x = 0 is
+        zx = PAD + pw * (0 - lo) / (hi - lo)
+        out.append(
+            f'<line x1="{zx:.1f}" y1="{top}" x2="{zx:.1f}" y2="{bot + ph}" stroke="#999" stroke-dasharray="3,3"/>'
+        )
+        out.append(f'<text x="{zx:.1f}" y="{H - 8}" font-size="12" text-anchor="middle">0</text>')
+    else:
+        out.append(f'<text x="{W / 2}" y="{H - 8}" font-size="12" text-anchor="middle">x</text>')
     out.append("</svg>")
     return "".join(out)
 
