@@ -208,7 +208,8 @@ def test_silu_quickgelu_hardswish_mish():
     }
     assert patterns(graph(quick_near)) == [("Sigmoid", True), ("quick-gelu", False)]
     assert patterns(graph(hs)) == [("hardswish", True)]
-    assert patterns(graph(hs_near)) == [("HardSigmoid", False), ("hardswish", False)]
+    assert patterns(graph(hs_near)) == [("HardSigmoid", True), ("hardswish", False)]
+    assert scan_mod.scan(graph(hs_near))[0].reference is None  # alpha 0.2: no catalog reference
     assert patterns(graph(clip)) == [("hardswish", True)]
     assert patterns(graph(clip_near)) == [("Clip(0,6)", True), ("hardswish", False)]  # its Clip stays a ReLU6
     assert patterns(graph(mish)) == [("mish", True)]
@@ -793,3 +794,43 @@ def test_fp32_inputs_binned_to_bf16_are_counted_per_bf16_value(tmp_path):
     a = audit_model(p, data=str(data), bin="bf16").sites[0]
     assert a.status == "audited" and a.hist.binned == "bf16" and a.dtype == "fp32"
     assert a.hist.distinct < a.hist.count
+
+
+def test_every_table_fits_80_columns_and_the_json_has_the_documented_keys(tmp_path):
+    from reports.model_table import table
+
+    ops = [
+        "Sigmoid",
+        "Tanh",
+        "Erf",
+        "Softplus",
+        "Softsign",
+        "Elu",
+        "Selu",
+        "Celu",
+        "LeakyRelu",
+        "Mish",
+        "Exp",
+        "Log",
+    ]
+    nodes, prev = [], "x"
+    for i, op in enumerate(ops):
+        nodes.append(N(op, [prev], [f"t{i}"]))
+        prev = f"t{i}"
+    nodes += [const("lo", 0.0), const("hi", 6.0), N("Clip", [prev, "lo", "hi"], ["r6"])]
+    nodes += [N("HardSigmoid", ["r6"], ["h"]), N("Mul", ["r6", "h"], ["y"])]  # a near-match hardswish
+    p = tmp_path / "std.onnx"
+    onnx.save(graph(nodes, opsets=(("", 20),)), p)
+    doc = document(audit_model(p, random=True, shapes={"x": (64,)}, seed=1))
+    assert len(doc["sites"]) == 15
+    assert [s["status"] for s in doc["sites"]][-2:] == ["not audited", "near match"]  # HardSigmoid(0.2)
+    text = table(json.loads(json.dumps(doc)))
+    assert max(len(x) for x in text.splitlines()) <= 80
+    assert set(doc) == {"schema", "actaudit", "model", "data", "engine", "sites"}
+    assert set(doc["model"]) == {"path", "sha256", "opset", "producer"}
+    assert set(doc["engine"]) == {"name", "version", "opt_level", "dtype", "compute", "dispatch", "bin"}
+    assert set(doc["sites"][0]) == {
+        "id", "nodes", "pattern", "reference", "engine_op", "engine_nodes", "attributes", "dtype", "graph_dtype",
+        "status", "sweep", "inputs", "weighted", "worst", "safe", "max_ulp", "findings", "identity",
+    }  # fmt: skip
+    assert set(doc["sites"][0]["inputs"]) == {"count", "min", "max", "distinct", "nonfinite", "binned"}

@@ -135,7 +135,7 @@ def audit_model(
             a.findings.append(f"near match, not audited: {a.site.near}")
         elif a.site.reference is None:
             a.status = "not audited"
-            a.findings.append("no catalog reference")
+            a.findings.append("not audited: no catalog reference")
         elif a.engine.why is not None:
             a.status = "not audited"
             a.findings.append(f"engine op not auditable alone: {a.engine.why}")

@@ -607,7 +607,10 @@ def _single(g: Graph, m: Matcher, n) -> Site | None:
         attrs = {"alpha": float(_attr(n, "alpha", 0.01))}
     ref_: dict | None = None if fam is None else _ref(fam, **attrs)
     pattern = "Clip(0,6)" if n.op_type == "Clip" else n.op_type
-    return Site("", [name], pattern, ref_, n.input[0], n.output[0], None, attrs, near=near)
+    site = Site("", [name], pattern, ref_, n.input[0], n.output[0], None, attrs)
+    if near is not None:  # a standard op with parameters no catalog reference has
+        site.notes.append(near)
+    return site
 
 
 _RNN_REF = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu"}
