@@ -834,3 +834,18 @@ def test_every_table_fits_80_columns_and_the_json_has_the_documented_keys(tmp_pa
         "status", "sweep", "inputs", "weighted", "worst", "safe", "max_ulp", "findings", "identity",
     }  # fmt: skip
     assert set(doc["sites"][0]["inputs"]) == {"count", "min", "max", "distinct", "nonfinite", "binned"}
+
+
+def test_a_narrow_fp32_range_is_swept_whole(tmp_path):
+    p = tmp_path / "s.onnx"
+    onnx.save(graph([N("Sigmoid", ["x"], ["y"])]), p)
+    x = np.random.default_rng(2).uniform(1.0, 1.0625, 4096).astype(np.float32)
+    np.savez(tmp_path / "b.npz", x=x)
+    [a] = audit_model(p, data=str(tmp_path / "b.npz")).sites
+    assert a.worst["range_exhaustive"] and a.worst["range_ulp"] >= a.worst["observed_ulp"]
+    assert 1.0 <= a.worst["range_x"] <= 1.0625
+    doc = document(audit_model(p, random=True, shapes={"x": (64,)}))
+    w = doc["sites"][0]["worst"]  # N(0, 1) inputs: a range of about 2^31 fp32 values, sampled
+    assert (
+        w["range_exhaustive"] is False and w["range_bound_ulp"] is None and w["range_sampled_ulp"] is not None
+    )

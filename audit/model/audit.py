@@ -12,14 +12,16 @@ engine runs, in its precision, weighted by the site's observed distribution:
   observed value weighted by its count);
 * sites with the same engine op, attributes and format share one sweep;
 * the worst error among observed inputs, and beside it the worst over every input of the
-  format in the observed range [min, max] (exhaustive, a bound, for 8- and 16-bit formats;
-  for fp32 a stratified sample of the range, said so: ``range_exhaustive`` false).
+  format in the observed range [min, max] (exhaustive, a bound, for 8- and 16-bit formats
+  and fp32 ranges of at most RANGE_EXHAUSTIVE values; else a stratified sample of the
+  range, said so: ``range_exhaustive`` false).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -326,23 +328,7 @@ def _audit_group(members: list[SiteAudit], compute, bin) -> None:
                 out = float(np.sum(m[out_lo | out_hi])) / max(float(np.sum(m)), 1e-300)
                 a.safe = {"lo": clip.get("lo_safe"), "hi": clip.get("hi_safe"), "mass_outside": out}
         else:
-            rr = sweep(
-                cand,
-                dtype=fmt.name,
-                compute=cf.name,
-                range=(lo, hi),
-                samples=RANGE_SAMPLES,
-                workers=1,
-                keep_points=True,
-            )[0]
-            assert rr.points is not None
-            w = _worst(rr.points, np.ones(len(rr.points.x), bool), "range")
-            if a.worst.get("observed_ulp") is not None and (
-                w["range_ulp"] is None or a.worst["observed_ulp"] > w["range_ulp"]
-            ):
-                w = {"range_ulp": a.worst["observed_ulp"], "range_x": a.worst["observed_x"]}
-            a.worst.update(w)
-            a.worst["range_exhaustive"] = False
+            a.worst.update(_range_worst(cand, fmt, cf, lo, hi, a.worst))
         wt = a.weighted
         for k, what in (("nan", "NaN"), ("inf", "inf"), ("underflow", "flushed to 0")):
             if wt.get(k):
@@ -355,6 +341,30 @@ def _audit_group(members: list[SiteAudit], compute, bin) -> None:
 
 
 BINS = 120
+RANGE_EXHAUSTIVE = 1 << 20  # fp32: an observed range of at most this many values is swept whole
+
+
+def _range_worst(cand, fmt, cf, lo: float, hi: float, seen: dict) -> dict:
+    """The worst error over the observed range of a 32-bit format: every value of it where
+    the range holds at most RANGE_EXHAUSTIVE (a bound), else a stratified sample (not one);
+    never below the worst observed error.  A NaN or infinite result in it makes it inf."""
+    from audit.measure.sweep import sweep
+    from audit.numbers.inputs import _ordinal_bounds
+
+    a, b = _ordinal_bounds(fmt, (lo, hi))
+    whole = b - a + 1 + int(a <= 0 <= b) <= RANGE_EXHAUSTIVE
+    kw = {"exhaustive": True} if whole else {"samples": RANGE_SAMPLES}
+    r = sweep(cand, dtype=fmt.name, compute=cf.name, range=(lo, hi), workers=1, analyze=False, **kw)[0]
+    s = r.summary
+    if s.nan_count or s.inf_count:
+        u, x = math.inf, None
+    else:
+        u, x = float(r.max_ulp), (s.worst or {}).get("x")
+    out = {"range_ulp": u, "range_x": x, "range_exhaustive": whole}
+    o = seen.get("observed_ulp")
+    if o is not None and math.isfinite(u) and (o > u or math.isnan(o)):
+        out.update(range_ulp=o, range_x=seen.get("observed_x"))
+    return out
 
 
 def _curve(pts, counts: np.ndarray, seen: np.ndarray, lo: float, hi: float) -> dict:
