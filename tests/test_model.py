@@ -849,3 +849,20 @@ def test_a_narrow_fp32_range_is_swept_whole(tmp_path):
     assert (
         w["range_exhaustive"] is False and w["range_bound_ulp"] is None and w["range_sampled_ulp"] is not None
     )
+
+
+def test_gate_model_entry_with_no_audited_site_fails(tmp_path):
+    from audit.gate.check import BaselineRefused, baseline_command
+
+    w = helper.make_tensor("W", F, [1, 16, 2], np.zeros(32, np.float32))
+    r = helper.make_tensor("R", F, [1, 16, 4], np.zeros(64, np.float32))
+    g = helper.make_graph(
+        [helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=4, name="lstm")], "t",
+        [helper.make_tensor_value_info("x", F, [3, 1, 2])], [helper.make_tensor_value_info("y", F, None)], [w, r],
+    )  # fmt: skip
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "lstm.onnx")
+    spec = tmp_path / "actaudit.toml"
+    spec.write_text('[[model]]\nname = "l"\npath = "lstm.onnx"\ndata = "random"\nshape = { x = [3, 1, 2] }\n')
+    with pytest.raises(BaselineRefused) as e:
+        baseline_command(spec, out=tmp_path / "b.json")
+    assert e.value.broken == ["model/l: no audited site to gate (zero sites prove nothing)"]

@@ -882,6 +882,8 @@ def compare(
     from audit.gate import models as gate_models
 
     for d, m in model_runs or ():
+        if not gate_models.gated(d, m):
+            out.append(Change(f"model/{d['name']}", d["name"], "fail", [gate_models.NOTHING]))
         for a in gate_models.gated(d, m):
             sid = a if isinstance(a, str) else a.site.id
             key = gate_models.entry_key(d, sid)
@@ -950,6 +952,9 @@ def baseline_command(
         for d, m in model_runs
         for a in gate_models.gated(d, m)
         for msg in gate_models.tolerance_failures(d, a)
+    ]
+    broken += [
+        f"model/{d['name']}: {gate_models.NOTHING}" for d, m in model_runs if not gate_models.gated(d, m)
     ]
     if broken and not force:
         raise BaselineRefused(broken)

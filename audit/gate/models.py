@@ -19,7 +19,7 @@ another model, other data, another ORT version or level is a failure naming what
 (re-record with actaudit baseline), never a comparison; the figures must meet the
 tolerance and not get worse than the baseline's (the spec's slack).  A site not audited
 (no reference, a near match, an engine op that cannot run alone) is not gated; a listed
-site that is not audited fails.
+site that is not audited fails, and so does an entry with no audited site at all.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from audit.gate.schema import SPEC_KEYS, refuse_unknown
 
 MODEL_KEYS = set(SPEC_KEYS["model"])
 TOLERANCES = tuple(SPEC_KEYS["model_tolerance"])
+NOTHING = "no audited site to gate (zero sites prove nothing)"
 FIGURES = ("mean_ulp", "p99_ulp", "nan", "inf", "underflow", "correctly_rounded")
 
 
