@@ -103,11 +103,27 @@ def page(doc: dict, curves: dict) -> str:
         body = _svg(c, f"site {d['id']}") if c else "<p>not audited</p>"
         finds = "".join(f"<li>{escape(f)}</li>" for f in d["findings"]) or "<li>none</li>"
         ident = d.get("identity") or {}
+        w, wo = d.get("weighted") or {}, d.get("worst") or {}
+        figures = ""
+        if w:
+            rng = wo.get("range_bound_ulp")
+            rtext = (
+                f"bound {num(_f(rng))}"
+                if rng is not None
+                else f"sampled {num(_f(wo.get('range_sampled_ulp')))}"
+            )
+            figures = (
+                f"<p>weighted by {num((d.get('inputs') or {}).get('count'))} observed inputs: mean "
+                f"{num(_f(w.get('mean_ulp')))}, p99 {num(_f(w.get('p99_ulp')))}, p99.9 {num(_f(w.get('p999_ulp')))} ULP; "
+                f"correctly rounded {100 * _f(w['correctly_rounded']):.2f} %. Worst on an observed input "
+                f"{num(_f(wo.get('observed_ulp')))} ULP at x = {num(_f(wo.get('observed_x')))}; over the observed "
+                f"range {escape(rtext)} ULP.</p>"
+            )
         sections.append(
             f"<section id='{escape(d['id'])}'><h2>{escape(d['id'])}: {escape(d['pattern'])} &rarr; "
             f"{escape(d['engine_op'] or '-')}</h2><p>engine: {escape(str(ident.get('engine', '-')))} "
             f"{escape(str(ident.get('version', '')))}, precision {escape(str(ident.get('precision', '-')))}, "
-            f"dispatch {escape(str(ident.get('dispatch', '-')))}</p>{body}<ul>{finds}</ul></section>"
+            f"dispatch {escape(str(ident.get('dispatch', '-')))}</p>{figures}{body}<ul>{finds}</ul></section>"
         )
     head = (
         "site",
