@@ -106,10 +106,10 @@ def page(doc: dict, curves: dict) -> str:
         w, wo = d.get("weighted") or {}, d.get("worst") or {}
         figures = ""
         if w:
-            rng = wo.get("range_bound_ulp")
+            bound = wo.get("range_bound_ulp")
             rtext = (
-                f"bound {num(_f(rng))}"
-                if rng is not None
+                f"bound {num(_f(bound))}"
+                if bound is not None
                 else f"sampled {num(_f(wo.get('range_sampled_ulp')))}"
             )
             figures = (
