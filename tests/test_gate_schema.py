@@ -84,7 +84,7 @@ def test_unknown_keys_in_pyproject_are_refused(tmp_path, monkeypatch, capsys):
         err,
         "pyproject.toml",
         "'tool.actaudit.slak'",
-        "known: audit, baseline, diff, require_certified, slack",
+        "known: audit, baseline, diff, model, require_certified, slack",
     )
 
 
@@ -94,11 +94,14 @@ def test_the_schema_is_one_data_structure():
     from audit.gate import check as gate
     from audit.gate import diffs as gate_diff
 
-    assert set(SPEC_KEYS) == {"spec", "audit", "tolerance", "diff"}
+    assert set(SPEC_KEYS) == {"spec", "audit", "tolerance", "diff", "model", "model_tolerance"}
     for level in SPEC_KEYS.values():
         for k, key in level.items():
             assert key.type and key.description, k
     assert gate.AUDIT_KEYS == set(SPEC_KEYS["audit"]) and gate_diff.DIFF_KEYS == set(SPEC_KEYS["diff"])
+    from audit.gate import models as gate_models
+
+    assert gate_models.MODEL_KEYS == set(SPEC_KEYS["model"])
     assert "cflags" in SPEC_KEYS["audit"]
     from audit.measure import blocks
 

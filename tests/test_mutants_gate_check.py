@@ -558,7 +558,11 @@ KNOWN = (
 )
 BAD_ENTRIES = [
     ([], "", "must be an object"),
-    ({**fe(), "kind": "float"}, ".kind", "must be 'quant', 'blocks' or 'diff' (or absent: a float audit)"),
+    (
+        {**fe(), "kind": "float"},
+        ".kind",
+        "must be 'quant', 'blocks', 'diff' or 'model' (or absent: a float audit)",
+    ),
     ({"kind": "diff", "x": 1}, ".x", "is unknown in a diff entry (known: identity, kind)"),
     ({**fe(), "extra": 1}, ".extra", f"is unknown in a float entry (known: {KNOWN})"),
     ({**fe(), "semantics": 1}, ".semantics", "must be a string"),

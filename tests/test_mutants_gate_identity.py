@@ -40,12 +40,19 @@ DIFF_FIELDS = (
 ).split()
 
 
+MODEL_FIELDS = """
+model model_sha256 data data_digest engine engine_version dispatch opt_level dtype compute bin
+site pattern nodes engine_op
+""".split()
+
+
 def test_the_identity_fields_of_each_kind():
     assert IDENTITY_FIELDS == {
         "float": tuple(FLOAT_FIELDS),
         "quant": tuple(QUANT_FIELDS),
         "blocks": tuple(BLOCKS_FIELDS),
         "diff": tuple(DIFF_FIELDS),
+        "model": tuple(MODEL_FIELDS),
     }
 
 
@@ -399,7 +406,7 @@ def test_difference_names_every_field_that_differs(now, base, message):
     assert gi.difference(now, base) == message
 
 
-KNOWN_TOP = "audit, baseline, diff, require_certified, slack"
+KNOWN_TOP = "audit, baseline, diff, model, require_certified, slack"
 KNOWN_DIFF = "a, b, compute, dtype, expect, grid, name, params, range, reference"
 KNOWN_TOL = (
     "correct_code_fraction, inf, max_abs, max_code_error, max_elem_ulp, max_rel, max_ulp, nan, p99_ulp, "

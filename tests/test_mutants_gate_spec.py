@@ -21,7 +21,7 @@ BASE = {"name": '"a"', "targets": '["gelu"]', "dtype": '"fp16"'}
 ISSTR = "must be a string or a non-empty list of strings"
 KNOWN_AUDIT = ", ".join(sorted(gate.AUDIT_KEYS))
 KNOWN_TOL = ", ".join(sorted(gate.TOLERANCE_KEYS))
-KNOWN_TOP = "audit, baseline, diff, require_certified, slack"
+KNOWN_TOP = "audit, baseline, diff, model, require_certified, slack"
 
 
 def table(**over) -> str:

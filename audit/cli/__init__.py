@@ -18,6 +18,9 @@ from audit.cli.app import DOCS_PAGES, _docs_epilogs, app, console_main, main
 # isort: off
 from audit.cli import sweep, diff, engines, consistency, clip, suggest, fit  # noqa: F401
 from audit.cli import selftest, lut, golden, report, gate, listing  # noqa: F401
+from audit.cli import model
+
+model.register(app)
 
 # isort: on
 

@@ -95,6 +95,7 @@ DOCS_PAGES = {
     "list": "docs/reference/catalog.md",
     "formats": "docs/reference/formats.md",
     "engines": "docs/how-to/audit-an-engine.md",
+    "model": "docs/how-to/audit-a-model.md",
 }
 
 

@@ -131,6 +131,7 @@ class Spec:
     baseline: Path
     slack: float = 1e-9
     diffs: list = field(default_factory=list)  # [[diff]] entries (audit/gate/diffs.py)
+    models: list = field(default_factory=list)  # [[model]] entries (audit/gate/models.py)
     require_certified: bool = False  # every oracle table used must carry a certificate
 
 
@@ -181,7 +182,9 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
 
     refuse_unknown(p, doc, "spec", where)
     raws = doc.get("audit")
-    if not isinstance(raws, list) or not raws:
+    if raws is None and doc.get("model"):  # a spec of [[model]] entries alone
+        raws = []
+    elif not isinstance(raws, list) or not raws:
         raise BadFileError(f"{p}: key '{key('audit')}' must be a non-empty array of tables ([[audit]])")
     audits = []
     names = set()
@@ -202,9 +205,16 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
     if not isinstance(cert, bool):
         raise BadFileError(f"{p}: key '{key('require_certified')}' must be true or false")
     from audit.gate.diffs import parse as parse_diffs
+    from audit.gate.models import parse as parse_models
 
     return Spec(
-        p, audits, (p.parent / base), float(slack), parse_diffs(p, doc.get("diff"), key("diff")), cert
+        p,
+        audits,
+        (p.parent / base),
+        float(slack),
+        parse_diffs(p, doc.get("diff"), key("diff")),
+        require_certified=cert,
+        models=parse_models(p, doc.get("model"), key("model")),
     )
 
 
@@ -499,10 +509,15 @@ def entry(r: SweepResult, a: Audit | None = None) -> dict:
     }
 
 
-def make_baseline(spec: Spec, runs, diff_runs=()) -> dict:
+def make_baseline(spec: Spec, runs, diff_runs=(), model_runs=()) -> dict:
     from audit.gate import diffs as gate_diff
+    from audit.gate import models as gate_models
 
     entries = {}
+    for d, m in model_runs:
+        for a in gate_models.gated(d, m):
+            if not isinstance(a, str) and a.status == "audited":
+                entries[gate_models.entry_key(d, a.site.id)] = gate_models.entry(d, m, a)
     for a, results in runs:
         for r in results:
             entries[entry_key(a.name, r, a.cflags)] = entry(r, a)
@@ -569,8 +584,12 @@ def _check_entry(path, where: str, e) -> None:
     if not isinstance(e, dict):
         bad("", "must be an object")
     if "kind" in e:
-        if e["kind"] not in ("quant", "blocks", "diff"):
-            bad("kind", "must be 'quant', 'blocks' or 'diff' (or absent: a float audit)")
+        if e["kind"] not in ("quant", "blocks", "diff", "model"):
+            bad("kind", "must be 'quant', 'blocks', 'diff' or 'model' (or absent: a float audit)")
+        if e["kind"] == "model":
+            from audit.gate import models as gate_models
+
+            return gate_models.check_entry(path, where, e)
         if e["kind"] == "diff":
             from audit.gate import diffs as gate_diff
 
@@ -730,6 +749,10 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
         return [differs], []
     if now.get("kind") == "diff":  # its expectation is checked on each run
         return [], []
+    if now.get("kind") == "model":
+        from audit.gate import models as gate_models
+
+        return gate_models.against_baseline(spec.slack, now, base, _show)
     if "kind" in base:  # now's kind equals base's here: a kind in now is one in base too
         from audit.gate import formats as gate_formats
 
@@ -803,7 +826,9 @@ def _described(e: dict) -> dict:
     return {**{f"entry.{k}": e.get(k) for k in DESCRIBED if k in e}, **e["identity"]}
 
 
-def compare(spec: Spec, runs, baseline: dict, strict: bool = False, diff_runs=None) -> list[Change]:
+def compare(
+    spec: Spec, runs, baseline: dict, strict: bool = False, diff_runs=None, model_runs=None
+) -> list[Change]:
     """One Change per result of the run (audits, then ``[[diff]]`` entries when
     ``diff_runs`` is given), then one per baseline entry that the spec no longer produces
     ('removed'; a failure with ``strict``).  A baseline written by another actaudit
@@ -854,8 +879,31 @@ def compare(spec: Spec, runs, baseline: dict, strict: bool = False, diff_runs=No
             gate_diff.expectation_failures(d, r),
             gate_diff.entry(d, r),
         )
+    from audit.gate import models as gate_models
+
+    for d, m in model_runs or ():
+        if not gate_models.gated(d, m):
+            out.append(Change(f"model/{d['name']}", d["name"], "fail", [gate_models.NOTHING]))
+        for a in gate_models.gated(d, m):
+            sid = a if isinstance(a, str) else a.site.id
+            key = gate_models.entry_key(d, sid)
+            if isinstance(a, str) or a.status != "audited":
+                seen.add(key)
+                out.append(Change(key, f"{d['name']} {sid}", "fail", gate_models.tolerance_failures(d, a)))
+                continue
+            judge(
+                key,
+                f"{d['name']} {sid} {a.site.pattern}",
+                gate_models.tolerance_failures(d, a),
+                gate_models.entry(d, m, a),
+            )
     for key in ents:
-        if key not in seen and (diff_runs is not None or ents[key].get("kind") != "diff"):
+        kind = ents[key].get("kind")
+        if (
+            key not in seen
+            and (diff_runs is not None or kind != "diff")
+            and (model_runs is not None or kind != "model")
+        ):
             e = ents[key]
             out.append(
                 Change(
@@ -883,10 +931,12 @@ def baseline_command(
     are refused (BaselineRefused, listing them), unless ``force``: then written, and the
     list returned for the caller to show."""
     from audit.gate import diffs as gate_diff
+    from audit.gate import models as gate_models
 
     spec = load_spec(spec_path, reference)
     runs = run_spec(spec, progress)
     diff_runs = gate_diff.run_all(spec.path, spec.diffs, progress)
+    model_runs = gate_models.run_all(spec.path, spec.models)
     broken = [
         f"{entry_key(a.name, r, a.cflags)}: {m}"
         for a, results in runs
@@ -897,9 +947,18 @@ def baseline_command(
         for d, r in diff_runs
         for m in gate_diff.expectation_failures(d, r)
     ]
+    broken += [
+        f"{gate_models.entry_key(d, a if isinstance(a, str) else a.site.id)}: {msg}"
+        for d, m in model_runs
+        for a in gate_models.gated(d, m)
+        for msg in gate_models.tolerance_failures(d, a)
+    ]
+    broken += [
+        f"model/{d['name']}: {gate_models.NOTHING}" for d, m in model_runs if not gate_models.gated(d, m)
+    ]
     if broken and not force:
         raise BaselineRefused(broken)
-    doc = make_baseline(spec, runs, diff_runs)
+    doc = make_baseline(spec, runs, diff_runs, model_runs)
     path = Path(out) if out else spec.baseline
     write_baseline(path, doc)
     return path, len(doc["entries"]), broken
@@ -934,7 +993,10 @@ def check_command(
     # (require_certified: in this process, so that every oracle table the sweeps use is seen)
     runs = run_spec(spec, progress, 1 if certified else None)
     diff_runs = gate_diff.run_all(spec.path, spec.diffs, progress)
-    changes = compare(spec, runs, base, strict, diff_runs)
+    from audit.gate import models as gate_models
+
+    model_runs = gate_models.run_all(spec.path, spec.models)
+    changes = compare(spec, runs, base, strict, diff_runs, model_runs)
     if certified:
         from audit.measure.certify import uncertified_used_tables
 

@@ -34,6 +34,7 @@ SPEC_KEYS: dict[str, dict[str, Key]] = {
         "slack": Key("number", "relative slack on metrics, in [0, 1)", (), 1e-9),
         "audit": Key("array of tables", "the audits ([[audit]])"),
         "diff": Key("array of tables", "implementations that must agree ([[diff]])"),
+        "model": Key("array of tables", "ONNX models whose activation sites are gated ([[model]])"),
         "require_certified": Key(
             "bool",
             "fail unless every oracle table the audits use was certified (actaudit selftest --certify)",
@@ -113,6 +114,36 @@ SPEC_KEYS: dict[str, dict[str, Key]] = {
         "params": Key("table", "parameters of both: finite numbers"),
         "expect": Key("string", "what must hold", ("identical", "not-worse"), "identical"),
     },
+    "model": {
+        "name": Key("string", "the entry's name (unique; first part of its baseline keys)"),
+        "path": Key("string", "the ONNX model, relative to the spec file"),
+        "data": Key("string", 'a .npz batch or a directory of them (relative to the spec file), or "random"'),
+        "shape": Key("table", 'data = "random": NAME = [dims] for each graph input'),
+        "seed": Key("integer", 'data = "random": the seed (>= 0)', (), 0),
+        "batches": Key("integer", 'data = "random": how many batches (>= 1)', (), 1),
+        "engine": Key("string", "the engine", ("ort",), "ort"),
+        "dtype": Key("string", "audit every site in this format (default: the one ORT runs)"),
+        "compute": Key("string", "compute format, as in sweep"),
+        "opt_level": Key(
+            "string", "ORT's graph optimization level", ("off", "basic", "extended", "all"), "all"
+        ),
+        "bin": Key(
+            "string",
+            "fp32 sites: exact counts, or counts per value of bf16/fp16",
+            ("exact", "bf16", "fp16"),
+            "exact",
+        ),
+        "tolerance": Key("table", "limits every gated site must meet (see the 'model_tolerance' level)"),
+        "sites": Key("strings", "the site ids to gate (default: every audited site)"),
+    },
+    "model_tolerance": {
+        "weighted_mean_ulp": Key("number", "largest weighted mean ULP error (>= 0)"),
+        "weighted_p99_ulp": Key("number", "largest weighted p99 ULP error (>= 0)"),
+        "weighted_nan": Key("number", "largest probability of a NaN, in [0, 1]"),
+        "weighted_inf": Key("number", "largest probability of a spurious inf, in [0, 1]"),
+        "weighted_underflow": Key("number", "largest probability of a flushed result, in [0, 1]"),
+        "observed_ulp": Key("number", "largest ULP error on an observed input (>= 0)"),
+    },
 }
 
 LEVELS = {
@@ -120,6 +151,8 @@ LEVELS = {
     "audit": "[[audit]]",
     "tolerance": "a tolerance table",
     "diff": "[[diff]]",
+    "model": "[[model]]",
+    "model_tolerance": "a [[model]] tolerance table",
 }
 
 
@@ -201,5 +234,22 @@ IDENTITY_FIELDS: dict[str, tuple[str, ...]] = {
         "specials",
         "a_identity",
         "b_identity",
+    ),
+    "model": (
+        "model",
+        "model_sha256",
+        "data",
+        "data_digest",
+        "engine",
+        "engine_version",
+        "dispatch",
+        "opt_level",
+        "dtype",
+        "compute",
+        "bin",
+        "site",
+        "pattern",
+        "nodes",
+        "engine_op",
     ),
 }

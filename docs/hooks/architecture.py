@@ -16,6 +16,11 @@ STAGES = [
         ["audit/gate", "audit/repair", "audit/testing.py"],
         "the CI gate; which kernel to ship, fitted kernels; assert_accuracy",
     ),
+    (
+        "model",
+        ["audit/model"],
+        "actaudit model: an ONNX graph's activation sites, audited on the user's data",
+    ),
     ("compare", ["audit/compare"], "two implementations, one function asked two ways, engines"),
     ("measure", ["audit/measure"], "sweeps: errors, findings, clip ranges, weighted figures, checks"),
     ("catalog", ["approximations"], "the candidates, one module per family (registered on import)"),

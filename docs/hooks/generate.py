@@ -269,6 +269,8 @@ def render_gate_keys() -> str:
         "audit": "`[[audit]]` (`[[tool.actaudit.audit]]`)",
         "tolerance": "`tolerance` of an audit",
         "diff": "`[[diff]]` (`[[tool.actaudit.diff]]`)",
+        "model": "`[[model]]` (`[[tool.actaudit.model]]`)",
+        "model_tolerance": "`tolerance` of a model",
     }
     out = []
     for level, keys in SPEC_KEYS.items():

@@ -1,0 +1,57 @@
+"""``actaudit model MODEL.onnx``: the activations a model runs, audited on its own inputs
+(docs/how-to/audit-a-model.md).  ``register(app)`` adds it to an app (audit/cli/__init__.py)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+
+def model_cmd(
+    path: str = typer.Argument(..., help="The ONNX model (.onnx)."),
+    data: str | None = typer.Option(
+        None, "--data", help="A .npz batch or a directory of them (named arrays)."
+    ),
+    random: bool = typer.Option(False, "--random", help="Synthetic inputs (with --shape and --seed)."),
+    shape: list[str] = typer.Option([], "--shape", help="NAME=DIMS of a --random input, e.g. x=1x3x224x224."),
+    seed: int = typer.Option(0, "--seed", help="Seed of --random."),
+    batches: int = typer.Option(1, "--batches", help="Batches of --random."),
+    engine: str = typer.Option("ort", "--engine", help="The engine: ort."),
+    opt_level: str = typer.Option(
+        "all", "--opt-level", help="ORT graph optimization: off, basic, extended, all."
+    ),
+    dtype: str | None = typer.Option(
+        None, "--dtype", help="Audit in this format (default: the one ORT runs)."
+    ),
+    compute: str | None = typer.Option(None, "--compute", help="Compute format, as in sweep."),
+    bin: str | None = typer.Option(
+        None, "--bin", help="fp32 sites: exact (default) or counts per bf16/fp16 value."
+    ),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Write the actaudit.model/1 JSON here ('-': stdout)."
+    ),
+    report: str | None = typer.Option(None, "--report", help="Write the HTML report into this directory."),
+) -> None:
+    """Audit every activation site of an ONNX model under its observed inputs."""
+    import audit.model
+
+    doc, m = audit.model.run(
+        path, data, random, shape, seed, batches, engine, opt_level, dtype, compute, bin, json_out
+    )
+    if report is not None:
+        from reports.model_html import write_report
+
+        write_report(doc, m, report)
+    if json_out == "-":
+        from audit.io import dumps
+
+        sys.stdout.write(dumps(doc) + "\n")
+        return
+    from reports.model_table import table
+
+    sys.stdout.write(table(doc) + "\n")
+
+
+def register(app) -> None:
+    app.command("model")(model_cmd)

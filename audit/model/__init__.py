@@ -1,0 +1,48 @@
+"""``actaudit model``: the activations an ONNX model really runs, audited on its inputs.
+
+scan.py (the sites of the graph), optimized.py (what ORT runs for each), capture.py (one
+pass over the batches, histograms), audit.py (per-site audits), document.py (JSON
+``actaudit.model/1``).
+"""
+
+from __future__ import annotations
+
+
+def run(
+    path,
+    data=None,
+    random=False,
+    shape=(),
+    seed=0,
+    batches=1,
+    engine="ort",
+    opt_level="all",
+    dtype=None,
+    compute=None,
+    bin=None,
+    json_out=None,
+):
+    """What ``actaudit model`` does: the audit and its ``actaudit.model/1`` document, the
+    JSON written to ``json_out`` (not '-': stdout is the caller's).  (document, ModelAudit)."""
+    from audit.io import dumps, write_text
+    from audit.model.audit import audit_model
+    from audit.model.capture import parse_shapes
+    from audit.model.document import document
+
+    m = audit_model(
+        path,
+        data=data,
+        random=random,
+        shapes=parse_shapes(shape),
+        seed=seed,
+        batches=batches,
+        engine=engine,
+        opt_level=opt_level,
+        dtype=dtype,
+        compute=compute,
+        bin=bin,
+    )
+    doc = document(m)
+    if json_out is not None and json_out != "-":
+        write_text(json_out, dumps(doc) + "\n")
+    return doc, m

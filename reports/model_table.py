@@ -1,0 +1,136 @@
+"""The table of ``actaudit model``: one line per site and one of its figures, in 80 columns.
+
+    id  pattern     engine op        observed range    mean   p99 risks
+    s1  erf-gelu    ms.Gelu          [-9.44, 11.5]    0.458  2.79 unf 0.27% clip 10%
+        flushes to 0; fp16, 4,096 in; CR 76.6%; worst 4.04 @ -4.09, range bound 4.04
+
+``risks``: nan, inf, unf (flushed to 0), clip (mass outside the safe range), as the
+probability of a draw of the site's inputs.  The verdict opens the second line: ok (p99 at
+most 1 ULP), close (at most 4), inaccurate; "rare large errors" where the worst observed
+error exceeds 16 ULP and 64 times the p99; FAILS (NaN or inf results), flushes to 0; or
+why the site is not audited.
+"""
+
+from __future__ import annotations
+
+from reports.cells import num
+
+WIDTH = 80
+
+
+def _cut(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def engine_op(d: dict) -> str:
+    op = d["engine_op"] or "-"
+    if op.startswith("ort:"):
+        op = op[4:].split("[")[0].replace("com.microsoft.", "ms.")
+    elif op.startswith("graph "):
+        op = "graph " + "+".join(op.split()[1:])
+    return op
+
+
+def _range(d: dict) -> str:
+    i = d.get("inputs") or {}
+    if not i or not i.get("count"):
+        return "-"
+    return f"[{num(_f(i['min']))}, {num(_f(i['max']))}]"
+
+
+def _f(v):
+    if isinstance(v, str):
+        return float(v)
+    return v
+
+
+def _pct(v: float) -> str:
+    """A probability in percent, 2 significant digits: 10%, 0.27%, 1.2e-3%."""
+    p = 100 * v
+    if p >= 10:
+        return f"{p:.0f}%"
+    if p >= 0.01:
+        return f"{p:.2g}%"
+    return f"{p:.1e}%"
+
+
+def risks(d: dict) -> str:
+    w = d.get("weighted") or {}
+    out = []
+    for k, tag in (("nan", "nan"), ("inf", "inf"), ("underflow", "unf")):
+        v = _f(w.get(k))
+        if v:
+            out.append(f"{tag} {_pct(v)}")
+    s = d.get("safe") or {}
+    if s and _f(s.get("mass_outside")):
+        out.append(f"clip {_pct(_f(s['mass_outside']))}")
+    return " ".join(out) or "-"
+
+
+def verdict(d: dict) -> str:
+    if d["status"] != "audited":
+        f = d["findings"][-1] if d["findings"] else d["status"]
+        return _cut(f, 60)
+    w = d.get("weighted") or {}
+    if _f(w.get("nan")) or _f(w.get("inf")):
+        return "FAILS: NaN/inf"
+    if _f(w.get("underflow")):
+        return "flushes to 0"
+    p99 = _f(w.get("p99_ulp"))
+    worst = _f((d.get("worst") or {}).get("observed_ulp"))
+    rare = worst is not None and p99 is not None and worst > max(16.0, 64 * p99)
+    if p99 is not None and p99 <= 1:
+        return "ok, rare large errors" if rare else "ok"
+    if p99 is not None and p99 <= 4:
+        return "close, rare large errors" if rare else "close"
+    return "inaccurate"
+
+
+def _second(d: dict) -> str:
+    """The site's second line: its verdict, then format, inputs, CR and worst errors."""
+    w = d.get("weighted") or {}
+    i = d.get("inputs") or {}
+    wo = d.get("worst") or {}
+    parts = [verdict(d)]
+    if d["status"] != "audited":
+        return "    " + parts[0]
+    parts.append(f"{d['dtype']}, {i['count']:,} in" if i.get("count") else str(d["dtype"]))
+    if w:
+        parts.append(f"CR {100 * _f(w['correctly_rounded']):.1f}%")
+    if wo.get("observed_ulp") is not None:
+        rng = wo.get("range_bound_ulp")
+        r = f"bound {num(_f(rng))}" if rng is not None else f"~{num(_f(wo.get('range_sampled_ulp')))}"
+        parts.append(f"worst {num(_f(wo['observed_ulp']))} @ {num(_f(wo['observed_x']))}, range {r}")
+    return "    " + "; ".join(parts)
+
+
+def table(doc: dict) -> str:
+    m, e, data = doc["model"], doc["engine"], doc["data"]
+    src = "synthetic (--random), seed " + str(data["seed"]) if data["synthetic"] else data["source"]
+    lines = [
+        _cut(f"model {m['path']} (sha256 {m['sha256'][:12]}), opset {m['opset']}", WIDTH),
+        _cut(
+            f"{e['name']} {e['version']}, opt level {e['opt_level']}, dispatch {e['dispatch']}"
+            + (f", fp32 inputs binned to {e['bin']}" if e.get("bin") not in (None, "exact") else ""),
+            WIDTH,
+        ),
+        _cut(f"data: {src}, {data['batches']} batch{'es' if data['batches'] != 1 else ''}", WIDTH),
+        f"{'id':<4}{'pattern':<12}{'engine op':<17}{'observed range':<16}{'mean':>6}{'p99':>6} risks",
+    ]
+    for d in doc["sites"]:
+        w = d.get("weighted") or {}
+        head = (
+            f"{_cut(d['id'], 3):<4}{_cut(d['pattern'].replace('com.microsoft.', 'ms.'), 11):<12}"
+            f"{_cut(engine_op(d), 16):<17}"
+            f"{_cut(_range(d), 15):<16}{num(_f(w.get('mean_ulp'))):>6}{num(_f(w.get('p99_ulp'))):>6} "
+        )
+        lines.append(_cut(head + risks(d), WIDTH))
+        lines.append(_cut(_second(d), WIDTH))
+    lines += [
+        "",
+        "mean, p99: ULP errors weighted by each site's observed inputs; risks: their",
+        "  probability of nan, inf, unf (flushed to 0), clip (outside the safe range);",
+        "  worst: on an observed input; range: over the observed range (bound:",
+        "  exhaustive; ~: sampled); ms. com.microsoft",
+    ]
+    return "\n".join(lines)
