@@ -331,13 +331,7 @@ def _first_error(err: bytes, rc: int) -> str:
 
 
 def _build(path, base, unit, flags, so: Path, key: str, func, ctype) -> bytes:
-    from audit.io import read_bytes
-
-    root = so.parent
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{key}.{os.getpid()}.so"
-    rec_tmp = root / f".{key}.{os.getpid()}.json"
-    try:
+    def compile_to(tmp: Path) -> None:
         rc, _, err = _run(base[:1] + ["-shared", "-fPIC"] + base[1:] + ["-o", str(tmp), "-lm"], unit)
         if rc != 0:
             text = _text(err)
@@ -348,10 +342,27 @@ def _build(path, base, unit, flags, so: Path, key: str, func, ctype) -> bytes:
             raise KernelError(
                 f"C kernel '{path}' does not compile ({' '.join(flags)}): {_first_error(err, rc)}"
             )
-        data = read_bytes(tmp, MAX_OBJECT, "compiled object", regular=True)
+
+    return _cache_put(so, key, ".so", "compiled object", compile_to)
+
+
+def _cache_put(dest: Path, key: str, suffix: str, what: str, compile_to) -> bytes:
+    """Build ``dest`` in the cache: ``compile_to(tmp)`` writes it at a temporary path of this
+    process (raising KernelError where it cannot), then its record (key, sha256, cache
+    version) is written and both move into place; no temporary file is left behind.  The
+    bytes built."""
+    from audit.io import read_bytes
+
+    root = dest.parent
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".{key}.{os.getpid()}{suffix}"
+    rec_tmp = root / f".{key}.{os.getpid()}.json"
+    try:
+        compile_to(tmp)
+        data = read_bytes(tmp, MAX_OBJECT, what, regular=True)
         rec_tmp.write_text(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}))
-        os.replace(tmp, so)
-        os.replace(rec_tmp, so.with_suffix(".json"))
+        os.replace(tmp, dest)
+        os.replace(rec_tmp, dest.with_suffix(".json"))
         return data
     finally:
         tmp.unlink(missing_ok=True)
@@ -467,24 +478,12 @@ def runner_fd() -> int:
 
 
 def _build_runner(exe: Path, key: str, cc: str) -> bytes:
-    from audit.io import read_bytes
-
-    root = exe.parent
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{key}.{os.getpid()}"
-    rec_tmp = root / f".{key}.{os.getpid()}.json"
-    try:
+    def compile_to(tmp: Path) -> None:
         rc, _, err = _run([cc, "-O2", "-x", "c", "-", "-o", str(tmp), "-ldl"], RUNNER_SOURCE.encode())
         if rc != 0:
             raise KernelError(f"cannot build actaudit's C kernel runner with {cc}: {_first_error(err, rc)}")
-        data = read_bytes(tmp, MAX_OBJECT, "kernel runner", regular=True)
-        rec_tmp.write_text(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}))
-        os.replace(tmp, exe)
-        os.replace(rec_tmp, exe.with_suffix(".json"))
-        return data
-    finally:
-        tmp.unlink(missing_ok=True)
-        rec_tmp.unlink(missing_ok=True)
+
+    return _cache_put(exe, key, "", "kernel runner", compile_to)
 
 
 def _kill(pid: int) -> None:
