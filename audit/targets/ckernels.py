@@ -376,19 +376,30 @@ _LOADED: dict = {}  # (so, sha256) -> (fd of a memory file holding those bytes, 
 def object_fd(c: Compiled) -> int:
     """A memory file holding the verified bytes of ``c`` (created once per process: forked
     workers inherit it; elsewhere it is made again from the cache, verified again)."""
-    k = (str(c.so), c.sha256)
-    got = _LOADED.get(k)
+
+    def load() -> bytes:
+        data = _verified(c.so, c.key)
+        if data is None or _sha(data) != c.sha256:
+            raise KernelError(f"the compiled object of the C kernel changed in the cache ({c.so}): run again")
+        return data
+
+    return _memory_file(_LOADED, (str(c.so), c.sha256), "actaudit-kernel", 0, load)
+
+
+def _memory_file(table: dict, k, name: str, flags: int, load) -> int:
+    """The memory file ``table`` holds for ``k`` while it is still the one made (the same
+    inode: not closed, its number not reused), else a new one, ``name``, holding the bytes
+    ``load()`` gives (os.memfd_create ``flags``)."""
+    got = table.get(k)
     if got is not None:
         fd, ino = got
         with contextlib.suppress(OSError):
             if os.fstat(fd).st_ino == ino:
                 return fd
-    data = _verified(c.so, c.key)
-    if data is None or _sha(data) != c.sha256:
-        raise KernelError(f"the compiled object of the C kernel changed in the cache ({c.so}): run again")
-    fd = os.memfd_create("actaudit-kernel", 0)
+    data = load()
+    fd = os.memfd_create(name, flags)
     os.write(fd, data)
-    _LOADED[k] = (fd, os.fstat(fd).st_ino)
+    table[k] = (fd, os.fstat(fd).st_ino)
     return fd
 
 
@@ -460,21 +471,19 @@ def runner_fd() -> int:
     """A memory file holding the verified kernel runner (compiled once per compiler, cached
     under a key of its source and the compiler's identity; made once per process)."""
     ident = compiler_identity()
-    got = _RUNNER.get(ident)
-    if got is not None:
-        fd, ino = got
-        with contextlib.suppress(OSError):
-            if os.fstat(fd).st_ino == ino:
-                return fd
-    key = "runner-" + _sha(json.dumps({"v": CACHE_VERSION, "src": RUNNER_SOURCE, "cc": ident}).encode())[:40]
-    exe = cache_root() / key
-    data = _verified(exe, key)
-    if data is None:
-        data = _build_runner(exe, key, ident.split(" ", 1)[0])
-    fd = os.memfd_create("actaudit-runner")
-    os.write(fd, data)
-    _RUNNER[ident] = (fd, os.fstat(fd).st_ino)
-    return fd
+
+    def load() -> bytes:
+        key = (
+            "runner-"
+            + _sha(json.dumps({"v": CACHE_VERSION, "src": RUNNER_SOURCE, "cc": ident}).encode())[:40]
+        )
+        exe = cache_root() / key
+        data = _verified(exe, key)
+        if data is None:
+            data = _build_runner(exe, key, ident.split(" ", 1)[0])
+        return data
+
+    return _memory_file(_RUNNER, ident, "actaudit-runner", os.MFD_CLOEXEC, load)
 
 
 def _build_runner(exe: Path, key: str, cc: str) -> bytes:
