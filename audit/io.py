@@ -388,8 +388,9 @@ def dumps(doc) -> str:
     return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 
-def format_number(v, digits: int = 3) -> str:
-    """A number for people: 3 significant digits, '-' for missing or NaN, 'inf'."""
+def special_number_text(v) -> str | None:
+    """How every table writes a number with no digits to show: '-' for missing (None) or NaN,
+    'inf' and '-inf', '0' for a zero of either sign; None for any other number."""
     if v is None:
         return "-"
     v = float(v)
@@ -399,6 +400,15 @@ def format_number(v, digits: int = 3) -> str:
         return "inf" if v > 0 else "-inf"
     if v == 0:
         return "0"
+    return None
+
+
+def format_number(v, digits: int = 3) -> str:
+    """A number for people: 3 significant digits, '-' for missing or NaN, 'inf'."""
+    special = special_number_text(v)
+    if special is not None:
+        return special
+    v = float(v)
     if 1e-3 <= abs(v) < 1e5:
         return f"{v:.{digits}g}"
     return f"{v:.{digits - 1}e}"

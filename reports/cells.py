@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import math
 
+from audit.io import special_number_text
+
 
 def num(v) -> str:
     """A number in at most 10 characters, 3 significant digits: 2040, 15.2, 0.251, 1.92e-3,
     7.07e4; '-' for missing or NaN; integers below 10^5 in full."""
-    if v is None:
-        return "-"
+    special = special_number_text(v)
+    if special is not None:
+        return special
     v = float(v)
-    if math.isnan(v):
-        return "-"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    if v == 0:
-        return "0"
     a = abs(v)
     if v == int(v) and a < 1e5:
         return str(int(v))

@@ -178,6 +178,16 @@ def test_summary_state_round_trips_through_json():
         assert (r.p99_ulp, r.mean_ulp, r.max_ulp, r.worst) == (s.p99_ulp, s.mean_ulp, s.max_ulp, s.worst)
 
 
+def test_summary_state_holds_every_public_field_in_order():
+    """STATE_FIELDS (what state and from_state carry) are the Summary's public fields."""
+    import dataclasses
+
+    from audit.measure.metrics import STATE_FIELDS
+
+    assert STATE_FIELDS == tuple(f.name for f in dataclasses.fields(Summary) if not f.name.startswith("_"))
+    assert list(Summary(count=3).state()[0]) == [*STATE_FIELDS, "sums", "hist"]
+
+
 def test_histogram_counts_every_error_in_its_bin():
     """The binning (zeros apart, short count arrays) against a plain count of the bins."""
     from collections import Counter

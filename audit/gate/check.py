@@ -62,6 +62,7 @@ from audit.gate.shared import (  # noqa: F401  (resolve_target, compare_findings
     _covered,
     _num,
     _spec_path,
+    compare_counts,
     compare_findings,
     resolve_semantics,
     resolve_target,
@@ -776,11 +777,9 @@ def _against_baseline(spec: Spec, now: dict, base: dict) -> tuple[list[str], lis
             fails.append(f"{m} got worse: {_show(b, n)}")
         elif n < b * (1 - spec.slack):
             better.append(f"{m} improved: {_show(b, n)}")
-    for c in COUNTS:
-        if now[c] > base[c]:
-            fails.append(f"{c} rose: {base[c]} -> {now[c]}")
-        elif now[c] < base[c]:
-            better.append(f"{c} fell: {base[c]} -> {now[c]}")
+    f, b = compare_counts(COUNTS, now, base)
+    fails += f
+    better += b
     f, b = weighting_mod.against_baseline(spec.slack, now.get("weighted"), base.get("weighted"), _show)
     fails += f
     better += b

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 from audit.errors import BadFileError, BadOptionError
+from audit.gate.shared import compare_counts, compare_findings
 from audit.measure import blocks as blocks_mod
 from audit.measure import quant as quant_mod
 
@@ -326,14 +327,10 @@ def against_baseline(slack: float, now: dict, base: dict, show) -> tuple[list[st
             fails.append(f"{m} got worse: {show(b, n)}")
         elif sign * (b - n) > slack * abs(b):
             better.append(f"{m} improved: {show(b, n)}")
-    for c in counts:
-        if now[c] > base[c]:
-            fails.append(f"{c} rose: {base[c]} -> {now[c]}")
-        elif now[c] < base[c]:
-            better.append(f"{c} fell: {base[c]} -> {now[c]}")
+    f, b = compare_counts(counts, now, base)
+    fails += f
+    better += b
     if q:
-        from audit.gate.shared import compare_findings
-
         f, b = compare_findings(now, base)
         fails += f
         better += b

@@ -1,5 +1,5 @@
 """What the gate's entry kinds share: files named in a spec resolved against the spec's
-directory, and a result's findings compared with its baseline entry."""
+directory, and a result's counts and findings compared with its baseline entry."""
 
 from __future__ import annotations
 
@@ -41,6 +41,18 @@ def _num(v) -> float:
     if isinstance(v, str):
         return float(v)
     return math.nan if v is None else float(v)
+
+
+def compare_counts(names, now: dict, base: dict) -> tuple[list[str], list[str]]:
+    """(failures, improvements) of a result's counts (NaN results, overflows, ...) against
+    its baseline entry: a count that rose fails, one that fell is an improvement."""
+    fails, better = [], []
+    for c in names:
+        if now[c] > base[c]:
+            fails.append(f"{c} rose: {base[c]} -> {now[c]}")
+        elif now[c] < base[c]:
+            better.append(f"{c} fell: {base[c]} -> {now[c]}")
+    return fails, better
 
 
 def compare_findings(now: dict, base: dict) -> tuple[list[str], list[str]]:

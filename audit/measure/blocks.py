@@ -318,12 +318,7 @@ def _fast(ref, x, params):
         if ref.exact:
             slack = np.zeros(len(x))
         else:
-            rel = (
-                max(ref.rel_err, oracle.MIN_REL_ERR)
-                if ref.rel_err_at is None
-                else np.maximum(ref.rel_err_at(x, **params), oracle.MIN_REL_ERR)
-            )
-            slack = (np.abs(v) * rel + oracle.FAST_ABS_TOL) * (1 + 2.0**-20)
+            slack = oracle.fast_slack(ref, x, v, params)
         slack = np.where(np.isfinite(v), slack, np.inf)
     return v, slack
 

@@ -241,6 +241,24 @@ HIST_SHIFT = 44  # p99 histogram bins: the top 20 bits of an error's float64 pat
 # are >= 0: sign bit 0): exponent and 8 significand bits, bins of 2**-8 relative width
 INF_KEY = 0x7FF0000000000000 >> HIST_SHIFT  # the bin of inf; NaN bins lie above it
 
+# the fields of a Summary's state (Summary.state, Summary.from_state): its public fields, in order
+STATE_FIELDS = (
+    "count",
+    "finite",
+    "correct",
+    "nan_count",
+    "inf_count",
+    "overflow_ok",
+    "overflow_miss",
+    "undefined",
+    "max_ulp",
+    "worst",
+    "max_abs",
+    "max_rel",
+    "max_ulp_distance",
+    "exact_p99",
+)
+
 
 @dataclass
 class Summary:
@@ -375,52 +393,14 @@ class Summary:
     def state(self) -> tuple[dict, list[np.ndarray]]:
         """(JSON-able fields, error arrays) from which ``from_state`` rebuilds this summary
         exactly (floats round-trip through JSON's shortest repr)."""
-        d = {
-            k: getattr(self, k)
-            for k in (
-                "count",
-                "finite",
-                "correct",
-                "nan_count",
-                "inf_count",
-                "overflow_ok",
-                "overflow_miss",
-                "undefined",
-                "max_ulp",
-                "worst",
-                "max_abs",
-                "max_rel",
-                "max_ulp_distance",
-                "exact_p99",
-            )
-        }
+        d = {k: getattr(self, k) for k in STATE_FIELDS}
         d["sums"] = list(self._sums)
         d["hist"] = [[k, c] for k, c in sorted(self._hist.items())]
         return d, list(self._errs)
 
     @classmethod
     def from_state(cls, d: dict, errs: list[np.ndarray]) -> Summary:
-        s = cls(
-            **{
-                k: d[k]
-                for k in (
-                    "count",
-                    "finite",
-                    "correct",
-                    "nan_count",
-                    "inf_count",
-                    "overflow_ok",
-                    "overflow_miss",
-                    "undefined",
-                    "max_ulp",
-                    "worst",
-                    "max_abs",
-                    "max_rel",
-                    "max_ulp_distance",
-                    "exact_p99",
-                )
-            }
-        )
+        s = cls(**{k: d[k] for k in STATE_FIELDS})
         s._sums = [float(v) for v in d["sums"]]
         s._hist = {int(k): int(c) for k, c in d["hist"]}
         s._errs = [np.asarray(a, dtype=np.float64) for a in errs]

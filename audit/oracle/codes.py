@@ -44,12 +44,7 @@ def exact_codes(ref, x: np.ndarray, q: QuantFormat, params: dict):
         if ref.exact:
             amb = ~np.isfinite(v)
         else:
-            rel = (
-                max(ref.rel_err, oracle.MIN_REL_ERR)
-                if ref.rel_err_at is None
-                else np.maximum(ref.rel_err_at(x, **params), oracle.MIN_REL_ERR)
-            )
-            slack = (np.abs(v) * rel + oracle.FAST_ABS_TOL) * (1 + 2.0**-20)
+            slack = oracle.fast_slack(ref, x, v, params)
             # one step outward after rounding: v - slack can round onto a boundary (k + 1/2) s
             # that the real v - slack lies below, and Q would send it up (a tie); the stepped
             # bounds lie beyond the real ends, and Q is monotone: Q(lo) = Q(hi) proves Q(f)

@@ -236,6 +236,19 @@ def fast_path_applies(ref: Reference, fmt: Format) -> bool:
     return ref.fast is not None and fmt.p <= 24 and fmt.emin >= -126
 
 
+def fast_slack(ref: Reference, x: np.ndarray, v: np.ndarray, params: dict) -> np.ndarray:
+    """The error bound of a fast value v = ref.fast(x) for a one-input reference, as the code
+    and block audits take it: |v| times the reference's relative error (at least MIN_REL_ERR)
+    plus FAST_ABS_TOL, widened by 2^-20 for the rounding of the bound's own operations (inf
+    or NaN where v is; call it under np.errstate)."""
+    rel = (
+        max(ref.rel_err, MIN_REL_ERR)
+        if ref.rel_err_at is None
+        else np.maximum(ref.rel_err_at(x, **params), MIN_REL_ERR)
+    )
+    return (np.abs(v) * rel + FAST_ABS_TOL) * (1 + 2.0**-20)
+
+
 def evaluate(
     ref: Reference, fmt: Format, x: np.ndarray, params: dict | None = None, x2: np.ndarray | None = None
 ) -> OracleValues:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -518,6 +519,31 @@ def fit(
             f"above) within |x| <= 2^24: the core [{c_lo:g}, {c_hi:g}] is too wide "
             "for a table of pieces"
         )
+    setup = _TableSetup(
+        reference=reference,
+        fmt=fmt,
+        rp=rp,
+        x=x,
+        y=y,
+        core=core,
+        lo=lo,
+        lo_v=lo_v,
+        hi=hi,
+        hi_v=hi_v,
+        hi_id=hi_id,
+        tiny=tiny,
+        a1=a1,
+        c2=c2,
+        bias=bias,
+        c_lo=c_lo,
+        c_hi=c_hi,
+        f0_zero=f0 == 0,
+        progress=progress,
+        fma=fma,
+        sem=sem,
+        sem_text=sem_text,
+        sym=sym,
+    )
     tried = []
     plist = [pieces] if pieces else [16, 32, 64, 128, 256, 512]
     for degree in range(1, max_degree + 1):
@@ -527,33 +553,7 @@ def fit(
                     None, False, f"time limit of {time_limit:g} s reached", tried, time.perf_counter() - t0
                 )
             with np.errstate(all="ignore"):
-                k, bad_pieces, bad_inputs = _fit_table(
-                    reference,
-                    fmt,
-                    rp,
-                    x,
-                    y,
-                    core,
-                    lo,
-                    lo_v,
-                    hi,
-                    hi_v,
-                    hi_id,
-                    tiny,
-                    a1,
-                    c2,
-                    bias,
-                    c_lo,
-                    c_hi,
-                    degree,
-                    K,
-                    f0 == 0,
-                    progress,
-                    fma,
-                    sem,
-                    sem_text,
-                    sym,
-                )
+                k, bad_pieces, bad_inputs = _fit_table(setup, degree, K)
             tried.append(
                 {
                     "pieces": k.pieces,
@@ -584,78 +584,83 @@ def fit(
     )
 
 
-def _fit_table(
-    reference,
-    fmt,
-    rp,
-    x,
-    y,
-    core,
-    lo,
-    lo_v,
-    hi,
-    hi_v,
-    hi_id,
-    tiny,
-    a1,
-    c2,
-    bias,
-    c_lo,
-    c_hi,
-    degree,
-    K,
-    f0_zero,
-    progress,
-    fma=False,
-    sem=None,
-    sem_text="ieee",
-    sym="none",
-):
-    span = max(c_hi - min(c_lo, 0.0), c_hi - c_lo, 2.0**-20)
-    w = 2.0 ** math.ceil(math.log2(max(c_hi - c_lo, 2.0**-20) / K))
-    a0 = math.floor(c_lo / w) * w
-    n = int(math.floor((c_hi - a0) / w)) + 1
+@dataclass
+class _TableSetup:
+    """What every table that :func:`fit` tries (one degree, one number of pieces) shares: the
+    targets, the core inputs, the saturation, the tiny region, the core's range."""
+
+    reference: str
+    fmt: Format
+    rp: dict  # the reference's parameters
+    x: np.ndarray  # every finite input of fmt
+    y: np.ndarray  # RN_fmt(f(x))
+    core: np.ndarray  # the inputs the table covers
+    lo: float | None
+    lo_v: float | None
+    hi: float | None
+    hi_v: float | None
+    hi_id: bool
+    tiny: float
+    a1: float
+    c2: float
+    bias: float
+    c_lo: float  # the core's smallest and largest input
+    c_hi: float
+    f0_zero: bool  # f(0) = 0: a piece through zero has c_0 = 0
+    progress: Callable | None
+    fma: bool
+    sem: object  # Semantics | None: the machine the kernel is verified on
+    sem_text: str
+    sym: str  # "none", "odd", "even"
+
+
+def _fit_table(setup: _TableSetup, degree: int, K: int):
+    """The table of about K pieces of degree ``degree``: (kernel, failing pieces, failing inputs)."""
+    span = max(setup.c_hi - min(setup.c_lo, 0.0), setup.c_hi - setup.c_lo, 2.0**-20)
+    w = 2.0 ** math.ceil(math.log2(max(setup.c_hi - setup.c_lo, 2.0**-20) / K))
+    a0 = math.floor(setup.c_lo / w) * w
+    n = int(math.floor((setup.c_hi - a0) / w)) + 1
     del span
     ctr = []
     for i in range(n):
         left, right = a0 + i * w, a0 + (i + 1) * w
         ctr.append(0.0 if (left == 0 or right == 0 or left < 0 < right) else left + w / 2)
     k = Kernel(
-        reference,
-        fmt.name,
-        dict(rp),
-        lo,
-        lo_v,
-        hi,
-        hi_v,
-        hi_id,
-        tiny,
-        a1,
-        c2,
-        bias,
+        setup.reference,
+        setup.fmt.name,
+        dict(setup.rp),
+        setup.lo,
+        setup.lo_v,
+        setup.hi,
+        setup.hi_v,
+        setup.hi_id,
+        setup.tiny,
+        setup.a1,
+        setup.c2,
+        setup.bias,
         float(np.float32(a0)),
         float(np.float32(1 / w)),
-        float(np.float32(c_lo)),
-        float(np.float32(c_hi)),
+        float(np.float32(setup.c_lo)),
+        float(np.float32(setup.c_hi)),
         degree,
         ctr,
         [[0.0] * degree for _ in range(n)],
         [0.0] * n,
-        fma,
-        sem_text,
-        sym,
+        setup.fma,
+        setup.sem_text,
+        setup.sym,
     )
     # the piece of each core input, and t, as the kernel computes them
     ns = load_source(python_source(k))
     f32 = get_format("fp32")
-    xi = x[core]
-    yi = y[core]
+    xi = setup.x[setup.core]
+    yi = setup.y[setup.core]
     x32 = xi.astype(np.float32)
     with np.errstate(all="ignore"):
-        xc = np.minimum(np.maximum(x32, np.float32(c_lo)), np.float32(c_hi))
+        xc = np.minimum(np.maximum(x32, np.float32(setup.c_lo)), np.float32(setup.c_hi))
         idx = np.clip(np.floor((xc - np.float32(a0)) * np.float32(1 / w)).astype(np.int64), 0, n - 1)
         t = (xc - np.asarray(ctr, dtype=np.float32)[idx]).astype(np.float64)
-    L, H = rounding_intervals(fmt, yi)
+    L, H = rounding_intervals(setup.fmt, yi)
     # the last operation rounds to fp32: a real value within (just under) half an fp32 ulp
     # outside [L, H] still lands in it; the verification below has the last word
     L = L - 0.49 * np.spacing(np.abs(L).astype(np.float32)).astype(np.float64)
@@ -669,7 +674,7 @@ def _fit_table(
             sel = idx == i
             if not sel.any():
                 continue
-            zero_piece = ctr[i] == 0.0 and f0_zero
+            zero_piece = ctr[i] == 0.0 and setup.f0_zero
             s = max(float(np.max(np.abs(t[sel]))), 2.0**-140)
             s = 2.0 ** math.ceil(math.log2(s))
             sig = max(float(np.max(np.abs(mid[sel]))), 2.0**-149)
@@ -686,17 +691,17 @@ def _fit_table(
             c0 = float(np.float32(c[0]))
             k.nc0[i] = 0.0 - c0 if c0 != 0 else 0.0
         ns = load_source(python_source(k))
-        r = evaluate(ns["fn"], xi, f32, f32, {}, semantics=sem)
-        ok = _same(fmt, r, yi)
-        if progress:
-            progress(f"degree {degree}, {n} pieces, round {_round + 1}", int(ok.sum()), len(ok))
+        r = evaluate(ns["fn"], xi, f32, f32, {}, semantics=setup.sem)
+        ok = _same(setup.fmt, r, yi)
+        if setup.progress:
+            setup.progress(f"degree {degree}, {n} pieces, round {_round + 1}", int(ok.sum()), len(ok))
         bad_pieces = set(np.unique(idx[~ok]).tolist())
         if not bad_pieces or infeasible:
             break
         weight[~ok] *= 0.5
     # the whole format through the kernel (saturation, tiny region, specials included)
-    full = evaluate(ns["fn"], x, fmt, f32, {}, semantics=sem)
-    wrong = int(np.sum(~_same(fmt, full, y)))
+    full = evaluate(ns["fn"], setup.x, setup.fmt, f32, {}, semantics=setup.sem)
+    wrong = int(np.sum(~_same(setup.fmt, full, setup.y)))
     return k, len(bad_pieces), wrong
 
 

@@ -331,13 +331,7 @@ def _first_error(err: bytes, rc: int) -> str:
 
 
 def _build(path, base, unit, flags, so: Path, key: str, func, ctype) -> bytes:
-    from audit.io import read_bytes
-
-    root = so.parent
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{key}.{os.getpid()}.so"
-    rec_tmp = root / f".{key}.{os.getpid()}.json"
-    try:
+    def compile_to(tmp: Path) -> None:
         rc, _, err = _run(base[:1] + ["-shared", "-fPIC"] + base[1:] + ["-o", str(tmp), "-lm"], unit)
         if rc != 0:
             text = _text(err)
@@ -348,10 +342,27 @@ def _build(path, base, unit, flags, so: Path, key: str, func, ctype) -> bytes:
             raise KernelError(
                 f"C kernel '{path}' does not compile ({' '.join(flags)}): {_first_error(err, rc)}"
             )
-        data = read_bytes(tmp, MAX_OBJECT, "compiled object", regular=True)
+
+    return _cache_put(so, key, ".so", "compiled object", compile_to)
+
+
+def _cache_put(dest: Path, key: str, suffix: str, what: str, compile_to) -> bytes:
+    """Build ``dest`` in the cache: ``compile_to(tmp)`` writes it at a temporary path of this
+    process (raising KernelError where it cannot), then its record (key, sha256, cache
+    version) is written and both move into place; no temporary file is left behind.  The
+    bytes built."""
+    from audit.io import read_bytes
+
+    root = dest.parent
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".{key}.{os.getpid()}{suffix}"
+    rec_tmp = root / f".{key}.{os.getpid()}.json"
+    try:
+        compile_to(tmp)
+        data = read_bytes(tmp, MAX_OBJECT, what, regular=True)
         rec_tmp.write_text(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}))
-        os.replace(tmp, so)
-        os.replace(rec_tmp, so.with_suffix(".json"))
+        os.replace(tmp, dest)
+        os.replace(rec_tmp, dest.with_suffix(".json"))
         return data
     finally:
         tmp.unlink(missing_ok=True)
@@ -365,19 +376,30 @@ _LOADED: dict = {}  # (so, sha256) -> (fd of a memory file holding those bytes, 
 def object_fd(c: Compiled) -> int:
     """A memory file holding the verified bytes of ``c`` (created once per process: forked
     workers inherit it; elsewhere it is made again from the cache, verified again)."""
-    k = (str(c.so), c.sha256)
-    got = _LOADED.get(k)
+
+    def load() -> bytes:
+        data = _verified(c.so, c.key)
+        if data is None or _sha(data) != c.sha256:
+            raise KernelError(f"the compiled object of the C kernel changed in the cache ({c.so}): run again")
+        return data
+
+    return _memory_file(_LOADED, (str(c.so), c.sha256), "actaudit-kernel", 0, load)
+
+
+def _memory_file(table: dict, k, name: str, flags: int, load) -> int:
+    """The memory file ``table`` holds for ``k`` while it is still the one made (the same
+    inode: not closed, its number not reused), else a new one, ``name``, holding the bytes
+    ``load()`` gives (os.memfd_create ``flags``)."""
+    got = table.get(k)
     if got is not None:
         fd, ino = got
         with contextlib.suppress(OSError):
             if os.fstat(fd).st_ino == ino:
                 return fd
-    data = _verified(c.so, c.key)
-    if data is None or _sha(data) != c.sha256:
-        raise KernelError(f"the compiled object of the C kernel changed in the cache ({c.so}): run again")
-    fd = os.memfd_create("actaudit-kernel", 0)
+    data = load()
+    fd = os.memfd_create(name, flags)
     os.write(fd, data)
-    _LOADED[k] = (fd, os.fstat(fd).st_ino)
+    table[k] = (fd, os.fstat(fd).st_ino)
     return fd
 
 
@@ -449,42 +471,28 @@ def runner_fd() -> int:
     """A memory file holding the verified kernel runner (compiled once per compiler, cached
     under a key of its source and the compiler's identity; made once per process)."""
     ident = compiler_identity()
-    got = _RUNNER.get(ident)
-    if got is not None:
-        fd, ino = got
-        with contextlib.suppress(OSError):
-            if os.fstat(fd).st_ino == ino:
-                return fd
-    key = "runner-" + _sha(json.dumps({"v": CACHE_VERSION, "src": RUNNER_SOURCE, "cc": ident}).encode())[:40]
-    exe = cache_root() / key
-    data = _verified(exe, key)
-    if data is None:
-        data = _build_runner(exe, key, ident.split(" ", 1)[0])
-    fd = os.memfd_create("actaudit-runner")
-    os.write(fd, data)
-    _RUNNER[ident] = (fd, os.fstat(fd).st_ino)
-    return fd
+
+    def load() -> bytes:
+        key = (
+            "runner-"
+            + _sha(json.dumps({"v": CACHE_VERSION, "src": RUNNER_SOURCE, "cc": ident}).encode())[:40]
+        )
+        exe = cache_root() / key
+        data = _verified(exe, key)
+        if data is None:
+            data = _build_runner(exe, key, ident.split(" ", 1)[0])
+        return data
+
+    return _memory_file(_RUNNER, ident, "actaudit-runner", os.MFD_CLOEXEC, load)
 
 
 def _build_runner(exe: Path, key: str, cc: str) -> bytes:
-    from audit.io import read_bytes
-
-    root = exe.parent
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{key}.{os.getpid()}"
-    rec_tmp = root / f".{key}.{os.getpid()}.json"
-    try:
+    def compile_to(tmp: Path) -> None:
         rc, _, err = _run([cc, "-O2", "-x", "c", "-", "-o", str(tmp), "-ldl"], RUNNER_SOURCE.encode())
         if rc != 0:
             raise KernelError(f"cannot build actaudit's C kernel runner with {cc}: {_first_error(err, rc)}")
-        data = read_bytes(tmp, MAX_OBJECT, "kernel runner", regular=True)
-        rec_tmp.write_text(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}))
-        os.replace(tmp, exe)
-        os.replace(rec_tmp, exe.with_suffix(".json"))
-        return data
-    finally:
-        tmp.unlink(missing_ok=True)
-        rec_tmp.unlink(missing_ok=True)
+
+    return _cache_put(exe, key, "", "kernel runner", compile_to)
 
 
 def _kill(pid: int) -> None:

@@ -1,5 +1,6 @@
 """Emitters of fitted kernels: one operation list (:mod:`audit.repair.emit.ir`), printed for C,
-CUDA, Triton and numpy by :func:`emit`."""
+CUDA, Triton and numpy by :func:`emit` (one statement printer for all four,
+:mod:`audit.repair.emit.printer`; each target gives its spellings)."""
 
 from __future__ import annotations
 

@@ -9,13 +9,13 @@ scalar fallback (fmaf from libm there).  Never compile it with -ffast-math or
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from audit.repair.emit.ir import Program, c_statement
+from audit.repair.emit.ir import Program
+from audit.repair.emit.printer import C_FAMILY, c_finite, c_io, c_statement, c_uint, float_text, operand_text
 
 _COMMON = ["-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math"]  # no FP traps: selects if-convert
 FLAGS = {
@@ -26,31 +26,18 @@ FLAGS = {
 
 
 def c_float(v: float) -> str:
-    if math.isnan(v):
-        return "NAN"
-    if math.isinf(v):
-        return "INFINITY" if v > 0 else "-INFINITY"
-    if v == 0:
-        return "-0.0f" if math.copysign(1, v) < 0 else "0.0f"
-    return float(v).hex() + "f"
+    return float_text(v, "NAN", "INFINITY", "-INFINITY", c_finite)
 
 
-def operand(a, ty: dict) -> str:
-    if isinstance(a, str):
-        return a
-    if isinstance(a, int):
-        return f"0x{a:x}u"
-    return c_float(a)
+def operand(a) -> str:
+    return operand_text(a, c_uint, c_float)
 
 
 CTYPE = {"f": "float", "u": "uint32_t", "m": "int"}
 
 
 SPELL = {
-    "add": lambda a, b: f"{a} + {b}",
-    "sub": lambda a, b: f"{a} - {b}",
-    "mul": lambda a, b: f"{a} * {b}",
-    "div": lambda a, b: f"{a} / {b}",
+    **C_FAMILY,
     "fma": lambda a, b, c: f"fmaf({a}, {b}, {c})",
     "bits": lambda a: f"aa_bits({a})",
     "float": lambda a: f"aa_float({a})",
@@ -59,15 +46,12 @@ SPELL = {
 
 def statement(o, ty: dict) -> str:
     """The C statement of one op (the test parses these back)."""
-    return c_statement(o, ty, lambda v: operand(v, ty), CTYPE, SPELL)
+    return c_statement(o, ty, operand, CTYPE, SPELL)
 
 
 def source(prog: Program, header: str = "") -> str:
     ty = prog.types()
-    io = "uint16_t" if prog.in_type == "u16" else "float"
-    oo = "uint16_t" if prog.out_type == "u16" else "float"
-    load = "const uint32_t x = xs[j];" if prog.in_type == "u16" else "const float x = xs[j];"
-    store = f"ys[j] = (uint16_t){prog.out};" if prog.out_type == "u16" else f"ys[j] = {prog.out};"
+    io, oo, load, store = c_io(prog, CTYPE, "uint16_t")
     lines = [
         "/* " + header.replace("*/", "* /").strip().replace("\n", "\n   ") + "",
         "   Build: vectorized  gcc " + " ".join(FLAGS["avx2"]) + "   (AVX2+FMA)",

@@ -5,9 +5,8 @@ neither contracts (whatever -fmad) nor approximates (whatever -prec-div); never 
 
 from __future__ import annotations
 
-import math
-
-from audit.repair.emit.ir import Program, c_statement
+from audit.repair.emit.ir import Program
+from audit.repair.emit.printer import C_FAMILY, c_finite, c_io, c_statement, c_uint, float_text, operand_text
 
 NO_GPU = (
     "No GPU on the machine that generated this file: it was not compiled or run there.  Its ops are\n"
@@ -18,21 +17,13 @@ FLAGS = ["-O3", "-ftz=false", "-prec-div=true", "-fmad=false"]
 
 
 def c_float(v: float) -> str:
-    if math.isnan(v):
-        return "__int_as_float(0x7fc00000)"
-    if math.isinf(v):
-        return "__int_as_float(0x7f800000)" if v > 0 else "__int_as_float(0xff800000)"
-    if v == 0:
-        return "-0.0f" if math.copysign(1, v) < 0 else "0.0f"
-    return float(v).hex() + "f"
+    return float_text(
+        v, "__int_as_float(0x7fc00000)", "__int_as_float(0x7f800000)", "__int_as_float(0xff800000)", c_finite
+    )
 
 
 def operand(a) -> str:
-    if isinstance(a, str):
-        return a
-    if isinstance(a, int):
-        return f"0x{a:x}u"
-    return c_float(a)
+    return operand_text(a, c_uint, c_float)
 
 
 CTYPE = {"f": "float", "u": "unsigned int", "m": "bool"}
@@ -44,6 +35,7 @@ def _call(name: str):
 
 
 SPELL = {
+    **C_FAMILY,
     **{op: _call(name) for op, name in RN.items()},
     "bits": lambda a: f"__float_as_uint({a})",
     "float": lambda a: f"__uint_as_float({a})",
@@ -56,10 +48,7 @@ def statement(o, ty: dict) -> str:
 
 def source(prog: Program, header: str = "") -> str:
     ty = prog.types()
-    io = "unsigned short" if prog.in_type == "u16" else "float"
-    oo = "unsigned short" if prog.out_type == "u16" else "float"
-    load = "const unsigned int x = xs[j];" if prog.in_type == "u16" else "const float x = xs[j];"
-    store = f"ys[j] = (unsigned short){prog.out};" if prog.out_type == "u16" else f"ys[j] = {prog.out};"
+    io, oo, load, store = c_io(prog, CTYPE, "unsigned short")
     text = (header.strip() + "\n" + NO_GPU).replace("*/", "* /")
     lines = [
         "/* " + text.replace("\n", "\n   "),

@@ -246,28 +246,3 @@ def run(prog: Program, x: np.ndarray) -> np.ndarray:
     """The program's output at x (fp32 values, or u16 codes)."""
     y = evaluate(prog, x)[prog.out]
     return y.astype(np.uint16) if prog.out_type == "u16" else y.astype(np.float32)
-
-
-def c_statement(o, ty: dict, operand, ctype: dict, spell: dict) -> str:
-    """One op as a C-family statement (C, CUDA): ``spell`` gives the target's spelling of the
-    fp32 arithmetic and bit casts (op -> function of the operand texts); the comparisons,
-    selects, negation, |x| and integer ops are spelled alike in every C-family target."""
-    a = [operand(v) for v in o.args]
-    op = o.op
-    if op in spell:
-        e = spell[op](*a)
-    elif op == "neg":
-        e = f"-{a[0]}"
-    elif op == "abs":
-        e = f"fabsf({a[0]})"
-    elif op in CMP_OPS:
-        e = f"{a[0]} {CMP_OPS[op]} {a[1]}"
-    elif op == "ieq":
-        e = f"{a[0]} == {a[1]}"
-    elif op == "select":
-        e = f"{a[0]} ? {a[1]} : {a[2]}"
-    elif op in INT_OPS:
-        e = f"{a[0]} {INT_OPS[op]} {a[1]}"
-    else:
-        raise ValueError(op)
-    return f"const {ctype[ty[o.dest]]} {o.dest} = {e};"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 
-from audit.repair.emit.ir import CMP_OPS, INT_OPS, Program
+from audit.repair.emit.ir import Program
+from audit.repair.emit.printer import float_text, operand_text, py_statement
 
 PRELUDE = '''import numpy as np
 
@@ -28,56 +29,31 @@ def _fma(a, b, c):
 '''
 
 
-def f_const(v: float) -> str:
-    if math.isnan(v):
-        return "F(np.nan)"
-    if math.isinf(v):
-        return "F(np.inf)" if v > 0 else "F(-np.inf)"
+def _finite(v: float) -> str:
     if v == 0:
         return "F(-0.0)" if math.copysign(1, v) < 0 else "F(0.0)"
-    return f"F(float.fromhex('{float(v).hex()}'))"
+    return f"F(float.fromhex('{v.hex()}'))"
+
+
+def f_const(v: float) -> str:
+    return float_text(v, "F(np.nan)", "F(np.inf)", "F(-np.inf)", _finite)
 
 
 def operand(a) -> str:
-    if isinstance(a, str):
-        return a
-    if isinstance(a, int):
-        return f"U(0x{a:x})"
-    return f_const(a)
+    return operand_text(a, lambda u: f"U(0x{u:x})", f_const)
+
+
+SPELL = {
+    "fma": lambda a, b, c: f"_fma({a}, {b}, {c})",
+    "abs": lambda a: f"np.abs({a})",
+    "select": lambda m, a, b: f"np.where({m}, {a}, {b})",
+    "bits": lambda a: f"np.asarray({a}, dtype=F).view(U)",
+    "float": lambda a: f"np.asarray({a}, dtype=U).view(F)",
+}
 
 
 def statement(o) -> str:
-    a = [operand(v) for v in o.args]
-    op = o.op
-    if op == "add":
-        e = f"{a[0]} + {a[1]}"
-    elif op == "sub":
-        e = f"{a[0]} - {a[1]}"
-    elif op == "mul":
-        e = f"{a[0]} * {a[1]}"
-    elif op == "div":
-        e = f"{a[0]} / {a[1]}"
-    elif op == "fma":
-        e = f"_fma({a[0]}, {a[1]}, {a[2]})"
-    elif op == "neg":
-        e = f"-{a[0]}"
-    elif op == "abs":
-        e = f"np.abs({a[0]})"
-    elif op in CMP_OPS:
-        e = f"{a[0]} {CMP_OPS[op]} {a[1]}"
-    elif op == "ieq":
-        e = f"{a[0]} == {a[1]}"
-    elif op == "select":
-        e = f"np.where({a[0]}, {a[1]}, {a[2]})"
-    elif op == "bits":
-        e = f"np.asarray({a[0]}, dtype=F).view(U)"
-    elif op == "float":
-        e = f"np.asarray({a[0]}, dtype=U).view(F)"
-    elif op in INT_OPS:
-        e = f"{a[0]} {INT_OPS[op]} {a[1]}"
-    else:
-        raise ValueError(op)
-    return f"{o.dest} = {e}"
+    return py_statement(o, operand, SPELL)
 
 
 def source(prog: Program, header: str = "") -> str:

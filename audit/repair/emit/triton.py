@@ -4,60 +4,32 @@ enable_fp_fusion=False (Triton contracts a*b + c into fma by default)."""
 
 from __future__ import annotations
 
-import math
-
 from audit.repair.emit.cuda import NO_GPU
-from audit.repair.emit.ir import CMP_OPS, INT_OPS, Program
+from audit.repair.emit.ir import Program
+from audit.repair.emit.printer import float_text, operand_text, py_statement
 
 
 def f_const(v: float) -> str:
-    if math.isnan(v):
-        return 'float("nan")'
-    if math.isinf(v):
-        return 'float("inf")' if v > 0 else 'float("-inf")'
-    return repr(float(v))  # an fp32 value: its shortest float64 repr reads back exactly
+    # finite: an fp32 value, whose shortest float64 repr reads back exactly
+    return float_text(v, 'float("nan")', 'float("inf")', 'float("-inf")', repr)
 
 
 def operand(a) -> str:
-    if isinstance(a, str):
-        return a
-    if isinstance(a, int):
-        return f"tl.full((), 0x{a:x}, tl.uint32)"
-    return f_const(a)
+    return operand_text(a, lambda u: f"tl.full((), 0x{u:x}, tl.uint32)", f_const)
+
+
+SPELL = {
+    "div": lambda a, b: f"tl.math.div_rn({a}, {b})",
+    "fma": lambda a, b, c: f"tl.fma({a}, {b}, {c})",
+    "abs": lambda a: f"tl.abs({a})",
+    "select": lambda m, a, b: f"tl.where({m}, {a}, {b})",
+    "bits": lambda a: f"{a}.to(tl.uint32, bitcast=True)",
+    "float": lambda a: f"{a}.to(tl.float32, bitcast=True)",
+}
 
 
 def statement(o) -> str:
-    a = [operand(v) for v in o.args]
-    op = o.op
-    if op == "add":
-        e = f"{a[0]} + {a[1]}"
-    elif op == "sub":
-        e = f"{a[0]} - {a[1]}"
-    elif op == "mul":
-        e = f"{a[0]} * {a[1]}"
-    elif op == "div":
-        e = f"tl.math.div_rn({a[0]}, {a[1]})"
-    elif op == "fma":
-        e = f"tl.fma({a[0]}, {a[1]}, {a[2]})"
-    elif op == "neg":
-        e = f"-{a[0]}"
-    elif op == "abs":
-        e = f"tl.abs({a[0]})"
-    elif op in CMP_OPS:
-        e = f"{a[0]} {CMP_OPS[op]} {a[1]}"
-    elif op == "ieq":
-        e = f"{a[0]} == {a[1]}"
-    elif op == "select":
-        e = f"tl.where({a[0]}, {a[1]}, {a[2]})"
-    elif op == "bits":
-        e = f"{a[0]}.to(tl.uint32, bitcast=True)"
-    elif op == "float":
-        e = f"{a[0]}.to(tl.float32, bitcast=True)"
-    elif op in INT_OPS:
-        e = f"{a[0]} {INT_OPS[op]} {a[1]}"
-    else:
-        raise ValueError(op)
-    return f"{o.dest} = {e}"
+    return py_statement(o, operand, SPELL)
 
 
 def source(prog: Program, header: str = "") -> str:
