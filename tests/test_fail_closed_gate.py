@@ -127,3 +127,44 @@ def test_a_c_kernels_note_names_its_compiler_not_none(tmp_path):
     assert len(notes) == 1 and "None" not in notes[0], notes
     assert "-O1" in notes[0] and "C kernel compiled by" in notes[0]
     assert "None None" not in compact([r], 200)
+
+
+# ------------------------------------------------------- item 1: a shadowed spec
+def _run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_two_spec_sources_are_an_error_naming_both(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.actaudit]\nbaseline = "b.json"\n[[tool.actaudit.audit]]\nname = "t"\n'
+        'targets = ["relu.max", "relu6.clamp"]\ndtype = "fp8_e4m3"\n'
+    )
+    assert main(["baseline"]) == 0
+    capsys.readouterr()
+    # the 4-line file that would take over, gating one entry of the two
+    (tmp_path / "actaudit.toml").write_text(
+        'baseline = "b.json"\n[[audit]]\nname = "t"\ntargets = ["relu.max"]\ndtype = "fp8_e4m3"\n'
+    )
+    for cmd in ("check", "baseline"):
+        code, out, err = _run(capsys, cmd)
+        assert code == 2, (cmd, out)
+        (line,) = err.strip().splitlines()
+        assert line.startswith("actaudit: error: two audit specs:")
+        assert "actaudit.toml" in line and "pyproject.toml" in line
+    # naming one is a choice: then the entry it lost fails unless dropped on purpose
+    code, out, _ = _run(capsys, "check", "--spec", "actaudit.toml")
+    assert code == 1 and "FAIL     t/relu6.clamp/fp8_e4m3/fp8_e4m3: in the baseline but no longer" in out
+    code, out, _ = _run(capsys, "check", "--spec", "actaudit.toml", "--allow-removed")
+    assert code == 0 and "removed  t/relu6.clamp/fp8_e4m3/fp8_e4m3" in out
+    code, out, _ = _run(capsys, "check", "--spec", "pyproject.toml")
+    assert code == 0, out
+
+
+def test_ci_run_does_not_allow_removed_entries():
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / ".ci" / "run").read_text()
+    assert "actaudit check" in text and "--allow-removed" not in text

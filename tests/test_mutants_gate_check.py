@@ -418,7 +418,20 @@ def test_compare_judges_each_result_and_lists_what_the_spec_no_longer_makes():
     assert [(c.status, c.messages) for c in better] == [("improved", ["max_ulp improved: 0.5 -> 0.25"])]
     base["entries"]["gone/x"] = {**base["entries"][KEY], "candidate": "gone.x"}
     base["entries"]["diff/d/fp8_e4m3"] = {"kind": "diff", "identity": {"a": "p", "b": "q"}}
-    out = gate.compare(s, runs(), base)
+    out = gate.compare(s, runs(), base)  # a removed entry fails unless dropped on purpose
+    assert [(c.key, c.candidate, c.status, c.messages) for c in out] == [
+        (KEY, "sigmoid.naive", "ok", []),
+        (
+            "gone/x",
+            "gone.x",
+            "fail",
+            [
+                "in the baseline but no longer in the spec (re-record with actaudit baseline, "
+                "or drop it with check --allow-removed)"
+            ],
+        ),
+    ]
+    out = gate.compare(s, runs(), base, allow_removed=True)
     assert [(c.key, c.candidate, c.status, c.messages) for c in out] == [
         (KEY, "sigmoid.naive", "ok", []),
         (
@@ -428,7 +441,7 @@ def test_compare_judges_each_result_and_lists_what_the_spec_no_longer_makes():
             ["in the baseline but no longer in the spec (--strict fails on this)"],
         ),
     ]
-    out = gate.compare(s, runs(), base, strict=True, diff_runs=[])
+    out = gate.compare(s, runs(), base, strict=True, diff_runs=[], allow_removed=True)
     assert [(c.key, c.candidate, c.status, c.messages) for c in out] == [
         (KEY, "sigmoid.naive", "ok", []),
         ("gone/x", "gone.x", "fail", ["in the baseline but no longer in the spec"]),
@@ -905,7 +918,7 @@ def test_a_removed_entry_without_an_identity_is_named_by_its_candidate():
     base = gate.make_baseline(s, runs())
     base["entries"]["gone/y"] = gate.entry(result())
     assert "identity" not in base["entries"]["gone/y"]
-    out = gate.compare(s, runs(), base)
+    out = gate.compare(s, runs(), base, allow_removed=True)
     assert [(c.key, c.candidate, c.status) for c in out] == [
         (KEY, "sigmoid.naive", "ok"),
         ("gone/y", "sigmoid.naive", "removed"),

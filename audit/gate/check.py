@@ -141,9 +141,17 @@ def find_spec(path: str | Path | None = None) -> Path:
         if not p.exists():
             raise BadFileError(f"{p}: spec file not found")
         return p
-    for cand in (Path("actaudit.toml"), Path("pyproject.toml")):
-        if cand.exists() and (cand.name == "actaudit.toml" or _has_tool_section(cand)):
-            return cand
+    found = [
+        cand
+        for cand in (Path("actaudit.toml"), Path("pyproject.toml"))
+        if (cand.exists() or cand.is_symlink()) and (cand.name == "actaudit.toml" or _has_tool_section(cand))
+    ]
+    if len(found) > 1:  # one would silently shadow the other (and its baseline entries)
+        raise BadFileError(
+            f"two audit specs: {found[0]} and [tool.actaudit] in {found[1]}; keep one, or name it with --spec"
+        )
+    if found:
+        return found[0]
     raise BadFileError("no audit spec: write actaudit.toml or [tool.actaudit] in pyproject.toml")
 
 
@@ -803,11 +811,20 @@ def _described(e: dict) -> dict:
     return {**{f"entry.{k}": e.get(k) for k in DESCRIBED if k in e}, **e["identity"]}
 
 
-def compare(spec: Spec, runs, baseline: dict, strict: bool = False, diff_runs=None) -> list[Change]:
+def compare(
+    spec: Spec,
+    runs,
+    baseline: dict,
+    strict: bool = False,
+    diff_runs=None,
+    allow_removed: bool = False,
+) -> list[Change]:
     """One Change per result of the run (audits, then ``[[diff]]`` entries when
-    ``diff_runs`` is given), then one per baseline entry that the spec no longer produces
-    ('removed'; a failure with ``strict``).  A baseline written by another actaudit
-    version: a 'warning' Change first (a failure with ``strict``)."""
+    ``diff_runs`` is given), then one per baseline entry that the spec no longer produces:
+    a failure (a spec that lost entries, or a second spec file read instead of the first,
+    must not pass), 'removed' with ``allow_removed`` (the entries dropped on purpose).  A
+    baseline written by another actaudit version: a 'warning' Change first (a failure with
+    ``strict``)."""
     from audit.gate import diffs as gate_diff
 
     out = []
@@ -866,10 +883,16 @@ def compare(spec: Spec, runs, baseline: dict, strict: bool = False, diff_runs=No
                             f"{e.get('identity', {}).get('a')} vs {e.get('identity', {}).get('b')}",
                         )
                     ),
-                    "fail" if strict else "removed",
+                    "removed" if allow_removed and not strict else "fail",
                     [
                         "in the baseline but no longer in the spec"
-                        + ("" if strict else " (--strict fails on this)")
+                        + (
+                            " (re-record with actaudit baseline, or drop it with check --allow-removed)"
+                            if not allow_removed
+                            else " (--strict fails on this)"
+                            if not strict
+                            else ""
+                        )
                     ],
                 )
             )
@@ -925,6 +948,7 @@ def check_command(
     reference=None,
     strict: bool = False,
     require_certified: bool = False,
+    allow_removed: bool = False,
 ) -> tuple[Spec, list[Change]]:
     from audit.gate import diffs as gate_diff
 
@@ -934,7 +958,7 @@ def check_command(
     # (require_certified: in this process, so that every oracle table the sweeps use is seen)
     runs = run_spec(spec, progress, 1 if certified else None)
     diff_runs = gate_diff.run_all(spec.path, spec.diffs, progress)
-    changes = compare(spec, runs, base, strict, diff_runs)
+    changes = compare(spec, runs, base, strict, diff_runs, allow_removed)
     if certified:
         from audit.measure.certify import uncertified_used_tables
 
