@@ -168,3 +168,114 @@ def test_ci_run_does_not_allow_removed_entries():
 
     text = (Path(__file__).parent.parent / ".ci" / "run").read_text()
     assert "actaudit check" in text and "--allow-removed" not in text
+
+
+# ---------------------------------------------- item 2: the verdict is recorded
+SPEC2 = (
+    'baseline = "b.json"\n{slack}[[audit]]\nname = "t"\ntargets = ["sigmoid.stable"]\n'
+    'dtype = "fp8_e4m3"\n{tol}'
+)
+
+
+def _spec2(tmp_path, slack="", tol="tolerance = { max_ulp = 4, nan = false, safe_range = [-1.0, 1.0] }\n"):
+    (tmp_path / "actaudit.toml").write_text(SPEC2.format(slack=slack, tol=tol))
+
+
+def test_a_looser_slack_than_recorded_fails_saying_re_record(tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    _spec2(tmp_path)
+    assert main(["baseline"]) == 0
+    doc = json.loads((tmp_path / "b.json").read_text())
+    assert doc["verdict"]["slack"] == 1e-9
+    assert doc["verdict"]["tolerances"] == {
+        "t/sigmoid.stable/fp8_e4m3/fp8_e4m3": {"max_ulp": 4, "nan": False, "safe_range": [-1.0, 1.0]}
+    }
+    capsys.readouterr()
+    # the attack: one line that would let every metric almost double
+    _spec2(tmp_path, slack="slack = 0.999999\n")
+    code, out, _ = _run(capsys, "check")
+    assert code == 1
+    assert "FAIL     verdict: slack raised: 1e-09 -> 0.999999; re-record with actaudit baseline" in out
+    # a metric almost doubled in the baseline's eyes: caught as a worse metric by the recorded
+    # slack once the slack is put back (the gate compares with the recorded figures)
+    _spec2(tmp_path, slack="slack = 0.0\n")  # stricter: no new baseline needed
+    code, out, _ = _run(capsys, "check")
+    assert code == 0, out
+
+
+@pytest.mark.parametrize(
+    "tol,said",
+    [
+        ("tolerance = { max_ulp = 8, nan = false, safe_range = [-1.0, 1.0] }\n", "'max_ulp' raised: 4 -> 8"),
+        ("tolerance = { nan = false, safe_range = [-1.0, 1.0] }\n", "'max_ulp' was removed"),
+        ("tolerance = { max_ulp = 4, safe_range = [-1.0, 1.0] }\n", "'nan' allows NAN results"),
+        ("tolerance = { max_ulp = 4, nan = false, safe_range = [-0.5, 1.0] }\n", "'safe_range' narrowed"),
+        ("", "'max_ulp' was removed"),
+    ],
+)
+def test_a_looser_tolerance_than_recorded_fails(tmp_path, monkeypatch, capsys, tol, said):
+    monkeypatch.chdir(tmp_path)
+    _spec2(tmp_path)
+    assert main(["baseline"]) == 0
+    capsys.readouterr()
+    _spec2(tmp_path, tol=tol)
+    code, out, _ = _run(capsys, "check")
+    assert code == 1 and said in out and "re-record with actaudit baseline" in out, out
+
+
+def test_a_stricter_tolerance_needs_no_new_baseline(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _spec2(tmp_path)
+    assert main(["baseline"]) == 0
+    _spec2(tmp_path, tol="tolerance = { max_ulp = 2, nan = false, inf = false, safe_range = [-1.0, 1.5] }\n")
+    code, out, _ = _run(capsys, "check")
+    assert code == 0, out
+
+
+def test_a_loosened_diff_expectation_and_certification_fail():
+    from audit.gate import verdict
+
+    assert verdict.looser_expect("not-worse", "identical")
+    assert not verdict.looser_expect("identical", "not-worse")
+
+    class S:
+        slack, require_certified = 1e-9, False
+
+    rec = {"slack": 1e-9, "require_certified": True}
+    (msg,) = verdict.looser_spec(S, rec)
+    assert msg.startswith("require_certified is no longer true") and "re-record" in msg
+
+
+@pytest.mark.parametrize(
+    "verdict,said",
+    [
+        (None, "key 'verdict' is missing"),
+        ({"slack": "nan", "require_certified": False, "tolerances": {}, "expects": {}}, "verdict.slack"),
+        ({"slack": 0.0, "require_certified": False, "tolerances": {}}, "verdict.expects' is missing"),
+        (
+            {"slack": 0.0, "require_certified": False, "tolerances": {"k": {"max_ulp": -1}}, "expects": {}},
+            "verdict.tolerances.k.max_ulp",
+        ),
+        (
+            {"slack": 0.0, "require_certified": 0, "tolerances": {}, "expects": {}, "x": 1},
+            "verdict.x' is unknown",
+        ),
+    ],
+)
+def test_a_malformed_verdict_section_is_one_line(tmp_path, monkeypatch, capsys, verdict, said):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    _spec2(tmp_path)
+    assert main(["baseline"]) == 0
+    doc = json.loads((tmp_path / "b.json").read_text())
+    if verdict is None:
+        del doc["verdict"]
+    else:
+        doc["verdict"] = verdict
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    code, _, err = _run(capsys, "check")
+    assert code == 2 and err.count("\n") == 1 and said in err, err

@@ -57,6 +57,7 @@ from pathlib import Path
 from audit._version import __version__
 from audit.errors import ActauditError, BadFileError, BadOptionError
 from audit.gate import identity as gate_identity
+from audit.gate import verdict as gate_verdict
 from audit.gate.schema import SPEC_KEYS, refuse_unknown
 from audit.gate.shared import (  # noqa: F401  (resolve_target, compare_findings: the entry kinds' too)
     _covered,
@@ -71,11 +72,11 @@ from audit.measure import weighting as weighting_mod
 from audit.measure.sweep import SweepResult, sweep
 from audit.targets import semantics as semantics_mod
 
-BASELINE_SCHEMA = "actaudit.baseline/3"
+BASELINE_SCHEMA = "actaudit.baseline/4"
 MAX_FILE = 1 << 24  # bytes of a spec or a baseline
 METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count", "special_failures")
-BASELINE_KEYS = ("schema", "actaudit", "spec", "entries")
+BASELINE_KEYS = ("schema", "actaudit", "spec", "verdict", "entries")
 FLOAT_ENTRY_KEYS = (
     "candidate",
     "dtype",
@@ -510,13 +511,24 @@ def entry(r: SweepResult, a: Audit | None = None) -> dict:
 def make_baseline(spec: Spec, runs, diff_runs=()) -> dict:
     from audit.gate import diffs as gate_diff
 
-    entries = {}
+    entries, tolerances, expects = {}, {}, {}
     for a, results in runs:
         for r in results:
-            entries[entry_key(a.name, r, a.cflags)] = entry(r, a)
+            k = entry_key(a.name, r, a.cflags)
+            entries[k] = entry(r, a)
+            tolerances[k] = a.tolerance
     for d, r in diff_runs:
-        entries[gate_diff.entry_key(d, r)] = gate_diff.entry(d, r)
-    return {"schema": BASELINE_SCHEMA, "actaudit": __version__, "spec": str(spec.path), "entries": entries}
+        k = gate_diff.entry_key(d, r)
+        entries[k] = gate_diff.entry(d, r)
+        expects[k] = d["expect"]
+    return {
+        "schema": BASELINE_SCHEMA,
+        "actaudit": __version__,
+        "spec": str(spec.path),
+        # the settings the entries are judged under: a looser one fails check (re-record)
+        "verdict": gate_verdict.record(spec, tolerances, expects),
+        "entries": entries,
+    }
 
 
 def write_baseline(path: Path, doc: dict) -> None:
@@ -555,6 +567,7 @@ def load_baseline(path: Path) -> dict:
         raise BadFileError(f"{path}: key 'entries' must be an object")
     for k, e in ents.items():
         _check_entry(path, f"entries.{k}", e)
+    gate_verdict.check(path, doc["verdict"])
     return doc
 
 
@@ -845,7 +858,22 @@ def compare(
             )
         )
 
-    def judge(key, name, fails, now):
+    verdict = baseline.get("verdict")
+    if verdict is None:  # (a baseline dict made by hand: load_baseline requires it)
+        out.append(
+            Change(
+                "verdict",
+                "baseline",
+                "fail",
+                ["the baseline records no slack or tolerances; re-record with actaudit baseline"],
+            )
+        )
+    else:
+        looser = gate_verdict.looser_spec(spec, verdict)
+        if looser:
+            out.append(Change("verdict", "spec", "fail", looser))
+
+    def judge(key, name, fails, now, tol=None, expect=None):
         seen.add(key)
         ch = Change(key, name, "ok")
         better: list[str] = []
@@ -855,6 +883,19 @@ def compare(
         else:
             f2, better = _against_baseline(spec, now, base)
             fails += f2
+            if verdict is not None and tol is not None:
+                rec = verdict["tolerances"].get(key)
+                if rec is None:
+                    fails.append("the baseline records no tolerance for it; re-record with actaudit baseline")
+                else:
+                    fails += gate_verdict.looser_tolerance(tol, rec)
+            if verdict is not None and expect is not None:
+                if key not in verdict["expects"]:
+                    fails.append(
+                        "the baseline records no expectation for it; re-record with actaudit baseline"
+                    )
+                else:
+                    fails += gate_verdict.looser_expect(expect, verdict["expects"][key])
         if fails:
             ch.status, ch.messages = "fail", fails
         elif better:
@@ -863,13 +904,20 @@ def compare(
 
     for a, results in runs:
         for r in results:
-            judge(entry_key(a.name, r, a.cflags), r.candidate, tolerance_failures(a, r), entry(r, a))
+            judge(
+                entry_key(a.name, r, a.cflags),
+                r.candidate,
+                tolerance_failures(a, r),
+                entry(r, a),
+                tol=a.tolerance,
+            )
     for d, r in diff_runs or ():
         judge(
             gate_diff.entry_key(d, r),
             f"{r.a} vs {r.b}",
             gate_diff.expectation_failures(d, r),
             gate_diff.entry(d, r),
+            expect=d["expect"],
         )
     for key in ents:
         if key not in seen and (diff_runs is not None or ents[key].get("kind") != "diff"):
