@@ -10,6 +10,7 @@ test's own arithmetic, an engine session it builds, or a C compiler it runs.
 from __future__ import annotations
 
 import importlib
+import os
 
 import numpy as np
 import pytest
@@ -279,3 +280,124 @@ def test_a_malformed_verdict_section_is_one_line(tmp_path, monkeypatch, capsys, 
     capsys.readouterr()
     code, _, err = _run(capsys, "check")
     assert code == 2 and err.count("\n") == 1 and said in err, err
+
+
+# ------------------------------------------------- item 3: cflags that hide headers
+KERNEL = (
+    '#include <stddef.h>\n#include "k.h"\nvoid f(const float *x, float *y, size_t n)'
+    "{ for (size_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] * K : 0; }\n"
+)
+
+
+def _kernel(tmp_path, k="1.0f"):
+    (tmp_path / "k.h").write_text(f"#define K {k}\n")
+    (tmp_path / "k.c").write_text(KERNEL)
+    return tmp_path / "k.c"
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--output=/dev/null",
+        "-Wl,-o,VICTIM",
+        "--compile",
+        "--preprocess",
+        "-save-temps",
+        "-o",
+        "-oVICTIM",
+        "-MD",
+        "-MFVICTIM",
+        "-M",
+        "-E",
+        "-c",
+        "-Wp,-MD,VICTIM",
+        "-Xlinker",
+        "-fplugin=./evil.so",
+        "-fpreprocessed",
+        "-fdump-tree-all",
+        "-fprofile-generate",
+        "-fprofile-use=VICTIM",
+        "-specs=VICTIM",
+        "-include",
+        "-nostdinc",
+        "-INOSUCHDIR",
+        "-ffile-prefix-map=/a=/b",
+        "-D",
+    ],
+)
+def test_a_flag_off_the_allow_list_is_one_line_and_touches_nothing(tmp_path, capsys, flag):
+    k = _kernel(tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    flag = flag.replace("VICTIM", str(victim))
+    code = main(["sweep", f"c:{k}:f", "--reference", "relu", "--dtype", "fp16", "--cflags", f"-O2 {flag}"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and err.startswith("actaudit: error: --cflags:"), err
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        "-O3 -ffast-math -fno-math-errno -ffp-contract=off -march=x86-64 -mtune=generic -std=c11",
+        "-O2 -DK2=3 -UK3 -fexcess-precision=standard",
+        "-Ofast -mfma",
+        "-O0",
+    ],
+)
+def test_flags_on_the_allow_list_compile(tmp_path, flags):
+    import platform
+
+    if "-mfma" in flags and platform.machine() not in ("x86_64", "AMD64"):
+        flags = flags.replace("-mfma", "")
+    if "-march=x86-64" in flags and platform.machine() not in ("x86_64", "AMD64"):
+        flags = flags.replace("-march=x86-64 -mtune=generic", "")
+    k = _kernel(tmp_path)
+    (r,) = audit.sweep([f"c:{k}:f"], "fp16", reference="relu", cflags=flags + f" -I{tmp_path}")
+    assert r.max_ulp == 0  # relu, exactly (K = 1)
+
+
+def test_spec_cflags_are_checked_against_the_allow_list(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    k = _kernel(tmp_path)
+    (tmp_path / "actaudit.toml").write_text(
+        f'[[audit]]\nname = "c"\ntargets = ["c:{k}:f"]\nreference = "relu"\ndtype = "fp16"\n'
+        'cflags = ["-O2", "--output=/dev/null"]\n'
+    )
+    code, _, err = _run(capsys, "check")
+    assert code == 2 and err.count("\n") == 1
+    assert "key 'audit[0].cflags'" in err and "'--output=/dev/null'" in err
+
+
+def test_an_edited_header_changes_the_digest_and_the_result(tmp_path):
+    k = _kernel(tmp_path)
+    (a,) = audit.sweep([f"c:{k}:f"], "fp16", reference="relu", cflags="-O2")
+    _kernel(tmp_path, "2.0f")  # the header only
+    (b,) = audit.sweep([f"c:{k}:f"], "fp16", reference="relu", cflags="-O2")
+    assert a.identity["kernel_digest"] != b.identity["kernel_digest"]
+    assert a.max_ulp == 0 and b.max_ulp > 0  # 2x is not relu: the new header was compiled
+
+
+@pytest.mark.parametrize("written", [None, "kernel:\n", "kernel: /usr/include/stddef.h\n"])
+def test_the_dependency_list_comes_from_actauditss_own_file_and_must_name_the_kernel(
+    tmp_path, monkeypatch, written
+):
+    from audit.targets import ckernels
+
+    k = _kernel(tmp_path)
+    real = ckernels._run
+
+    def fake(cmd, stdin=b"", timeout=ckernels.COMPILE_TIMEOUT_S):
+        if "-M" in cmd:  # a compiler that sends its list anywhere but the file asked for
+            mf = cmd[cmd.index("-MF") + 1]
+            assert os.path.dirname(mf) != str(tmp_path) and os.path.basename(mf) == "kernel.d"
+            if written is not None:
+                with open(mf, "w") as fh:
+                    fh.write(written)
+            return 0, b"kernel: " + str(k).encode() + b"\n", b""
+        return real(cmd, stdin, timeout)
+
+    monkeypatch.setattr(ckernels, "_run", fake)
+    with pytest.raises(ckernels.KernelError) as e:
+        ckernels.compile_kernel(k, "-O2", "f")
+    assert "dependency list" in str(e.value)

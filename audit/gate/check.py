@@ -366,6 +366,8 @@ def parse_cflags(v, bad) -> list[str]:
     flag), or a list of strings, each one flag as it is."""
     import shlex
 
+    from audit.targets.ckernels import check_flag
+
     if isinstance(v, str):
         try:
             flags = shlex.split(v)
@@ -373,11 +375,16 @@ def parse_cflags(v, bad) -> list[str]:
             bad(f"cannot be split into flags ({e})")
         if not flags:
             bad("holds no flag")
-        return flags
-    if isinstance(v, list) and v and all(isinstance(f, str) and f and "\0" not in f for f in v):
-        return list(v)
-    bad("must be a string or a non-empty list of non-empty strings (one flag each)")
-    raise AssertionError  # bad raises
+    elif isinstance(v, list) and v and all(isinstance(f, str) and f and "\0" not in f for f in v):
+        flags = list(v)
+    else:
+        bad("must be a string or a non-empty list of non-empty strings (one flag each)")
+        raise AssertionError  # bad raises
+    for f in flags:  # the allow-list (code generation only): one line naming the flag
+        why = check_flag(f)
+        if why is not None:
+            bad(f"{f!r} {why}")
+    return flags
 
 
 def run_spec(spec: Spec, progress=None, workers: int | None = None) -> list[tuple[Audit, list[SweepResult]]]:
