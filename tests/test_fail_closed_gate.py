@@ -401,3 +401,117 @@ def test_the_dependency_list_comes_from_actauditss_own_file_and_must_name_the_ke
     with pytest.raises(ckernels.KernelError) as e:
         ckernels.compile_kernel(k, "-O2", "f")
     assert "dependency list" in str(e.value)
+
+
+# ------------------------------------ item 4: checkpoints bound to the candidate's identity
+RNG4 = (1.0, 1.0 + 2.0**-9)  # 2^14 + 1 fp32 inputs: 5 chunks of 2^12
+
+
+def _ck_sweep(target, d, monkeypatch, **kw):
+    from audit.numbers import inputs
+
+    monkeypatch.setattr(inputs, "CHUNK", 1 << 12)
+    (r,) = audit.sweep(target, "fp32", range=RNG4, exhaustive=True, workers=1, checkpoint=d, **kw)
+    return r
+
+
+def test_a_rewritten_c_kernel_never_resumes_from_the_old_checkpoint(tmp_path, monkeypatch):
+    import json
+
+    k = tmp_path / "k.c"
+    body = "#include <stddef.h>\nvoid f(const float *x, float *y, size_t n){{ for (size_t i = 0; i < n; i++) y[i] = {}; }}\n"
+    k.write_text(body.format("x[i]"))
+    ck = tmp_path / "ck"
+    a = _ck_sweep(f"c:{k}:f", ck, monkeypatch, reference="relu")
+    assert a.max_ulp == 0 and a.domain.count == 2**14 + 1  # relu(x) = x on [1, 1 + 2^-9]
+    (state,) = ck.glob("*.json")
+    fp = json.loads(state.read_text())["fingerprint"]
+    # the checkpoint holds the identity the baseline records (one identity, not a copy of it)
+    assert fp["identity"] == json.loads(json.dumps(a.identity))
+    assert fp["identity"]["kernel_digest"] and fp["identity"]["cflags"] == ["-O2"]
+    k.write_text(body.format("0.0f"))  # the kernel rewritten to return 0
+    b = _ck_sweep(f"c:{k}:f", ck, monkeypatch, reference="relu")
+    # every output 0 where relu(x) = x >= 1: the error of x = 1 alone is 2^23 ULP (ulp(1) = 2^-23)
+    assert b.max_ulp >= 2**23
+    assert len(list(ck.glob("*.json"))) == 2  # a new state, the old one untouched
+
+
+def test_a_rewritten_callable_never_resumes_from_the_old_checkpoint(tmp_path, monkeypatch):
+    import sys
+
+    mod = tmp_path / "ckmod_fc1.py"
+    mod.write_text("import numpy as np\n\ndef f(x):\n    return x.copy()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ck = tmp_path / "ck"
+    a = _ck_sweep("ckmod_fc1:f", ck, monkeypatch, reference="relu")
+    assert a.max_ulp == 0
+    assert a.identity["callable"] == "ckmod_fc1:f" and a.identity["module_file"]
+    mod.write_text("import numpy as np\n\ndef f(x):\n    return np.zeros_like(x)\n")
+    sys.modules.pop("ckmod_fc1", None)
+    b = _ck_sweep("ckmod_fc1:f", ck, monkeypatch, reference="relu")
+    assert b.max_ulp >= 2**23
+    assert a.identity["code"] != b.identity["code"]
+    assert a.identity["module_file"] != b.identity["module_file"]
+
+
+def test_two_callables_of_one_name_are_two_identities():
+    from audit.targets.identity import callable_identity
+
+    ns1, ns2 = {}, {}
+    exec("def f(x):\n    return x + 1\n", ns1)
+    exec("def f(x):\n    return x + 2\n", ns2)
+    assert ns1["f"].__qualname__ == ns2["f"].__qualname__
+    assert callable_identity(ns1["f"])["code"] != callable_identity(ns2["f"])["code"]
+    k = 3.0
+    g1 = (lambda k: lambda x: x * k)(k)
+    g2 = (lambda k: lambda x: x * k)(4.0)
+    assert callable_identity(g1)["code"] != callable_identity(g2)["code"]  # the closure's value
+
+
+# ------------------------------ item 13: the environment in the engine identity
+def test_the_environment_that_changes_kernels_is_in_the_identity(monkeypatch):
+    need("onnxruntime")
+    from audit.numbers.formats import get_format
+    from audit.targets import engines
+
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    (a,) = engines.candidates_of("ort:Sigmoid", get_format("fp32"), {})
+    assert "ONEDNN_MAX_CPU_ISA" not in a.identity["environment"]
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.setenv("ORT_SOME_SETTING", "1")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=true")  # not ORT's
+    (b,) = engines.candidates_of("ort:Sigmoid", get_format("fp32"), {})
+    assert b.identity["environment"]["ONEDNN_MAX_CPU_ISA"] == "AVX2"
+    assert b.identity["environment"]["ORT_SOME_SETTING"] == "1"
+    assert "XLA_FLAGS" not in b.identity["environment"]
+
+
+def test_xla_flags_are_in_a_jax_identity(monkeypatch):
+    from audit.targets.identity import environment
+
+    env = {"XLA_FLAGS": "--xla_cpu_enable_fast_math=true", "HOME": "/root", "DNNL_MAX_CPU_ISA": "SSE41"}
+    assert environment("jax", env) == {
+        "DNNL_MAX_CPU_ISA": "SSE41",
+        "XLA_FLAGS": "--xla_cpu_enable_fast_math=true",
+    }
+    assert environment("openvino", {"OV_CPU_DENORMALS_OPTIMIZATION": "YES"}) == {
+        "OV_CPU_DENORMALS_OPTIMIZATION": "YES"
+    }
+    assert environment("c", {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2"}) == {
+        "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2"
+    }
+
+
+def test_check_fails_re_record_when_an_isa_cap_changes(tmp_path, monkeypatch, capsys):
+    need("onnxruntime")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    (tmp_path / "actaudit.toml").write_text(
+        'baseline = "b.json"\n[[audit]]\nname = "e"\ntargets = ["ort:Sigmoid"]\ndtype = "fp16"\n'
+    )
+    assert main(["baseline"]) == 0
+    assert main(["check"]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
+    code, out, _ = _run(capsys, "check")
+    assert code == 1 and "ONEDNN_MAX_CPU_ISA" in out and "re-record" in out

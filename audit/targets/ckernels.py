@@ -316,7 +316,14 @@ class Compiled:
     deps: tuple = ()
 
     def identity(self) -> dict:
-        return {"cflags": list(self.flags), "kernel_digest": self.kernel_digest, "compiler": self.compiler}
+        from audit.targets.identity import environment
+
+        return {
+            "cflags": list(self.flags),
+            "kernel_digest": self.kernel_digest,
+            "compiler": self.compiler,
+            "environment": environment("c"),  # (glibc's hwcaps, a preload: libm's code)
+        }
 
 
 def _verified(so: Path, key: str) -> bytes | None:

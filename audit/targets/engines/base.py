@@ -148,6 +148,15 @@ class EngineInfo:
     options: dict
     precision: str
     dispatch: str
+    # the environment variables that change this engine's kernels, as set (XLA_FLAGS, the
+    # oneDNN / MKL ISA caps, ...: audit/targets/identity.py); None: read now
+    environment: dict | None = None
+
+    def __post_init__(self) -> None:
+        if self.environment is None:
+            from audit.targets.identity import environment
+
+            object.__setattr__(self, "environment", environment(self.engine))
 
     def to_dict(self) -> dict:
         return {
@@ -159,6 +168,7 @@ class EngineInfo:
             "options": dict(self.options),
             "precision": self.precision,
             "dispatch": self.dispatch,
+            "environment": dict(self.environment or {}),
         }
 
 
