@@ -75,9 +75,7 @@ def environment(kind: str, env=None) -> dict:
     """The variables of ``kind`` (an engine's name, or 'c') that are set, and their values."""
     env = os.environ if env is None else env
     names, prefixes = ENVIRONMENT.get(kind, (_COMMON, ()))
-    return {
-        k: str(env[k]) for k in sorted(env) if k in names or any(k.startswith(p) for p in prefixes)
-    }
+    return {k: str(env[k]) for k in sorted(env) if k in names or any(k.startswith(p) for p in prefixes)}
 
 
 def _sha_file(path) -> str | None:
@@ -132,11 +130,13 @@ def code_digest(func) -> str:
 
     target = func
     if not isinstance(target, types.FunctionType):
-        target = getattr(func, "__func__", None) or getattr(type(func), "__call__", None)
+        target = getattr(func, "__func__", None) or inspect.getattr_static(type(func), "__call__", None)
     if isinstance(target, types.FunctionType):
         feed_function(target)
     else:  # a builtin or a ufunc: its name is all there is
-        h.update(f"{type(func).__module__}.{getattr(func, '__qualname__', getattr(func, '__name__', ''))}".encode())
+        h.update(
+            f"{type(func).__module__}.{getattr(func, '__qualname__', getattr(func, '__name__', ''))}".encode()
+        )
     return h.hexdigest()
 
 
