@@ -515,3 +515,33 @@ def test_check_fails_re_record_when_an_isa_cap_changes(tmp_path, monkeypatch, ca
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SSE41")
     code, out, _ = _run(capsys, "check")
     assert code == 1 and "ONEDNN_MAX_CPU_ISA" in out and "re-record" in out
+
+
+# ------------------------------- item 13: an npy: distribution bound to its digest
+def test_an_npy_distribution_is_bound_to_its_digest_not_its_path(tmp_path, monkeypatch, capsys):
+    import json
+
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    np.save(sub / "w.npy", np.linspace(-4.0, 4.0, 1001))
+    (sub / "actaudit.toml").write_text(
+        'baseline = "b.json"\n[[audit]]\nname = "w"\ntargets = ["sigmoid.stable"]\n'
+        'dtype = "fp8_e4m3"\ndistribution = "npy:w.npy"\n'
+    )
+    monkeypatch.chdir(sub)
+    assert main(["baseline"]) == 0
+    assert main(["check"]) == 0
+    (e,) = json.loads((sub / "b.json").read_text())["entries"].values()
+    import hashlib
+
+    a = np.load(sub / "w.npy")
+    want = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode() + a.tobytes()).hexdigest()
+    assert e["identity"]["distribution"] == f"npy:sha256:{want}"
+    assert e["weighted"]["distribution"] == f"npy:sha256:{want}"
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path)  # the same spec, checked from another directory
+    code, out, _ = _run(capsys, "check", "--spec", "sub/actaudit.toml")
+    assert code == 0, out
+    np.save(sub / "w.npy", np.linspace(-4.0, 4.0, 1003))  # another sample at the same path
+    code, out, _ = _run(capsys, "check", "--spec", "sub/actaudit.toml")
+    assert code == 1 and "re-record" in out
