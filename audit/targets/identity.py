@@ -143,7 +143,7 @@ def code_digest(func) -> str:
 def callable_identity(func) -> dict:
     """A Python callable's identity: its qualified name, its code's digest and its module
     file's SHA-256 (None where it has no file)."""
-    mod_name = getattr(func, "__module__", None) or getattr(type(func), "__module__", "")
+    mod_name = str(getattr(func, "__module__", None) or getattr(type(func), "__module__", ""))
     mod = sys.modules.get(mod_name)
     try:
         path = inspect.getsourcefile(func) or (getattr(mod, "__file__", None) if mod else None)
