@@ -466,6 +466,15 @@ def test_two_callables_of_one_name_are_two_identities():
     g1 = (lambda k: lambda x: x * k)(k)
     g2 = (lambda k: lambda x: x * k)(4.0)
     assert callable_identity(g1)["code"] != callable_identity(g2)["code"]  # the closure's value
+    # a closure holding a class, an array, a numpy scalar, itself: digested, never an error
+    t, arr = np.float32, np.arange(3.0)
+
+    def h(x):
+        return t(x) + arr[0] + np.float64(2.0) + (h if False else 0)
+
+    a1 = callable_identity(h)["code"]
+    arr[0] = 5.0
+    assert callable_identity(h)["code"] != a1  # the array's bytes are part of it
 
 
 # ------------------------------ item 13: the environment in the engine identity

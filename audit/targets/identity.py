@@ -30,6 +30,8 @@ import os
 import sys
 import types
 
+import numpy as np
+
 # the variables every engine's kernels (and libm) read: ISA caps, math modes, preloads
 _COMMON = (
     "ONEDNN_MAX_CPU_ISA",
@@ -111,8 +113,8 @@ def code_digest(func) -> str:
         elif isinstance(v, (tuple, list)):
             for w in v:
                 feed_value(w, depth + 1)
-        elif hasattr(v, "tobytes") and hasattr(v, "dtype"):  # an array
-            h.update(str(v.dtype).encode() + repr(getattr(v, "shape", None)).encode() + v.tobytes())
+        elif isinstance(v, (np.ndarray, np.generic)):  # an array, a numpy scalar
+            h.update(str(v.dtype).encode() + repr(v.shape).encode() + np.ascontiguousarray(v).tobytes())
         elif isinstance(v, types.FunctionType):
             feed_function(v, depth + 1)
         else:
