@@ -38,3 +38,17 @@ def percent(frac) -> str:
     if frac is None or math.isnan(float(frac)):
         return "-"
     return f"{math.floor(float(frac) * 10000) / 100:.2f}"
+
+
+_MD_SPECIAL = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "&#92;", "|": "\\|"}
+
+
+def md_text(s) -> str:
+    """Any text as the content of a Markdown table cell that renders as that text and nothing
+    else: control characters as \\xNN, a newline as a space, ``&``, ``<``, ``>`` and ``\\`` as
+    character references (no raw HTML reaches a pull-request comment: a name such as
+    ``x<img src=x onerror=...>`` is shown, never parsed), ``|`` escaped (no new cell)."""
+    import re
+
+    s = re.sub("[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", str(s).replace("\n", " "))
+    return "".join(_MD_SPECIAL.get(ch, ch) for ch in s)

@@ -15,7 +15,7 @@ from audit.io import format_number
 from audit.measure import blocks as blocks_mod
 from audit.measure import quant as quant_mod
 
-from .cells import num
+from .cells import md_text, num
 from .table import GAP, _line, _wrap
 
 
@@ -307,7 +307,7 @@ def markdown(results) -> str:
         "| " + " | ".join(h for h, _ in cols) + " |",
         "|" + "|".join(align[a] for _, a in cols) + "|",
     ]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row(r)) + " |" for r in results]
+    lines += ["| " + " | ".join(md_text(c) for c in row(r)) + " |" for r in results]
     return "\n".join(lines) + "\n\n" + leg + "\n"
 
 

@@ -7,16 +7,20 @@ from pathlib import Path
 
 from audit.io import write_text
 
+from .cells import md_text
+
 
 def _cell(s: str) -> str:
-    s = re.sub("[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", str(s).replace("\n", " "))
-    return s.replace("|", "\\|")
+    return md_text(s)
 
 
 def _code(s: str) -> str:
     """A code span that holds any text: delimited by one more backtick than the longest
     run inside it (CommonMark), padded where the text starts or ends with one."""
-    s = _cell(s)
+    # (inside a code span HTML is inert and character references are not decoded: only
+    # control characters and '|' are escaped there)
+    s = re.sub("[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", str(s).replace("\n", " "))
+    s = s.replace("|", "\\|")
     longest = max((len(r) for r in re.findall("`+", s)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if s.startswith("`") or s.endswith("`") else ""
@@ -37,7 +41,7 @@ def render(changes) -> str:
         f"{len(changes) - len(fails) - len(better) - len(removed)} unchanged.",
         "",
     ]
-    lines += [f"Warning: {'; '.join(c.messages)}" for c in warned] + ([""] if warned else [])
+    lines += [f"Warning: {_cell('; '.join(c.messages))}" for c in warned] + ([""] if warned else [])
     if removed:
         lines += [f"{len(removed)} baseline results are no longer in the spec.", ""]
     if fails or better or removed:

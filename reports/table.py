@@ -21,7 +21,7 @@ import textwrap
 
 import numpy as np
 
-from .cells import num, percent  # noqa: F401  (every table's cells, here too)
+from .cells import md_text, num, percent  # noqa: F401  (every table's cells, here too)
 
 SHORT = {
     "nan": "nan",
@@ -253,17 +253,31 @@ def compact(results, width: int = 80) -> str:
 
 
 def engine_notes(results) -> list[str]:
-    """One line per engine result: what it is bound to (engine, version, precision, dispatch)."""
+    """One line per external result: what it is bound to (an engine's name, version,
+    precision and dispatch; a C kernel's compiler, flags and source digest).  Results are
+    told apart by their whole identity, never by their name alone."""
+    import json
+
     seen, out = set(), []
     for r in results:
         ident = getattr(r, "identity", None)
-        if not ident or r.candidate in seen:
+        if not ident:
             continue
-        seen.add(r.candidate)
-        out.append(
-            f"{r.candidate}: {ident.get('engine')} {ident.get('version')}, {ident.get('dtype')} "
-            f"as {ident.get('precision')}, dispatch {ident.get('dispatch')}"
-        )
+        k = (r.candidate, json.dumps(ident, sort_keys=True, default=repr))
+        if k in seen:
+            continue
+        seen.add(k)
+        if "kernel_digest" in ident:  # a C kernel (audit/targets/ckernels.py)
+            flags = " ".join(ident.get("cflags") or []) or "no flags"
+            out.append(
+                f"{r.candidate}: C kernel compiled by {ident.get('compiler')} with {flags}, "
+                f"source and headers sha256:{str(ident.get('kernel_digest'))[:16]}"
+            )
+        elif "engine" in ident:
+            out.append(
+                f"{r.candidate}: {ident.get('engine')} {ident.get('version')}, {ident.get('dtype')} "
+                f"as {ident.get('precision')}, dispatch {ident.get('dispatch')}"
+            )
     return out
 
 
@@ -360,7 +374,7 @@ def markdown(results, title: str = "actaudit sweep") -> str:
         "|" + "|".join(align[a] for _, a in WIDE) + "|",
     ]
     for r in results:
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _wide_row(r)) + " |")
+        lines.append("| " + " | ".join(md_text(c) for c in _wide_row(r)) + " |")
     used = {"CR %"} | {p.split(" ")[0] for r in results for p in findings_summary(r).split(", ") if p}
     return "\n".join(lines) + "\n\n" + legend(used) + "\n"
 

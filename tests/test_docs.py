@@ -9,7 +9,9 @@ and docs/**/*.md, in order, each file in its own fresh directory (one oracle cac
   NAME (a module that later commands of the same page import).
 * ``output`` blocks show what the ``python`` block just before them prints: its real
   standard output must equal it line for line (``...`` as above).
-* ``toml`` blocks are parsed; one whose first line starts with ``# NAME.toml`` is saved as NAME.toml.
+* ``toml`` blocks are parsed; one whose first line starts with ``# NAME.toml`` is saved as NAME.toml
+  (``actaudit.toml`` takes the place of the project's pyproject.toml copied into the page's
+  directory: two spec sources at once are an error, as in a reader's repository).
 * ``text`` blocks are command synopses: every ``--option`` they show must be in the command's
   ``--help``.
 * ``mermaid`` blocks are diagrams: not run.
@@ -112,6 +114,14 @@ def _workdir(page: str, tmp_path_factory, cache_dir: Path) -> Path:
     return d
 
 
+def _save_toml(workdir: Path, name: str, src: str) -> None:
+    """A page's ``# NAME.toml`` block saved; a page's own actaudit.toml replaces the project's
+    pyproject.toml copied in (its [tool.actaudit] would be a second spec)."""
+    if name == "actaudit.toml":
+        (workdir / "pyproject.toml").unlink(missing_ok=True)
+    (workdir / name).write_text(src)
+
+
 def _env(workdir: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("ACTAUDIT_NO_CACHE",)}
     env.update(
@@ -207,7 +217,7 @@ def test_docs_block(block, tmp_path_factory, cache_dir, capsys):
         src = "\n".join(body) + "\n"
         m = re.match(r"# file: ([\w.]+)", body[0]) if body else None
         if m:
-            (workdir / m.group(1)).write_text(src)
+            _save_toml(workdir, m.group(1), src)
         p = subprocess.run(
             [sys.executable, "-"],
             input=src,
@@ -229,7 +239,7 @@ def test_docs_block(block, tmp_path_factory, cache_dir, capsys):
         tomllib.loads(src)
         m = re.match(r"# ([\w.-]+\.toml)\b", body[0]) if body else None
         if m:
-            (workdir / m.group(1)).write_text(src)
+            _save_toml(workdir, m.group(1), src)
     elif lang == "text":
         _synopsis(body, capsys)
     else:
@@ -350,7 +360,7 @@ def update_file(path: Path) -> bool:
                 elif lang == "toml":
                     tm = re.match(r"# ([\w.-]+\.toml)\b", body[0]) if body else None
                     if tm:
-                        (work / tm.group(1)).write_text("\n".join(body) + "\n")
+                        _save_toml(work, tm.group(1), "\n".join(body) + "\n")
                 elif lang in ("", "bash", "sh") and not any(x.startswith("$ ") for x in body):
                     for x in body:
                         for cmd in _commands(x):

@@ -49,7 +49,7 @@ def replace_candidate(monkeypatch, cid, fn):
 
 def test_check_passes_on_an_unchanged_tree(project, capsys):
     doc = json.loads((project / "base.json").read_text())
-    assert doc["schema"] == "actaudit.baseline/3" and len(doc["entries"]) == 3
+    assert doc["schema"] == "actaudit.baseline/4" and len(doc["entries"]) == 3
     code, out, _ = run(capsys, "check", "--junit", "j.xml", "--markdown", "s.md")
     assert code == 0 and "0 failed" in out
     root = ET.parse(project / "j.xml").getroot()
@@ -145,13 +145,14 @@ def test_malformed_spec_exits_2(tmp_path, monkeypatch, capsys, text, needle):
     "mangle,needle",
     [
         (lambda t: t[: len(t) // 2], "corrupted JSON"),
-        (lambda t: t.replace("actaudit.baseline/3", "other"), "key 'schema'"),
+        (lambda t: t.replace("actaudit.baseline/4", "other"), "key 'schema'"),
         (
             lambda t: json.dumps(
                 {
-                    "schema": "actaudit.baseline/3",
+                    "schema": "actaudit.baseline/4",
                     "actaudit": "0.1.0",
                     "spec": "actaudit.toml",
+                    "verdict": {"slack": 0.0, "require_certified": False, "tolerances": {}, "expects": {}},
                     "entries": {"a": {"max_ulp": 1}},
                 }
             ),

@@ -142,15 +142,17 @@ def test_nearby_parameters_get_their_own_entries(tmp_path, monkeypatch, capsys):
     ]
 
 
-def test_results_removed_from_the_spec_are_told_and_fail_with_strict(tmp_path, monkeypatch, capsys):
+def test_results_removed_from_the_spec_fail_unless_allowed(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     spec(tmp_path, '[[audit]]\nname = "t"\ntargets = ["relu.max", "relu6.clamp"]\ndtype = "fp8_e4m3"\n')
     assert main(["baseline"]) == 0
     spec(tmp_path, '[[audit]]\nname = "t"\ntargets = ["relu.max"]\ndtype = "fp8_e4m3"\n')
     capsys.readouterr()
     code, out, _ = run(capsys, "check")
+    assert code == 1 and "FAIL     t/relu6.clamp/fp8_e4m3/fp8_e4m3: in the baseline but no longer" in out
+    code, out, _ = run(capsys, "check", "--allow-removed")
     assert code == 0 and "removed  t/relu6.clamp/fp8_e4m3/fp8_e4m3" in out
-    code, out, _ = run(capsys, "check", "--strict")
+    code, out, _ = run(capsys, "check", "--allow-removed", "--strict")
     assert code == 1 and "FAIL     t/relu6.clamp/fp8_e4m3/fp8_e4m3: in the baseline but no longer" in out
 
 

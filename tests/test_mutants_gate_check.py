@@ -406,7 +406,7 @@ def runs(r=None, **tol):
 def test_compare_judges_each_result_and_lists_what_the_spec_no_longer_makes():
     s = spec()
     base = gate.make_baseline(s, runs())
-    assert base["schema"] == "actaudit.baseline/3" and base["actaudit"] == __version__
+    assert base["schema"] == "actaudit.baseline/4" and base["actaudit"] == __version__
     assert base["spec"] == "/x/actaudit.toml" and list(base["entries"]) == [KEY]
     out = gate.compare(s, runs(), base)
     assert [(c.key, c.candidate, c.status, c.messages) for c in out] == [(KEY, "sigmoid.naive", "ok", [])]
@@ -418,7 +418,20 @@ def test_compare_judges_each_result_and_lists_what_the_spec_no_longer_makes():
     assert [(c.status, c.messages) for c in better] == [("improved", ["max_ulp improved: 0.5 -> 0.25"])]
     base["entries"]["gone/x"] = {**base["entries"][KEY], "candidate": "gone.x"}
     base["entries"]["diff/d/fp8_e4m3"] = {"kind": "diff", "identity": {"a": "p", "b": "q"}}
-    out = gate.compare(s, runs(), base)
+    out = gate.compare(s, runs(), base)  # a removed entry fails unless dropped on purpose
+    assert [(c.key, c.candidate, c.status, c.messages) for c in out] == [
+        (KEY, "sigmoid.naive", "ok", []),
+        (
+            "gone/x",
+            "gone.x",
+            "fail",
+            [
+                "in the baseline but no longer in the spec (re-record with actaudit baseline, "
+                "or drop it with check --allow-removed)"
+            ],
+        ),
+    ]
+    out = gate.compare(s, runs(), base, allow_removed=True)
     assert [(c.key, c.candidate, c.status, c.messages) for c in out] == [
         (KEY, "sigmoid.naive", "ok", []),
         (
@@ -428,7 +441,7 @@ def test_compare_judges_each_result_and_lists_what_the_spec_no_longer_makes():
             ["in the baseline but no longer in the spec (--strict fails on this)"],
         ),
     ]
-    out = gate.compare(s, runs(), base, strict=True, diff_runs=[])
+    out = gate.compare(s, runs(), base, strict=True, diff_runs=[], allow_removed=True)
     assert [(c.key, c.candidate, c.status, c.messages) for c in out] == [
         (KEY, "sigmoid.naive", "ok", []),
         ("gone/x", "gone.x", "fail", ["in the baseline but no longer in the spec"]),
@@ -496,7 +509,7 @@ def test_baseline_refuses_results_that_break_their_tolerances_unless_forced(tmp_
     assert not (tmp_path / "base.json").exists()
     assert gate.baseline_command(p, force=True) == (tmp_path / "base.json", 2, [BROKEN])
     doc = json.loads((tmp_path / "base.json").read_text())
-    assert set(doc) == {"schema", "actaudit", "spec", "entries"} and doc["spec"] == str(p)
+    assert set(doc) == {"schema", "actaudit", "spec", "verdict", "entries"} and doc["spec"] == str(p)
     assert list(doc["entries"]) == ["s/sigmoid.naive/fp8_e4m3/fp8_e4m3", "diff/d/fp8_e4m3"]
     assert doc["entries"]["diff/d/fp8_e4m3"]["kind"] == "diff"
     assert gate.load_baseline(tmp_path / "base.json") == doc
@@ -530,7 +543,13 @@ def write(tmp_path, doc, raw=None):
 
 
 def good_doc(**entries):
-    return {"schema": "actaudit.baseline/3", "actaudit": "1.0", "spec": "s.toml", "entries": entries}
+    return {
+        "schema": "actaudit.baseline/4",
+        "actaudit": "1.0",
+        "spec": "s.toml",
+        "verdict": {"slack": 1e-9, "require_certified": False, "tolerances": {}, "expects": {}},
+        "entries": entries,
+    }
 
 
 def test_a_valid_baseline_loads(tmp_path):
@@ -734,10 +753,13 @@ BAD_DOCS = [
     ({"entries": {}}, "key 'schema' is missing (re-record with actaudit baseline)"),
     (
         {**good_doc(), "schema": "actaudit.baseline/2"},
-        "key 'schema' is \"actaudit.baseline/2\", not 'actaudit.baseline/3', the schema this actaudit "
+        "key 'schema' is \"actaudit.baseline/2\", not 'actaudit.baseline/4', the schema this actaudit "
         "reads (re-record with actaudit baseline)",
     ),
-    ({**good_doc(), "x": 1}, "key 'x' is unknown in a baseline (known: schema, actaudit, spec, entries)"),
+    (
+        {**good_doc(), "x": 1},
+        "key 'x' is unknown in a baseline (known: schema, actaudit, spec, verdict, entries)",
+    ),
     *[
         ({k: v for k, v in good_doc().items() if k != gone}, f"key '{gone}' is missing")
         for gone in ("actaudit", "spec", "entries")
@@ -767,7 +789,7 @@ def test_a_baseline_file_is_read_with_its_limits(tmp_path):
     with pytest.raises(BadFileError) as err:
         gate.load_baseline(p)
     assert str(err.value) == f"{p}: baseline not found (run 'actaudit baseline')"
-    p = write(tmp_path, None, raw='{"schema": "actaudit.baseline/3", "schema": "actaudit.baseline/3"}')
+    p = write(tmp_path, None, raw='{"schema": "actaudit.baseline/4", "schema": "actaudit.baseline/4"}')
     with pytest.raises(BadFileError) as err:
         gate.load_baseline(p)
     assert (
@@ -909,7 +931,7 @@ def test_a_removed_entry_without_an_identity_is_named_by_its_candidate():
     base = gate.make_baseline(s, runs())
     base["entries"]["gone/y"] = gate.entry(result())
     assert "identity" not in base["entries"]["gone/y"]
-    out = gate.compare(s, runs(), base)
+    out = gate.compare(s, runs(), base, allow_removed=True)
     assert [(c.key, c.candidate, c.status) for c in out] == [
         (KEY, "sigmoid.naive", "ok"),
         ("gone/y", "sigmoid.naive", "removed"),

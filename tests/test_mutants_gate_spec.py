@@ -636,9 +636,16 @@ def test_find_spec(tmp_path, monkeypatch):
     assert str(e.value) == none
     (tmp_path / "pyproject.toml").write_text("[tool.actaudit]\n")
     assert gate.find_spec() == Path("pyproject.toml")
-    (tmp_path / "actaudit.toml").write_text("")  # actaudit.toml first, whatever it holds
-    assert gate.find_spec() == Path("actaudit.toml")
+    (tmp_path / "actaudit.toml").write_text("")  # two sources, whatever they hold: an error
+    with pytest.raises(BadFileError) as e:
+        gate.find_spec()
+    assert str(e.value) == (
+        "two audit specs: actaudit.toml and [tool.actaudit] in pyproject.toml; keep one, or name "
+        "it with --spec"
+    )
     assert gate.find_spec("pyproject.toml") == Path("pyproject.toml")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert gate.find_spec() == Path("actaudit.toml")
 
 
 def test_has_tool_section(tmp_path):

@@ -53,8 +53,13 @@ def check(
     strict: bool = typer.Option(
         False,
         "--strict",
-        help="Also fail on baseline results the spec no longer produces, and on a baseline "
-        "recorded by another actaudit version.",
+        help="Also fail on a baseline recorded by another actaudit version (and on removed "
+        "results, even with --allow-removed).",
+    ),
+    allow_removed: bool = typer.Option(
+        False,
+        "--allow-removed",
+        help="Pass baseline results the spec no longer produces (listed as removed); without it they fail.",
     ),
     require_certified: bool = typer.Option(
         False,
@@ -69,7 +74,9 @@ def check(
     from reports import markdown as md_report
 
     with ProgressBar() as bar:
-        _, changes = check_command(spec, baseline_path, bar, reference, strict, require_certified)
+        _, changes = check_command(
+            spec, baseline_path, bar, reference, strict, require_certified, allow_removed
+        )
     if junit:
         junit_report.write(junit, changes)
     if markdown:

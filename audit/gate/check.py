@@ -57,6 +57,7 @@ from pathlib import Path
 from audit._version import __version__
 from audit.errors import ActauditError, BadFileError, BadOptionError
 from audit.gate import identity as gate_identity
+from audit.gate import verdict as gate_verdict
 from audit.gate.schema import SPEC_KEYS, refuse_unknown
 from audit.gate.shared import (  # noqa: F401  (resolve_target, compare_findings: the entry kinds' too)
     _covered,
@@ -72,11 +73,11 @@ from audit.measure import weighting as weighting_mod
 from audit.measure.sweep import SweepResult, sweep
 from audit.targets import semantics as semantics_mod
 
-BASELINE_SCHEMA = "actaudit.baseline/3"
+BASELINE_SCHEMA = "actaudit.baseline/4"
 MAX_FILE = 1 << 24  # bytes of a spec or a baseline
 METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count", "special_failures")
-BASELINE_KEYS = ("schema", "actaudit", "spec", "entries")
+BASELINE_KEYS = ("schema", "actaudit", "spec", "verdict", "entries")
 FLOAT_ENTRY_KEYS = (
     "candidate",
     "dtype",
@@ -143,9 +144,17 @@ def find_spec(path: str | Path | None = None) -> Path:
         if not p.exists():
             raise BadFileError(f"{p}: spec file not found")
         return p
-    for cand in (Path("actaudit.toml"), Path("pyproject.toml")):
-        if cand.exists() and (cand.name == "actaudit.toml" or _has_tool_section(cand)):
-            return cand
+    found = [
+        cand
+        for cand in (Path("actaudit.toml"), Path("pyproject.toml"))
+        if (cand.exists() or cand.is_symlink()) and (cand.name == "actaudit.toml" or _has_tool_section(cand))
+    ]
+    if len(found) > 1:  # one would silently shadow the other (and its baseline entries)
+        raise BadFileError(
+            f"two audit specs: {found[0]} and [tool.actaudit] in {found[1]}; keep one, or name it with --spec"
+        )
+    if found:
+        return found[0]
     raise BadFileError("no audit spec: write actaudit.toml or [tool.actaudit] in pyproject.toml")
 
 
@@ -368,6 +377,8 @@ def parse_cflags(v, bad) -> list[str]:
     flag), or a list of strings, each one flag as it is."""
     import shlex
 
+    from audit.targets.ckernels import check_flag
+
     if isinstance(v, str):
         try:
             flags = shlex.split(v)
@@ -375,11 +386,16 @@ def parse_cflags(v, bad) -> list[str]:
             bad(f"cannot be split into flags ({e})")
         if not flags:
             bad("holds no flag")
-        return flags
-    if isinstance(v, list) and v and all(isinstance(f, str) and f and "\0" not in f for f in v):
-        return list(v)
-    bad("must be a string or a non-empty list of non-empty strings (one flag each)")
-    raise AssertionError  # bad raises
+    elif isinstance(v, list) and v and all(isinstance(f, str) and f and "\0" not in f for f in v):
+        flags = list(v)
+    else:
+        bad("must be a string or a non-empty list of non-empty strings (one flag each)")
+        raise AssertionError  # bad raises
+    for f in flags:  # the allow-list (code generation only): one line naming the flag
+        why = check_flag(f)
+        if why is not None:
+            bad(f"{f!r} {why}")
+    return flags
 
 
 def run_spec(spec: Spec, progress=None, workers: int | None = None) -> list[tuple[Audit, list[SweepResult]]]:
@@ -514,17 +530,28 @@ def make_baseline(spec: Spec, runs, diff_runs=(), model_runs=()) -> dict:
     from audit.gate import diffs as gate_diff
     from audit.gate import models as gate_models
 
-    entries = {}
+    entries, tolerances, expects = {}, {}, {}
     for d, m in model_runs:
         for a in gate_models.gated(d, m):
             if not isinstance(a, str) and a.status == "audited":
                 entries[gate_models.entry_key(d, a.site.id)] = gate_models.entry(d, m, a)
     for a, results in runs:
         for r in results:
-            entries[entry_key(a.name, r, a.cflags)] = entry(r, a)
+            k = entry_key(a.name, r, a.cflags)
+            entries[k] = entry(r, a)
+            tolerances[k] = a.tolerance
     for d, r in diff_runs:
-        entries[gate_diff.entry_key(d, r)] = gate_diff.entry(d, r)
-    return {"schema": BASELINE_SCHEMA, "actaudit": __version__, "spec": str(spec.path), "entries": entries}
+        k = gate_diff.entry_key(d, r)
+        entries[k] = gate_diff.entry(d, r)
+        expects[k] = d["expect"]
+    return {
+        "schema": BASELINE_SCHEMA,
+        "actaudit": __version__,
+        "spec": str(spec.path),
+        # the settings the entries are judged under: a looser one fails check (re-record)
+        "verdict": gate_verdict.record(spec, tolerances, expects),
+        "entries": entries,
+    }
 
 
 def write_baseline(path: Path, doc: dict) -> None:
@@ -563,6 +590,7 @@ def load_baseline(path: Path) -> dict:
         raise BadFileError(f"{path}: key 'entries' must be an object")
     for k, e in ents.items():
         _check_entry(path, f"entries.{k}", e)
+    gate_verdict.check(path, doc["verdict"])
     return doc
 
 
@@ -826,12 +854,20 @@ def _described(e: dict) -> dict:
 
 
 def compare(
-    spec: Spec, runs, baseline: dict, strict: bool = False, diff_runs=None, model_runs=None
+    spec: Spec,
+    runs,
+    baseline: dict,
+    strict: bool = False,
+    diff_runs=None,
+    model_runs=None,
+    allow_removed: bool = False,
 ) -> list[Change]:
     """One Change per result of the run (audits, then ``[[diff]]`` entries when
-    ``diff_runs`` is given), then one per baseline entry that the spec no longer produces
-    ('removed'; a failure with ``strict``).  A baseline written by another actaudit
-    version: a 'warning' Change first (a failure with ``strict``)."""
+    ``diff_runs`` is given), then one per baseline entry that the spec no longer produces:
+    a failure (a spec that lost entries, or a second spec file read instead of the first,
+    must not pass), 'removed' with ``allow_removed`` (the entries dropped on purpose).  A
+    baseline written by another actaudit version: a 'warning' Change first (a failure with
+    ``strict``)."""
     from audit.gate import diffs as gate_diff
 
     out = []
@@ -852,7 +888,22 @@ def compare(
             )
         )
 
-    def judge(key, name, fails, now):
+    verdict = baseline.get("verdict")
+    if verdict is None:  # (a baseline dict made by hand: load_baseline requires it)
+        out.append(
+            Change(
+                "verdict",
+                "baseline",
+                "fail",
+                ["the baseline records no slack or tolerances; re-record with actaudit baseline"],
+            )
+        )
+    else:
+        looser = gate_verdict.looser_spec(spec, verdict)
+        if looser:
+            out.append(Change("verdict", "spec", "fail", looser))
+
+    def judge(key, name, fails, now, tol=None, expect=None):
         seen.add(key)
         ch = Change(key, name, "ok")
         better: list[str] = []
@@ -862,6 +913,19 @@ def compare(
         else:
             f2, better = _against_baseline(spec, now, base)
             fails += f2
+            if verdict is not None and tol is not None:
+                rec = verdict["tolerances"].get(key)
+                if rec is None:
+                    fails.append("the baseline records no tolerance for it; re-record with actaudit baseline")
+                else:
+                    fails += gate_verdict.looser_tolerance(tol, rec)
+            if verdict is not None and expect is not None:
+                if key not in verdict["expects"]:
+                    fails.append(
+                        "the baseline records no expectation for it; re-record with actaudit baseline"
+                    )
+                else:
+                    fails += gate_verdict.looser_expect(expect, verdict["expects"][key])
         if fails:
             ch.status, ch.messages = "fail", fails
         elif better:
@@ -870,13 +934,20 @@ def compare(
 
     for a, results in runs:
         for r in results:
-            judge(entry_key(a.name, r, a.cflags), r.candidate, tolerance_failures(a, r), entry(r, a))
+            judge(
+                entry_key(a.name, r, a.cflags),
+                r.candidate,
+                tolerance_failures(a, r),
+                entry(r, a),
+                tol=a.tolerance,
+            )
     for d, r in diff_runs or ():
         judge(
             gate_diff.entry_key(d, r),
             f"{r.a} vs {r.b}",
             gate_diff.expectation_failures(d, r),
             gate_diff.entry(d, r),
+            expect=d["expect"],
         )
     from audit.gate import models as gate_models
 
@@ -913,10 +984,16 @@ def compare(
                             f"{e.get('identity', {}).get('a')} vs {e.get('identity', {}).get('b')}",
                         )
                     ),
-                    "fail" if strict else "removed",
+                    "removed" if allow_removed and not strict else "fail",
                     [
                         "in the baseline but no longer in the spec"
-                        + ("" if strict else " (--strict fails on this)")
+                        + (
+                            " (re-record with actaudit baseline, or drop it with check --allow-removed)"
+                            if not allow_removed
+                            else " (--strict fails on this)"
+                            if not strict
+                            else ""
+                        )
                     ],
                 )
             )
@@ -983,6 +1060,7 @@ def check_command(
     reference=None,
     strict: bool = False,
     require_certified: bool = False,
+    allow_removed: bool = False,
 ) -> tuple[Spec, list[Change]]:
     from audit.gate import diffs as gate_diff
 
@@ -995,7 +1073,7 @@ def check_command(
     from audit.gate import models as gate_models
 
     model_runs = gate_models.run_all(spec.path, spec.models)
-    changes = compare(spec, runs, base, strict, diff_runs, model_runs)
+    changes = compare(spec, runs, base, strict, diff_runs, model_runs, allow_removed)
     if certified:
         from audit.measure.certify import uncertified_used_tables
 

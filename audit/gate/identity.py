@@ -61,7 +61,9 @@ def float_identity(r, a) -> dict:
             "range": _range(a.range),
             "samples": a.samples,
             "seed": a.seed,
-            "distribution": a.distribution,
+            # the distribution as its figures are bound to it: an npy: sample by its digest,
+            # never by its path (checking from another directory is the same run)
+            "distribution": (r.weighted or {}).get("distribution_id", a.distribution),
             "exhaustive": bool(r.domain.exhaustive),
             "inputs": int(r.domain.count),
             "specials": len(r.specials),

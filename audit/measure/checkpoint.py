@@ -11,7 +11,10 @@ bit.  A finished result is kept: running it again reads it back.
 Files, per result: ``DIR/<key>.json`` (the state; floats written as Python's shortest
 repr, which reads back exactly) and ``DIR/<key>.<k>.npz`` (the error arrays kept for
 an exact p99), written atomically, never pickled.  The key is a SHA-256 of the
-result's fingerprint: candidate (and its formula's source), parameters, formats,
+result's fingerprint: candidate, its identity (``Candidate.identity``, the one its baseline
+entries record: a C kernel's source, headers, flags and compiler, a callable's code and
+module file, an engine's version, attributes and environment), its formula's source and
+module file, parameters, formats,
 input range, chunk size, analysis options and the actaudit and oracle versions.
 """
 
@@ -129,9 +132,20 @@ def fingerprint(job, n_chunks: int) -> dict:
         src = hashlib.sha256(inspect.getsource(c.fn).encode()).hexdigest()
     except (OSError, TypeError):
         src = None
+    try:
+        with open(inspect.getsourcefile(c.fn) or "", "rb") as fh:  # (a formula's helpers)
+            module_file = hashlib.sha256(fh.read(1 << 26)).hexdigest()
+    except (OSError, TypeError):
+        module_file = None
     return {
         "candidate": c.id,
+        # the candidate's identity, the one its baseline entries record (Candidate.identity,
+        # audit/targets/identity.py): a C kernel's source and header digest, flags and
+        # compiler; a callable's code and module file; an engine's version, attributes,
+        # options, dispatch and environment.  As JSON reads it back.
+        "identity": json.loads(json.dumps(c.identity, sort_keys=True, default=repr)),
         "source": src,
+        "module_file": module_file,
         "reference": c.reference,
         "params": _plain(job.params),
         "ref_params": _plain(job.ref_params),

@@ -1002,7 +1002,9 @@ def _evaluation_paths(paths: _Paths, st: Format, cands: list) -> Iterator[tuple[
     for cf in _compute_formats(paths, st):
         for c in cands:
             if paths.auto or c.native:  # a fixed compute gives the same result on every path
-                key = (c.id, "native" if c.native else c.compute_format(cf).name)
+                # the candidate itself (the same object met again), never its display name:
+                # two engine ops whose labels read alike are two candidates
+                key = (id(c), "native" if c.native else c.compute_format(cf).name)
                 if key in done:
                     continue
                 done.add(key)

@@ -94,6 +94,13 @@ class Distribution:
     total: int = 0  # samples in the file
     nonfinite: dict = field(default_factory=dict, compare=False)  # nan / inf / -inf -> count
     overflow_count: int = 0  # finite samples that round beyond the format (to inf/NaN)
+    digest: str = ""  # npy: SHA-256 of the sample as read (dtype, shape, bytes), set by bind
+
+    @property
+    def identity(self) -> str:
+        """What results weighted by it are bound to: its spelling, and for npy: the sample's
+        digest, never its path (the same file read from another directory is the same)."""
+        return f"npy:sha256:{self.digest}" if self.kind == "npy" and self.digest else self.label
 
 
 def _kv(spec: str, rest: str) -> dict:
@@ -148,6 +155,10 @@ def bind(d: Distribution, fmt: Format) -> Distribution:
     a = load_npy(d.path, NPY_LIMIT, "distribution sample")
     if a.dtype.kind not in "iuf":
         raise BadFileError(f"{d.path}: dtype {a.dtype}: a distribution sample holds real numbers")
+    import hashlib
+
+    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+    h.update(np.ascontiguousarray(a).tobytes())
     a = np.asarray(a, dtype=np.float64).ravel()
     if a.size == 0:
         raise BadFileError(f"{d.path}: no samples (zero inputs prove nothing)")
@@ -183,6 +194,7 @@ def bind(d: Distribution, fmt: Format) -> Distribution:
         total=int(a.size),
         nonfinite=nonfinite,
         overflow_count=int(np.count_nonzero(~ok)),
+        digest=h.hexdigest(),
     )
 
 
@@ -590,6 +602,7 @@ def finish(d: Distribution, fmt: Format, parts: list[Part]) -> dict:
     qs = _quantiles(mf, u, [(num, den) for _, num, den in QUANTILES])
     doc = {
         "distribution": d.label,
+        "distribution_id": d.identity,  # (npy: the sample's digest, not its path)
         "mass": {"swept": swept, **out, "overflow_to": overflow_to(fmt)},
         "finite": fin_mass / swept,
         "mean_ulp": mean(0),
@@ -763,8 +776,8 @@ def baseline_entry(weighted: dict | None) -> dict:
     from audit.io import json_number
 
     return {
-        "weighted": {
-            "distribution": weighted["distribution"],
+        "weighted": {  # bound to the sample's digest for npy:, not to where it was read
+            "distribution": weighted.get("distribution_id", weighted["distribution"]),
             **{k: json_number(weighted[k]) for k in BASELINE_FIGURES},
         }
     }

@@ -83,9 +83,80 @@ def parse_target(target: str) -> tuple[Path, str]:
     return Path(path), func
 
 
+# The flags a kernel may be compiled with: code generation only.  Anything that names an
+# output (-o, --output=, -Wl,-o,PATH, -MF), changes what is compiled or written (-E,
+# --preprocess, -c, --compile, -S, -save-temps, -M*, -fpreprocessed), passes words to
+# another program (-Wl, -Wa, -Wp, -Xlinker), loads code (-fplugin=, -specs=) or reads and
+# writes files of its own (-fprofile-*, -fdump-*, -fdiagnostics-*, -fdeps-*) is refused:
+# each could hide a header from the dependency list, or overwrite a file.
+_WORD = r"[A-Za-z0-9][A-Za-z0-9_+.-]*"
+_ALLOWED = (
+    (re.compile(r"-O([0-3sgz]|fast)?"), "optimization level"),
+    (re.compile(rf"-f{_WORD}(={_WORD}(,{_WORD})*)?"), "code generation (-fNAME[=VALUE])"),
+    (re.compile(rf"-m{_WORD}(={_WORD}(,{_WORD})*)?"), "target (-mNAME, -march=, -mtune=)"),
+    (re.compile(r"-[DU][A-Za-z_]\w*(=.*)?", re.S), "a macro (-DNAME[=VALUE], -UNAME)"),
+    (re.compile(r"-std=[a-z0-9:]+"), "the language standard"),
+    (re.compile(r"-I.+", re.S), "an include directory (read only)"),
+)
+_F_REFUSED = (
+    "plugin",
+    "dump",
+    "profile",
+    "auto-profile",
+    "opt-info",
+    "save-optimization-record",
+    "stack-usage",
+    "callgraph-info",
+    "preprocessed",
+    "directives-only",
+    "syntax-only",
+    "compare-debug",
+    "debug-prefix-map",
+    "file-prefix-map",
+    "macro-prefix-map",
+    "profile-prefix-map",
+    "working-directory",
+    "deps",
+    "diagnostics",
+    "lto",
+    "specs",
+    "record",
+)
+
+
+def check_flag(f: str) -> str | None:
+    """Why compiler flag ``f`` is refused (None: allowed)."""
+    if "\0" in f:
+        return "holds a NUL character"
+    kind = next((what for rx, what in _ALLOWED if rx.fullmatch(f)), None)
+    if kind is None:
+        return (
+            "is not a flag actaudit passes on (allowed: -O*, -fNAME[=VALUE], -mNAME[=VALUE], "
+            "-march=/-mtune=, -DNAME[=VALUE], -UNAME, -IDIR, -std=STD)"
+        )
+    if f.startswith("-f"):
+        name = f[2:].removeprefix("no-")
+        if any(name.startswith(p) for p in _F_REFUSED):
+            return "reads or writes files of its own, or changes what is compiled: not a code-generation flag"
+    if f.startswith("-I"):
+        d = f[2:]
+        if not os.path.isdir(d):
+            return f"names no directory ('{d}')"
+    return None
+
+
+def check_flags(flags: list[str], where: str = "--cflags") -> list[str]:
+    """``flags`` (one string each), every one on the allow-list; else one line naming it."""
+    for f in flags:
+        why = check_flag(f)
+        if why is not None:
+            raise BadOptionError(f"{where}: {f!r} {why}")
+    return list(flags)
+
+
 def parse_cflags(cflags: str | None) -> list[str]:
     """--cflags as the compiler's arguments, split as a POSIX shell does (one line on a
-    quoting error)."""
+    quoting error), each flag on the allow-list (:func:`check_flag`)."""
     text = DEFAULT_CFLAGS if cflags is None else cflags
     if not isinstance(text, str) or "\0" in text:
         raise BadOptionError(f"--cflags must be a string of compiler flags, got {cflags!r}")
@@ -93,10 +164,7 @@ def parse_cflags(cflags: str | None) -> list[str]:
         flags = shlex.split(text)
     except ValueError as e:
         raise BadOptionError(f"--cflags {text!r}: {e} (flags are split as a POSIX shell does)") from None
-    for f in flags:
-        if f in ("-o", "-M", "-MM", "-MD", "-MMD", "-MF", "-E", "-S", "-c") or f.startswith("-o"):
-            raise BadOptionError(f"--cflags: '{f}' is not a flag actaudit can pass on (it sets it itself)")
-    return flags
+    return check_flags(flags)
 
 
 def kernel_type(source: str, func: str) -> str:
@@ -248,7 +316,14 @@ class Compiled:
     deps: tuple = ()
 
     def identity(self) -> dict:
-        return {"cflags": list(self.flags), "kernel_digest": self.kernel_digest, "compiler": self.compiler}
+        from audit.targets.identity import environment
+
+        return {
+            "cflags": list(self.flags),
+            "kernel_digest": self.kernel_digest,
+            "compiler": self.compiler,
+            "environment": environment("c"),  # (glibc's hwcaps, a preload: libm's code)
+        }
 
 
 def _verified(so: Path, key: str) -> bytes | None:
@@ -288,12 +363,12 @@ def compile_kernel(path: Path, cflags: str | None = None, func: str | None = Non
     real_cc = ident.split(" ", 1)[0]
     absolute = os.path.abspath(path)
     base = [real_cc, *flags, "-include", absolute, "-x", "c", "-"]
-    rc, out, err = _run(base[:-1] + ["-M", "-MT", "kernel", "-"], unit)
-    if rc != 0:
-        raise KernelError(f"C kernel '{path}' does not compile ({' '.join(flags)}): {_first_error(err, rc)}")
-    deps = _depfile_paths(_text(out))
-    if absolute not in deps:
-        deps.insert(0, absolute)
+    deps = _dependencies(path, base, unit, flags)
+    if absolute not in deps:  # the kernel comes in by -include: a list without it is not the list
+        raise KernelError(
+            f"C kernel '{path}': the compiler's dependency list does not name the kernel "
+            f"({' '.join(flags)}): refused"
+        )
     digests = []
     for d in deps:
         try:
@@ -322,6 +397,32 @@ def compile_kernel(path: Path, cflags: str | None = None, func: str | None = Non
     if data is None:
         data = _build(path, base, unit, flags, so, key, func, ctype)
     return Compiled(so, _sha(data), text, key, flags, ident, kernel_digest, tuple(deps))
+
+
+def _dependencies(path, base: list[str], unit: bytes, flags: list[str]) -> list[str]:
+    """Every file the kernel's unit includes, as the compiler lists them (-M), written to a
+    file of a private directory actaudit chooses (-MF, after every flag: no flag can send it
+    elsewhere); an empty list is an error."""
+    import tempfile
+
+    from audit.errors import BadFileError
+    from audit.io import read_bytes
+
+    with tempfile.TemporaryDirectory(prefix="actaudit-deps-") as tmp:
+        dep = os.path.join(tmp, "kernel.d")
+        rc, _, err = _run(base[:-1] + ["-M", "-MT", "kernel", "-MF", dep, "-"], unit)
+        if rc != 0:
+            raise KernelError(
+                f"C kernel '{path}' does not compile ({' '.join(flags)}): {_first_error(err, rc)}"
+            )
+        try:
+            text = _text(read_bytes(dep, MAX_SOURCE, "dependency list", regular=True))
+        except BadFileError as e:
+            raise KernelError(f"C kernel '{path}': no dependency list from the compiler ({e})") from None
+    deps = _depfile_paths(text)
+    if not deps:
+        raise KernelError(f"C kernel '{path}': the compiler's dependency list is empty ({' '.join(flags)})")
+    return deps
 
 
 def _first_error(err: bytes, rc: int) -> str:

@@ -22,7 +22,15 @@ import numpy as np
 from audit.errors import BadOptionError, UnknownNameError
 from audit.numbers.formats import Format
 from audit.targets.candidates import Candidate
-from audit.targets.engines.base import SESSIONS, Engine, EngineError, engine_candidates, split_target, takes
+from audit.targets.engines.base import (
+    SESSIONS,
+    Engine,
+    EngineError,
+    _show,
+    engine_candidates,
+    split_target,
+    takes,
+)
 from audit.targets.engines.callables import (
     UserFunctionError,
     _need,
@@ -224,7 +232,7 @@ def quant_candidate(target: str, inq, outq, params: dict | None = None):
         if a.ref_param is not None:
             ref_params[a.ref_param] = key.attrs[a.name]
     label = f"{prefix}:{op.name}" + (
-        f"[{','.join(f'{k}={v}' for k, v in sorted(given.items()))}]" if given else ""
+        f"[{','.join(f'{k}={_show(v)}' for k, v in sorted(given.items()))}]" if given else ""
     )
     qc = QuantCandidate(
         label,

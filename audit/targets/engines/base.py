@@ -148,6 +148,15 @@ class EngineInfo:
     options: dict
     precision: str
     dispatch: str
+    # the environment variables that change this engine's kernels, as set (XLA_FLAGS, the
+    # oneDNN / MKL ISA caps, ...: audit/targets/identity.py); None: read now
+    environment: dict | None = None
+
+    def __post_init__(self) -> None:
+        if self.environment is None:
+            from audit.targets.identity import environment
+
+            object.__setattr__(self, "environment", environment(self.engine))
 
     def to_dict(self) -> dict:
         return {
@@ -159,6 +168,7 @@ class EngineInfo:
             "options": dict(self.options),
             "precision": self.precision,
             "dispatch": self.dispatch,
+            "environment": dict(self.environment or {}),
         }
 
 
@@ -340,7 +350,15 @@ def _label(engine: Engine, op: Op, key: SessionKey, given: dict) -> str:
 
 
 def _show(v) -> str:
-    return v if isinstance(v, str) else f"{v:g}"
+    """A value written exactly: a string as it is, an integer in full, a float as its
+    shortest repr (which reads back to the same float; '1' for 1.0), never rounded, so
+    that two values never share a label (alpha=1.0000001 is not alpha=1.0000002)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    r = repr(float(v))
+    return r[:-2] if r.endswith(".0") else r
 
 
 def check_dtype(engine: Engine, op: Op, fmt_name: str) -> None:

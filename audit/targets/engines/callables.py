@@ -108,7 +108,18 @@ def wrap_callable(
         with np.errstate(all="ignore"):
             return out.astype(np.float64)
 
-    return Candidate(f"{label}", reference, f"{label}(x)", source, fn, compute=fmt.name, native=True)
+    from audit.targets.identity import callable_identity
+
+    return Candidate(
+        f"{label}",
+        reference,
+        f"{label}(x)",
+        source,
+        fn,
+        compute=fmt.name,
+        native=True,
+        identity=callable_identity(func),  # its code and module file (engines replace it)
+    )
 
 
 class _stdout_to_stderr:
