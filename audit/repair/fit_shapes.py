@@ -543,9 +543,8 @@ def _variants(reference: str) -> list:
     """(a1, max_exceptions) of the vector shape, the default first: exception lists allowed
     (fewer degrees) then none; for tanh / erf the other ends of the x P(x^2) region."""
     default = {"tanh": 0.5, "erf": 1.0}.get(reference)
-    ends = {"tanh": (0.375, 0.5, 0.75), "erf": (0.75, 1.0, 1.25)}.get(reference, (None,))
-    ends = sorted(ends, key=lambda a: a != default)
-    return [(a1, exc) for a1 in ends for exc in (MAX_EXCEPTIONS, 0)]
+    ends: tuple = {"tanh": (0.375, 0.5, 0.75), "erf": (0.75, 1.0, 1.25)}.get(reference, (None,))
+    return [(a1, exc) for a1 in sorted(ends, key=lambda a: a != default) for exc in (MAX_EXCEPTIONS, 0)]
 
 
 def fit_best(reference: str, dtype: str, *, max_degree: int = MAX_DEGREE, progress=None) -> VectorFit:
