@@ -14,7 +14,7 @@ native 16-bit in/out variant (the same ops plus the conversions).  Each repeat t
 kernel once, interleaved; the table shows medians, and "min ratio" the ratio of the fastest
 runs (fit AVX-512 over the fastest ORT form), the least disturbed by other load.  The kernel
 of each target is the fastest of its variants (audit.repair.fit_shapes.search; --no-search: the
-default variant).  --before adds the table kernel of
+default variant, the kernel plain `actaudit fit` writes: fit_shapes.fit_best).  --before adds the table kernel of
 ``actaudit fit`` (audit/repair/fit.py) for the targets given with --before.
 
 Usage: python benchmarks/bench_fit.py [--repeat 15] [--targets gelu:bf16,...] [--before gelu:bf16]
@@ -133,7 +133,7 @@ def main() -> None:
     rows = []
     for spec in args.targets.split(","):
         ref, dtype = spec.split(":")
-        r, variants = fs.search(ref, dtype, tmp) if args.search else (fs.fit_vector(ref, dtype), [])
+        r, variants = fs.search(ref, dtype, tmp) if args.search else (fs.fit_best(ref, dtype), [])
         if not r.ok:
             print(f"{ref} {dtype}: fit failed: {r.message}")
             continue

@@ -8,10 +8,16 @@
     inputs spread evenly over fp32's number line (both signs, tiny to huge, the ties at
     subnormals), then the same ranges on every core; and the exhaustive pairs of a gated
     unit (swiglu.silu_mul, fp16);
-(c) peak resident memory of this process and of its worker processes.
+(c) peak resident memory of this process and of its worker processes;
+(d) the marginal fp32 rate of gelu.tanh in [1, 64] (50 million inputs) on every core (the
+    rate of the whole range less that of a small one: the per-sweep set-up left out), the
+    CPU seconds per input of one worker split into the oracle alone and the rest (its
+    share), and the oracle alone in values/s beside MPFR's correctly rounded erfc, exp and
+    tanh through gmpy2 at 24 and 53 bits per value (the limit a proven library sets).
 
 Medians of --repeat runs.  Usage:
   python benchmarks/bench_scale.py [--repeat 3] [--naive-sample 300] [--fp32-range 33554432]
+                                   [--only d] [--marginal-range 1:64]
 """
 
 from __future__ import annotations
@@ -62,13 +68,102 @@ def timed(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
+def oracle_figures(rng: tuple[float, float], repeat: int) -> None:
+    """(d): marginal rate on every core, the oracle's share of one worker's CPU time, the
+    oracle alone beside gmpy2 (MPFR)."""
+    from audit.measure.executors import keep_freed_memory
+    from audit.numbers.inputs import CHUNK
+    from audit.oracle import oracle
+    from audit.targets.candidates import resolve
+
+    cores = os.cpu_count() or 1
+    small = (rng[0], rng[0] * (1 + 2.0**-8))  # 32,769 inputs: the set-up of a sweep
+    counts = {}
+
+    def sweep(r, workers):
+        (res,) = audit.sweep("gelu.tanh", dtype="fp32", range=r, exhaustive=True, workers=workers)
+        counts[r] = res.domain.count
+
+    big_t = timed(lambda: sweep(rng, cores), repeat)
+    small_t = timed(lambda: sweep(small, cores), repeat)
+    big_n, small_n = counts[rng], counts[small]
+    marginal = (big_n - small_n) / (big_t - small_t)
+    print(
+        f"(d) gelu.tanh fp32 in [{rng[0]:g}, {rng[1]:g}], {big_n:,} inputs, {cores} workers: "
+        f"{big_n / big_t / 1e6:.2f} M inputs/s whole, {marginal / 1e6:.2f} M/s marginal "
+        f"(less a sweep of {small_n:,} inputs: {small_t:.2f} s)"
+    )
+    # one worker's CPU time: the whole chunk pipeline against the oracle alone, same chunks
+    (c,) = resolve(["gelu.tanh"])
+    fmt = get_format("fp32")
+    params = c.ref.with_defaults({})
+    lo = int(np.float32(rng[0]).view(np.uint32))
+    starts = np.linspace(lo, int(np.float32(rng[1]).view(np.uint32)) - CHUNK, 8).astype(np.int64)
+    chunks = [
+        (np.arange(s, s + CHUNK, dtype=np.int64).astype(np.uint32)).view(np.float32).astype(np.float64)
+        for s in starts.tolist()
+    ]
+    keep_freed_memory()
+
+    def cpu(fn) -> float:
+        ts = []
+        for _ in range(max(repeat, 5)):
+            t = time.process_time()
+            for x in chunks:
+                fn(x)
+            ts.append(time.process_time() - t)
+        return statistics.median(ts) / (len(chunks) * CHUNK)
+
+    per_oracle = cpu(lambda x: oracle.evaluate(c.ref, fmt, x, params))
+    per_fast = cpu(lambda x: c.ref.fast(x, **params))
+    part = (float(chunks[0][0]), float(chunks[0][0]) * 1.25)  # 2^21 + 1 inputs from the first chunk on
+
+    def whole():
+        t = time.process_time()
+        (res,) = audit.sweep("gelu.tanh", dtype="fp32", range=part, exhaustive=True, workers=1)
+        return (time.process_time() - t) / res.domain.count
+
+    per_all = statistics.median([whole() for _ in range(max(repeat, 5))])
+    print(
+        f"    1 worker, CPU time per input: {per_all * 1e9:.1f} ns end to end ({1 / per_all / 1e6:.1f} M/s per "
+        f"core), oracle alone {per_oracle * 1e9:.1f} ns ({per_oracle / per_all:.0%}; its float64 fast "
+        f"value {per_fast * 1e9:.1f} ns)"
+    )
+    print(f"    oracle alone (gelu, fp32, correctly rounded): {1 / per_oracle / 1e6:.1f} M values/s per core")
+    try:
+        import gmpy2
+    except ImportError:
+        print("    gmpy2 not installed: no MPFR comparison")
+        return
+    xs = chunks[0][:20000].tolist()
+    for prec in (24, 53):
+        with gmpy2.context(gmpy2.get_context(), precision=prec):
+            row = []
+            for name, f in (("erfc", gmpy2.erfc), ("exp", gmpy2.exp), ("tanh", gmpy2.tanh)):
+                ts = []
+                for _ in range(max(repeat, 3)):
+                    t = time.process_time()
+                    for v in xs:
+                        f(v)
+                    ts.append(time.process_time() - t)
+                row.append(f"{name} {len(xs) / statistics.median(ts) / 1e6:.2f}")
+        print(f"    MPFR (gmpy2, {prec} bits, one call per value, M values/s per core): " + ", ".join(row))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--naive-sample", type=int, default=300)
     ap.add_argument("--fp32-range", type=int, default=1 << 25)
+    ap.add_argument("--only", default="abcd", help="which figures: any of a, b, c, d")
+    ap.add_argument("--marginal-range", default="1:64")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
+    if "d" in args.only:
+        a, b = (float(v) for v in args.marginal_range.split(":"))
+        oracle_figures((a, b), args.repeat)
+    if set(args.only) <= {"d"}:
+        return
 
     fmt = get_format("fp16")
     allx = fmt.finite_values()

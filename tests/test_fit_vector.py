@@ -260,6 +260,68 @@ def test_cli_refuses_bad_options(tmp_path, capsys):
     )
     assert main(["fit", "mish", "--dtype", "bf16", "--shape", "vector", "--out", str(tmp_path)]) == 2
     assert main(["fit", "gelu", "--dtype", "fp8_e4m3", "--shape", "vector", "--out", str(tmp_path)]) == 2
-    assert main(["fit", "gelu", "--dtype", "bf16", "--emit", "c", "--out", str(tmp_path)]) == 2
+    assert (
+        main(["fit", "gelu", "--dtype", "bf16", "--shape", "table", "--emit", "c", "--out", str(tmp_path)])
+        == 2
+    )
+    assert main(["fit", "gelu", "--dtype", "bf16", "--fma", "--emit", "c", "--out", str(tmp_path)]) == 2
+    assert main(["fit", "gelu", "--dtype", "bf16", "--shape", "round", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "rust" in err and "Traceback" not in err
+    assert "rust" in err and "do not go together" in err and "Traceback" not in err
+    assert "auto, table or vector" in err
+
+
+def _mp_gelu(x):
+    with mp.workprec(200):
+        x = mp.mpf(x)
+        return x / 2 * mp.erfc(-x / mp.sqrt(2))
+
+
+def test_fit_gelu_fp16_without_flags_writes_the_vector_kernel(tmp_path, capsys):
+    """Issue 36: no --shape, no --max-degree: the vector kernel (its polynomial needs degree 7,
+    above the table's default cap of 6), compiled from the written file here with the flags
+    its header names and correctly rounded at every input."""
+    assert main(["fit", "gelu", "--dtype", "fp16", "--out", str(tmp_path), "--json", "-"]) == 0
+    doc = __import__("json").loads(capsys.readouterr().out)
+    assert doc["shape"]["chosen"] == "vector" and "vector shape" in doc["shape"]["why"]
+    assert doc["kernel"]["degrees"]["p"] > 6
+    src = (tmp_path / "fitv_gelu_fp16.c").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fitv_gelu_fp16.c", "fitv_gelu_fp16_u16.c"]
+    build = fs.runnable_builds()[0]
+    run, vec = _compile(src, "fitv_gelu_fp16", _header_flags(src)[build], tmp_path, build)
+    assert vec == (build != "scalar")
+    fmt = get_format("fp16")
+    x = fmt.finite_values()
+    y = run(x.astype(np.float32)).astype(np.float64)
+    # every finite input against the correctly rounded value (the oracle's, itself checked by
+    # selftest), then a seeded sample and the edges against mpmath directly
+    tg = fs.targets("gelu", "fp16")
+    want = tg.y[: len(x)]
+    assert (((y == want) & (np.signbit(y) == np.signbit(want))) | (np.isnan(y) & np.isnan(want))).all()
+    pick = np.random.default_rng(36).choice(len(x), 200, replace=False)
+    edge = np.flatnonzero(np.isin(x, [-65504.0, -5.72656, -(2.0**-24), 0.0, 2.0**-24, 1.0, 65504.0]))
+    for i in np.concatenate([pick, edge]).tolist():
+        assert is_nearest_even(fmt, _mp_gelu(x[i]), y[i]), (x[i], y[i])
+    spec = run(np.array([np.inf, -np.inf, np.nan], dtype=np.float32))
+    assert spec[0] == np.inf and spec[1] == 0 and np.signbit(spec[1]) and np.isnan(spec[2])
+
+
+def test_the_shape_chosen_without_flags():
+    assert fs.choose_shape("gelu", "bf16", "fp32")[0] == "vector"
+    assert fs.choose_shape("silu", "fp16", "fp32")[0] == "vector"
+    # no vector shape: the table kernel, and why
+    shape, why = fs.choose_shape("mish", "bf16", "fp32")
+    assert shape == "table" and "mish bf16 has no vector shape" in why
+    assert fs.choose_shape("gelu", "fp8_e4m3", "fp32")[0] == "table"
+    assert fs.choose_shape("gelu", "bf16", "fp16")[0] == "table"
+    assert fs.choose_shape("gelu", "bf16", "fp32", ["--fma"]) == (
+        "table",
+        "--fma is an option of the table kernel",
+    )
+    assert fs.choose_shape("mish", "bf16", "fp32", [], ["--emit"])[0] == "vector"
+
+
+def test_variants_default_first():
+    assert fs._variants("gelu") == [(None, fs.MAX_EXCEPTIONS), (None, 0)]
+    assert [a for a, _ in fs._variants("tanh")][:2] == [0.5, 0.5]
+    assert sorted({a for a, _ in fs._variants("erf")}) == [0.75, 1.0, 1.25]

@@ -21,7 +21,11 @@ def fit(
     reference: str = opt.reference_arg(),
     dtype: str = opt.dtype(default="bf16", help="Output format (enumerable: fp8, fp16, bf16)."),
     compute: str = opt.compute(default="fp32", help="Compute format of the kernel (fp32)."),
-    max_degree: int = typer.Option(6, "--max-degree", help="Largest polynomial degree tried."),
+    max_degree: int | None = typer.Option(
+        None,
+        "--max-degree",
+        help="Largest polynomial degree tried (default: 6 for the table, 12 for vector).",
+    ),
     pieces: int | None = typer.Option(
         None, "--pieces", help="At most K table pieces, of power-of-two width (default: try 16 to 512)."
     ),
@@ -43,10 +47,11 @@ def fit(
         help="Fit x >= 0 only for odd or even functions (detected over every input).",
     ),
     shape: str = typer.Option(
-        "table",
+        "auto",
         "--shape",
         help="table: piecewise table kernel (C, candidate module, gate entry); vector: branch-free "
-        "vectorizable kernel (gelu, silu, sigmoid, tanh, erf; bf16, fp16), compiled and checked at every input.",
+        "vectorizable kernel (gelu, silu, sigmoid, tanh, erf; bf16, fp16), compiled and checked at every input; "
+        "auto (default): vector where the reference and format have one, else table (the choice is reported).",
     ),
     emit: list[str] = typer.Option(
         [], "--emit", help="With --shape vector: c, cuda, triton, numpy (repeatable; default c)."
@@ -57,20 +62,45 @@ def fit(
 ):
     """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
     as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
-    if shape not in ("table", "vector"):
-        raise BadOptionError(f"--shape: table or vector; not {shape}")
+    if shape not in ("auto", "table", "vector"):
+        raise BadOptionError(f"--shape: auto, table or vector; not {shape}")
+    opt.positive(time_limit, "--time-limit")
+    chosen = None  # (shape, why) when --shape auto chose
+    if shape == "auto":
+        from audit.repair import fit_shapes as fs
+
+        given = [("--pieces", pieces is not None), ("--param", bool(param)), ("--fma", fma)]
+        given += [("--semantics", semantics is not None), ("--no-symmetry", not symmetry)]
+        vec = [("--emit", bool(emit)), ("--search", search)]
+        chosen = fs.choose_shape(
+            reference, dtype, compute, [n for n, on in given if on], [n for n, on in vec if on]
+        )
+        shape = chosen[0]
     if shape == "vector":
         from audit.cli import fit_vector as fit_vector_cli
 
-        return fit_vector_cli.run(
-            reference, dtype, compute, max_degree, out_dir, json_out, emit or ["c"], out, search
+        code = fit_vector_cli.run(
+            reference,
+            dtype,
+            compute,
+            max_degree,
+            out_dir,
+            json_out,
+            emit or ["c"],
+            out,
+            search,
+            chosen=chosen,
         )
+        if code is not None:
+            return code
+        chosen = ("table", "the vector shape found no kernel correctly rounded at every input")
     if emit or search:
         raise BadOptionError("--emit and --search need --shape vector")
+    if max_degree is None:
+        max_degree = 6
     from audit.repair import cost as cost_mod
     from audit.repair import fit as fit_mod
 
-    opt.positive(time_limit, "--time-limit")
     fit_mod.check_out_dir(out_dir)  # before the fit, not after it
     from audit.signals import ready
 
@@ -90,8 +120,12 @@ def fit(
             semantics=semantics,
             symmetry=symmetry,
         )
+    if chosen is not None:
+        doc["shape"] = {"chosen": chosen[0], "why": chosen[1]}
     if write_json(doc, json_out):
         return 0 if rep.ok else 1
+    if chosen is not None:
+        out.print(f"shape {chosen[0]}: {chosen[1]}", markup=False, highlight=False, soft_wrap=True)
     how = "".join(
         [
             ", FMA" if fma or (semantics and "contract" in semantics) else "",

@@ -11,9 +11,15 @@ from audit.repair import fit_shapes as fs
 from audit.repair.emit import TARGETS
 
 
-def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, out, search=False) -> int:
+def run(
+    reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, out, search=False, chosen=None
+) -> int | None:
+    """The exit code; None where ``chosen`` (--shape auto chose vector: (shape, why)) and no
+    variant of the vector shape fits, so that the caller fits the table kernel instead."""
     from audit.io import write_files
 
+    if max_degree is None:
+        max_degree = fs.MAX_DEGREE
     if compute != "fp32":
         raise BadOptionError("fit emits fp32 kernels: --compute fp32")
     bad = [t for t in emit_targets if t not in TARGETS]
@@ -32,7 +38,16 @@ def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, 
         if search:
             fit, variants = fs.search(reference, dtype, tmp)
         else:
-            fit = fs.fit_vector(reference, dtype, max_degree=max_degree)
+            fit = fs.fit_best(reference, dtype, max_degree=max_degree)
+        if fit.program is None and chosen is not None:
+            if json_out != "-":
+                out.print(
+                    f"shape vector: {chosen[1]}; but {fit.message}: the table kernel instead",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            return None
         if fit.program is not None:
             checks = fs.verify_c(fit, tmp, time_n=1 << 20)
     if fit.program is not None:
@@ -41,12 +56,16 @@ def run(reference, dtype, compute, max_degree, out_dir, json_out, emit_targets, 
         paths = [str(d / n) for n, _ in names]
     doc = fs.to_dict(fit, checks)
     doc["files"] = paths
+    if chosen is not None:
+        doc["shape"] = {"chosen": chosen[0], "why": chosen[1]}
     if search:
         doc["variants"] = variants
     ok = fit.ok and checks is not None and all(c[v]["wrong"] == 0 for c in checks for v in ("f32", "u16"))
     if write_json(doc, json_out):
         return 0 if ok else 1
     say = lambda m: out.print(m, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+    if chosen is not None:
+        say(f"shape {chosen[0]}: {chosen[1]}")
     say(f"actaudit fit {reference} {dtype} --shape vector (compute fp32): {fit.message}")
     if fit.program is None:
         return 1

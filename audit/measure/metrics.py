@@ -150,13 +150,16 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
                 oracle = settle(idx)
         hi, lo = oracle.hi, oracle.lo
         cls = np.zeros(n, dtype=np.int8)
-        notfin = np.flatnonzero(~np.isfinite(got))
-        if len(notfin):
-            g, c = got[notfin], correct[notfin]
-            cls[notfin] = np.where(c, OVERFLOW_OK, np.where(np.isnan(g), NAN, INF))
         abs_err = got - hi
         abs_err -= lo
         np.abs(abs_err, out=abs_err)
+        # |got - hi - lo| finite everywhere: got and hi are (the common case, one check for
+        # the two scans below); else the inputs where either is not
+        all_finite = bool(np.isfinite(abs_err).all())
+        notfin = abs_err[:0].astype(np.int64) if all_finite else np.flatnonzero(~np.isfinite(got))
+        if len(notfin):
+            g, c = got[notfin], correct[notfin]
+            cls[notfin] = np.where(c, OVERFLOW_OK, np.where(np.isnan(g), NAN, INF))
         ulp_err = abs_err / exact_ulp(fmt, hi, lo)
         np.minimum(ulp_err, 0.5, out=ulp_err, where=correct)
         rel_err = abs_err / np.abs(hi)
@@ -167,7 +170,7 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
             rel_err[zero] = zero_relative_error(got[zero], lo[zero] != 0)
         # an exact value (or an error) beyond float64's range is still a finite real: its
         # figures come from mpmath, never inf/inf = NaN
-        big = np.flatnonzero(~np.isfinite(abs_err))
+        big = notfin if all_finite else np.flatnonzero(~np.isfinite(abs_err))
         if len(big):
             big = big[np.isfinite(got[big]) & ~np.isnan(hi[big])]
         if len(big):

@@ -286,11 +286,16 @@ def _compute(
         mag = np.abs(v)
         slack = mag * rel
         slack += FAST_ABS_TOL
-        # the two ends of v +- slack round alike (compared as keys: float32 for fp32)
-        amb = fmt.round_key(v - slack) != fmt.round_key(v + slack)
+        # the two ends of v +- slack round alike (compared as keys: float32 for fp32); one
+        # float64 buffer holds each end in turn (v - slack, v + slack, mag - slack, mag + slack)
+        end = np.subtract(v, slack)
+        key = fmt.round_key(end)
+        amb = key != fmt.round_key(np.add(v, slack, out=end))
         rounded = fmt.round(v)
         # near a power of two the binade of f (hence ulp_F(f)) is also uncertain
-        unsure = _binade_key(fmt, mag - slack) != _binade_key(fmt, mag + slack)
+        key = _binade_key(fmt, np.subtract(mag, slack, out=end))
+        unsure = key != _binade_key(fmt, np.add(mag, slack, out=end))
+        del end, key
         # a NaN fast value is the fast path declining to vouch for that input; an infinite
         # one says that f exceeds float64's range, so overflows F (the fast-path contract)
         odd = np.flatnonzero(amb | ~np.isfinite(v))
@@ -403,7 +408,8 @@ def _binade_key(fmt: Format, m: np.ndarray) -> np.ndarray:
     """A key equal for two magnitudes m exactly when max(floor(log2 m), emin) is (m <= 0
     counting as below emin): the biased float64 exponent field, clamped at emin's; the
     arithmetic shift makes negative m (sign bit set) negative, below the clamp."""
-    return np.maximum(m.view(np.int64) >> 52, fmt.emin + 1023)
+    k = np.right_shift(m.view(np.int64), 52)
+    return np.maximum(k, fmt.emin + 1023, out=k)
 
 
 def _settle_near(ref, fmt, x, params, v, slack, unsure, hi, lo, rounded):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -500,6 +500,89 @@ def fit_vector(
         else f"{wrong} of {len(tg.x)} inputs wrong"
     )
     return VectorFit(shape, prog, wrong == 0, msg, tried, wrong, time.perf_counter() - t0, len(tg.x))
+
+
+MAX_DEGREE = 12  # the default cap of the vector fit: it raises the degree itself up to here
+TABLE_OPTIONS = ("--pieces", "--param", "--fma", "--semantics", "--no-symmetry")
+
+
+def choose_shape(reference: str, dtype: str, compute: str, table_options=(), vector_options=()) -> tuple:
+    """The shape ``actaudit fit REF`` takes without ``--shape``: (``"vector"`` or ``"table"``,
+    why).  The vector shape where the reference and format have one (it is branch-free, has
+    no table and vectorizes: the fastest correct kernel; docs/design/benchmarks.md), unless
+    an option only the table kernel has was given; the table kernel for every other pair."""
+    if table_options and vector_options:
+        raise BadOptionError(
+            f"{', '.join(vector_options)} (vector shape) and {', '.join(table_options)} (table shape) do not go together"
+        )
+    if table_options:
+        opts = ", ".join(table_options)
+        return (
+            "table",
+            f"{opts} {'is an option' if len(table_options) == 1 else 'are options'} of the table kernel",
+        )
+    if vector_options:
+        return (
+            "vector",
+            f"{', '.join(vector_options)} {'is' if len(vector_options) == 1 else 'are'} of the vector shape",
+        )
+    if reference in SUPPORTED and dtype in DTYPES and compute == "fp32":
+        return (
+            "vector",
+            f"{reference} {dtype} has a vector shape: branch-free, no table, vectorized "
+            "(the fastest correct kernel; --shape table for the table kernel)",
+        )
+    return (
+        "table",
+        f"{reference} {dtype} has no vector shape (those are {', '.join(SUPPORTED)} in "
+        f"{', '.join(DTYPES)}, fp32 compute)",
+    )
+
+
+def _variants(reference: str) -> list:
+    """(a1, max_exceptions) of the vector shape, the default first: exception lists allowed
+    (fewer degrees) then none; for tanh / erf the other ends of the x P(x^2) region."""
+    default = {"tanh": 0.5, "erf": 1.0}.get(reference)
+    ends: tuple = {"tanh": (0.375, 0.5, 0.75), "erf": (0.75, 1.0, 1.25)}.get(reference, (None,))
+    return [(a1, exc) for a1 in sorted(ends, key=lambda a: a != default) for exc in (MAX_EXCEPTIONS, 0)]
+
+
+def fit_best(reference: str, dtype: str, *, max_degree: int = MAX_DEGREE, progress=None) -> VectorFit:
+    """The vector fit that never gives up while something passes: each variant of the shape
+    (:func:`_variants`) in turn, each polynomial at the smallest degree up to ``max_degree``
+    that holds; where the whole kernel then fails its verification at every input, the
+    same variant again from the next degree up.  The first kernel right at every input wins
+    (the fewest operations of the first variant: the fastest one, by default); ``tried``
+    lists every attempt with its variant."""
+    t0 = time.perf_counter()
+    tg = targets(reference, dtype)
+    tried: list = []
+    last = None
+    for a1, exc in _variants(reference):
+        lo = 2
+        while lo <= max_degree:
+            f = fit_vector(
+                reference,
+                dtype,
+                max_degree=max_degree,
+                min_degree=lo,
+                max_exceptions=exc,
+                a1=a1,
+                tg=tg,
+                progress=progress,
+            )
+            tried += [{**t, "a1": a1, "max_exceptions": exc} for t in f.tried]
+            last = f
+            if f.ok or f.program is None:
+                break
+            lo = max(f.shape.degrees.values()) + 1  # verified wrong somewhere: a larger degree
+        assert last is not None
+        if last.ok:
+            break
+    assert last is not None  # every reference has at least one variant
+    n = len(_variants(reference))
+    msg = last.message if last.ok or n == 1 else f"{last.message} (in each of {n} variants)"
+    return replace(last, tried=tried, message=msg, seconds=time.perf_counter() - t0)
 
 
 def native(prog: ir.Program, shape: Shape) -> ir.Program:

@@ -334,13 +334,19 @@ def evaluate(
     ops = Ops(compute, trace, watch)
     ops.storage = storage
     with np.errstate(all="ignore"):
-        cast = (lambda v: compute.round(v).astype(ops.native)) if ops.native else compute.round
+        # fp32 / fp64 compute: one conversion, the correctly rounded one (round() for fp32 is
+        # this conversion and back: the same values, two passes fewer)
+        cast = (lambda v: np.asarray(v, dtype=np.float64).astype(ops.native)) if ops.native else compute.round
         args = [Val(cast(x), ops)]
         if x2 is not None:
             args.append(Val(cast(x2), ops))
         y = fn(*args, ops, **params)
         y = y.a if isinstance(y, Val) else np.asarray(y)
-        out = storage.round(np.broadcast_to(y, x.shape).astype(np.float64))
+        y64 = np.broadcast_to(y, x.shape).astype(np.float64)
+        # a float32 result stored as fp32 (a float32 or float64 one as fp64) is its own
+        # rounding: round() would convert it there and back to the same values
+        own = y.dtype == np.float32 if storage.name == "fp32" else y.dtype in (np.float32, np.float64)
+        out = y64 if storage.name in ("fp32", "fp64") and own else storage.round(y64)
         if trace is not None and storage != compute and not (watch and np.isfinite(out).all()):
             trace.append(TraceEntry(f"rounding to {storage.name}", "(storage)", 0, (y,), out, y))
         return out
