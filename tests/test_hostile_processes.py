@@ -58,3 +58,87 @@ except ckernels.KernelError as e:
     msg = r.stdout.strip()
     assert len(msg.splitlines()) == 1
     assert "out of memory" in msg and "at most 256 MiB of address space" in msg
+
+
+# ----------------------------------------------------------------- item 10
+ESCAPES = r"""
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* a child that calls setsid() and forks a grandchild (double fork: the grandchild is an
+   orphan in a session of its own); the grandchild writes its pid to the kernel through a
+   pipe (its readiness signal) and waits forever; the kernel appends that pid to PIDS */
+static void escape(void) {
+    int fd[2];
+    if (pipe(fd) != 0) return;
+    pid_t c = fork();
+    if (c == 0) {
+        setsid();
+        if (fork() == 0) {
+            char line[32];
+            int len = snprintf(line, sizeof line, "%d\n", (int)getpid());
+            write(fd[1], line, (size_t)len);
+            for (;;) pause();
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    char line[32];
+    ssize_t got = read(fd[0], line, sizeof line);
+    close(fd[0]);
+    waitpid(c, NULL, 0);
+    if (got > 0) {
+        int out = open("PIDS", O_WRONLY | O_APPEND | O_CREAT, 0600);
+        write(out, line, (size_t)got);
+        close(out);
+    }
+}
+
+void k(const float *x, float *y, size_t n) {
+    escape();
+    for (size_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0;
+}
+
+void hang(const float *x, float *y, size_t n) {
+    escape();
+    for (;;) pause();
+}
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not a zombie)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not HAS_GCC, reason="needs gcc")
+@pytest.mark.parametrize(
+    "func, extra, code", [("k", [], 0), ("hang", ["--timeout", "0.5"], 2)], ids=["returns", "timeout"]
+)
+def test_a_kernels_setsid_grandchild_does_not_outlive_the_call(tmp_path, monkeypatch, func, extra, code):
+    from audit.cli import main
+
+    monkeypatch.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "e.c").write_text(ESCAPES)
+    pids: list[int] = []
+    try:
+        got = main(
+            ["sweep", f"c:{tmp_path}/e.c:{func}", "-d", "fp8_e4m3", "--reference", "relu", "-q", *extra]
+        )
+        pids = [int(v) for v in (tmp_path / "PIDS").read_text().split()]
+        assert got == code and pids  # the kernel ran, and its grandchildren reported
+        assert [p for p in pids if _alive(p)] == []
+    finally:  # (on failure: leave no process behind)
+        for p in pids or [int(v) for v in (tmp_path / "PIDS").read_text().split()]:
+            if _alive(p):
+                os.kill(p, 9)

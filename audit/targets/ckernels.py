@@ -63,6 +63,7 @@ KERNEL_TIMEOUT_S = 600.0  # a kernel call still running after this is stopped (u
 COMPILE_TIMEOUT_S = 600.0
 MAX_SOURCE = 1 << 22  # bytes of a kernel source (and of each file it includes)
 MAX_OBJECT = 1 << 26  # bytes of a compiled object
+KILL_GRACE_S = 2.0  # seconds a stopped runner has to kill its kernel's descendants
 MAX_OUTPUT = 4096  # bytes of a kernel's stdout/stderr kept (its last ones)
 CACHE_VERSION = 2
 TYPES = {"float": np.float32, "_Float16": np.float16}
@@ -429,15 +430,25 @@ def object_fd(c: Compiled) -> int:
 # and verified like a kernel's object), which loads nothing but the C library and the kernel.
 RUNNER_SOURCE = r"""/* actaudit's C kernel runner: argv = RUNNER PARENT OBJECT_FD FUNC DATA_FD N ELEMSIZE DONE_FD RUNNER_FD
    DATA_FD (a memory file) holds the 16-byte token, then x (N elements), then y (N); the
-   kernel sees descriptors 0, 1, 2, OBJECT_FD and DONE_FD only. */
+   kernel sees descriptors 0, 1, 2, OBJECT_FD and DONE_FD only.
+
+   The runner is a supervisor: a child subreaper (PR_SET_CHILD_SUBREAPER) that forks the
+   process calling the kernel, and when that ends (or on SIGTERM: from actaudit, or as its
+   parent-death signal) kills every descendant still alive -- a kernel's child that
+   double-forks and calls setsid() is reparented here, not to init -- and reaps them all
+   before it exits with the kernel process's status. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 typedef void (*kernel_fn)(const void *, void *, size_t);
@@ -449,20 +460,63 @@ static long num(const char *s) {
     return v;
 }
 
-int main(int argc, char **argv) {
-    if (argc != 9) _exit(6);
-    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if ((long)getppid() != num(argv[1])) _exit(5); /* the parent died before PDEATHSIG took effect */
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+static volatile pid_t kid = 0;
+
+static void on_term(int sig) {
+    (void)sig;
+    if (kid > 0) kill(kid, SIGKILL);
+}
+
+/* SIGKILL to every child of this process (orphans of the tree included); their number */
+static int kill_children(pid_t self) {
+    int n = 0;
+    DIR *d = opendir("/proc");
+    if (d == NULL) return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || pid <= 0 || pid == (long)self) continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        char *close_paren = strrchr(buf, ')');
+        long ppid = -1;
+        char state;
+        if (close_paren != NULL && sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 && ppid == (long)self) {
+            kill((pid_t)pid, SIGKILL);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static void kill_descendants(void) {
+    pid_t self = getpid();
+    for (;;) {
+        int st;
+        if (kill_children(self) > 0) {
+            if (waitpid(-1, &st, 0) < 0 && errno == ECHILD) return;
+            continue;
+        }
+        pid_t w = waitpid(-1, &st, WNOHANG);
+        if (w < 0 && errno == ECHILD) return;
+        if (w == 0) sched_yield(); /* a child not yet listed (reparented just now) */
+    }
+}
+
+static int run_kernel(char **argv) {
     long obj = num(argv[2]), data = num(argv[4]), done = num(argv[7]);
     size_t n = (size_t)num(argv[5]), size = (size_t)num(argv[6]);
     size_t bytes = 16 + 2 * n * size;
     unsigned char *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)data, 0);
     if (map == MAP_FAILED) _exit(6);
     close((int)data);
-    close((int)num(argv[8]));
     unsigned char token[16];
     memcpy(token, map, 16);
     char path[64];
@@ -480,6 +534,54 @@ int main(int argc, char **argv) {
     fflush(NULL); /* what it printed, before the report */
     if (write((int)done, token, 16) != 16) _exit(6);
     _exit(0);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 9) _exit(6);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+    if ((long)getppid() != num(argv[1])) _exit(5); /* the parent died before PDEATHSIG took effect */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    close((int)num(argv[8]));
+    pid_t self = getpid();
+    pid_t p = fork();
+    if (p < 0) _exit(6);
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != self) _exit(5);
+        signal(SIGTERM, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        return run_kernel(argv);
+    }
+    kid = p;
+    close((int)num(argv[4])); /* the kernel's data and report are the kernel process's */
+    close((int)num(argv[7]));
+    close((int)num(argv[2]));
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL); /* SIGTERM (blocked by actaudit around the start) */
+    int st = 0;
+    while (waitpid(p, &st, 0) < 0) {
+        if (errno != EINTR) _exit(6);
+    }
+    kid = 0;
+    kill_descendants();
+    if (WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        signal(sig, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        raise(sig);
+        _exit(128 + sig);
+    }
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 6);
 }
 """
 _RUNNER: dict = {}  # (compiler identity) -> (fd of a memory file holding the verified runner, its inode)
@@ -528,12 +630,21 @@ def _build_runner(exe: Path, key: str, cc: str) -> bytes:
 
 
 def _kill(pid: int) -> None:
-    """SIGKILL to the kernel's process group and to the kernel, then reap it; nothing if it
-    was reaped already (its pid may belong to another process by now)."""
+    """SIGTERM to the runner (it kills every descendant of the kernel, then exits; waited
+    for at most KILL_GRACE_S), SIGKILL to its process group and to it, then reap it;
+    nothing if it was reaped already (its pid may belong to another process by now)."""
     try:
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return
+    if not exited:  # the runner kills and reaps every descendant on SIGTERM (their subreaper)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+            pidfd = os.pidfd_open(pid)
+            try:
+                select.select([pidfd], [], [], KILL_GRACE_S)
+            finally:
+                os.close(pidfd)
     for kill in (os.killpg, os.kill):
         with contextlib.suppress(OSError):
             kill(pid, signal.SIGKILL)
