@@ -142,3 +142,77 @@ def test_a_kernels_setsid_grandchild_does_not_outlive_the_call(tmp_path, monkeyp
         for p in pids or [int(v) for v in (tmp_path / "PIDS").read_text().split()]:
             if _alive(p):
                 os.kill(p, 9)
+
+
+# ------------------------------------------------------------------ item 6
+ENGINES = ["torch:tanh", "jax:tanh", "ort:Tanh", "openvino:Tanh", "litert:TANH"]
+DRIVER = """
+import json, sys
+import distributed
+import audit
+from audit.numbers import inputs
+
+inputs.CHUNK = 4096  # several chunks in a small range
+def doc(**kw):
+    (r,) = audit.sweep(TARGET, dtype="fp32", range=(1.0, 1.001), exhaustive=True, **kw)
+    return json.dumps(r.to_dict(), sort_keys=True)
+
+with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                              dashboard_address=None, host="127.0.0.1") as cluster:
+    for TARGET in sys.argv[1:]:
+        one = doc(workers=1)
+        two = doc(workers=2)
+        print(TARGET, "workers", one == two, flush=True)
+        dask = doc(executor="dask", scheduler=cluster.scheduler_address)
+        print(TARGET, "dask", one == dask, flush=True)
+"""
+
+
+def test_every_engine_kind_with_two_workers_and_dask_never_forks_an_engines_threads(tmp_path):
+    """Before: jax:tanh with --workers 2 forked a process that held XLA's threads (JAX
+    warned, and the workers hung at 0 s of CPU); the Dask executor could not send an
+    engine's session.  Each line the driver prints is its readiness signal."""
+    import select
+
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    rfd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "ACTAUDIT_CACHE_DIR": str(tmp_path / "cache"),
+        "ACTAUDIT_READY_FILE": str(fifo),
+        "PYTHONWARNINGS": "always",
+    }
+    p = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, *ENGINES],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    try:
+        while len(lines) < 2 * len(ENGINES):
+            r, _, _ = select.select([p.stdout], [], [], 240)
+            assert r, f"no progress after {lines}: a deadlock"
+            line = p.stdout.readline()
+            assert line, f"the driver ended after {lines}: {p.stderr.read()[-2000:]}"
+            lines.append(line.split())
+        err = p.communicate(timeout=120)[1]
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, 9)
+            p.wait()
+        seen = b""
+        with __import__("contextlib").suppress(BlockingIOError):
+            while chunk := os.read(rfd, 65536):
+                seen += chunk
+        os.close(rfd)
+    assert p.returncode == 0, err[-2000:]
+    assert lines == [[t, mode, "True"] for t in ENGINES for mode in ("workers", "dask")]
+    assert "fork" not in err, err[-2000:]  # JAX's "os.fork() was called" warning among others
+    workers = {ln.split()[1] for ln in seen.decode().splitlines() if ln.startswith("worker ")}
+    assert len(workers) >= 2 * len(ENGINES)  # spawned workers started (two per engine)

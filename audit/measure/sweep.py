@@ -18,11 +18,11 @@ import numpy as np
 
 from audit.errors import BadOptionError, BadParameterError, UnknownNameError
 from audit.io import json_number
-from audit.measure import arguments, param_effect
+from audit.measure import arguments, param_effect, replay
 from audit.measure import clip as clip_mod
 from audit.measure import findings as findings_mod
 from audit.measure import weighting as weighting_mod
-from audit.measure.executors import EXECUTORS, run_chunks
+from audit.measure.executors import EXECUTORS, engine_threads, run_chunks
 from audit.measure.metrics import EXACT_P99_LIMIT, PointErrors, Summary, point_errors
 from audit.numbers.formats import Format, get_format, parse_formats
 from audit.numbers.inputs import CHUNK, Domain, domain, pair_domain, special_inputs
@@ -366,14 +366,14 @@ def _run_chunks(
             if progress:
                 _note_resumed(progress, merged.summary.count)
     saved = merged.done
-    chunks = run_chunks(
-        _range_chunk,
-        job,
-        ranges[merged.done :],
-        executor=executor,
-        workers=1 if job.keep else workers,
-        scheduler=scheduler,
-    )
+    todo = ranges[merged.done :]
+    workers = 1 if job.keep else workers
+    fn, sent, items = _range_chunk, job, todo
+    if _replays(job, executor, workers, len(todo)):  # the candidate evaluated here only
+        sent = replace(job, cand=replace(job.cand, fn=replay.Replay()))
+        fn = replay.Replayed(_range_chunk, _chunk_inputs)
+        items = replay.Evaluated(todo, lambda r: _outputs(job, r))
+    chunks = run_chunks(fn, sent, items, executor=executor, workers=workers, scheduler=scheduler)
     try:
         for res in chunks:
             merged.add(res, job)
@@ -387,6 +387,25 @@ def _run_chunks(
         if ck is not None and (merged.done > saved or not ck.path.exists()):
             ck.save(*merged.state())
     return merged
+
+
+def _replays(job: _Job, executor: str, workers: int, n: int) -> bool:
+    """Whether the candidate is evaluated in this process and its outputs replayed where
+    the chunks run (audit/measure/replay.py): a target with its own arithmetic (engine op,
+    callable, C kernel), one input, on a Dask cluster or on workers that are not forks of
+    this process (it holds an engine's threads)."""
+    if not job.cand.native or job.cand.arity != 1 or job.dom.axis is not None:
+        return False
+    return executor == "dask" or (executor == "local" and workers > 1 and n >= 2 and engine_threads())
+
+
+def _chunk_inputs(job: _Job, r):
+    return job.dom.chunk_values(r)
+
+
+def _outputs(job: _Job, r) -> np.ndarray:
+    """The candidate's outputs at the inputs of chunk ``r`` (as _chunk evaluates it)."""
+    return job.cand.evaluate(job.dom.chunk_values(r), job.storage, job.compute, job.params)
 
 
 def _note_resumed(progress, n: int) -> None:
