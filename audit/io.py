@@ -278,6 +278,8 @@ def _npy(fh, limit: int, where: str):
         raise BadFileError(f"{where}: not a valid .npy array ({e})") from None
     if dtype.hasobject:
         raise BadFileError(f"{where}: an object array (not read: files are never unpickled)")
+    if any(not isinstance(d, int) or d < 0 for d in shape):
+        raise BadFileError(f"{where}: not a valid .npy array (shape {shape} has a negative dimension)")
     n = math.prod(shape)
     if n * dtype.itemsize > limit:
         raise BadFileError(
