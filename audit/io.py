@@ -198,14 +198,45 @@ def signals_held():
                 os.kill(os.getpid(), s)
 
 
+SET_PREFIX = ".actaudit-report-"  # the temporary directory of write_files
+SET_LOCK = ".pid"  # in it: the pid of the process writing the set
+
+
+def clean_stale_sets(out) -> None:
+    """Remove the temporary directories that a write_files killed with SIGKILL left in
+    ``out`` (``.actaudit-report-XXXX/``): those whose lock names a process that is gone,
+    or that are older than a day (one without a readable lock: older than a minute)."""
+    import shutil
+
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(out):
+            if not entry.name.startswith(SET_PREFIX) or not entry.is_dir(follow_symlinks=False):
+                continue
+            try:
+                pid = int(read_text(Path(entry.path) / SET_LOCK, 32, "lock", regular=True).strip())
+                gone = not _pid_alive(pid)
+            except (BadFileError, ValueError):  # no lock yet (being made?) or not ours
+                gone = time.time() - entry.stat(follow_symlinks=False).st_mtime > 60
+            old = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_AGE
+            if gone or old:
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
 def write_files(out, files) -> None:
     """Write ``files`` [(name, bytes or str), ...] into directory ``out`` as a set: each is
     written in a temporary directory beside them, then all are moved in, in order (put
     index.html last), with SIGINT and SIGTERM held until the last is in place: an
     interrupted report or fit leaves the whole set or nothing, never a part."""
     out = Path(out)
-    tmp = Path(tempfile.mkdtemp(prefix=".actaudit-report-", dir=out))
+    clean_stale_sets(out)
+    tmp = Path(tempfile.mkdtemp(prefix=SET_PREFIX, dir=out))
     try:
+        # the lock: this process's pid, so that a later run knows when the set is stale
+        fd = os.open(tmp / SET_LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, f"{os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
         for name, data in files:
             if isinstance(data, str):
                 (tmp / name).write_text(data, encoding="utf-8")

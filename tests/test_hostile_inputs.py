@@ -101,3 +101,55 @@ def test_file_names_holding_dollars_are_drawn_as_plain_text(tmp_path, capsys, mo
     assert code in (0, 1) and "Traceback" not in err, err
     assert any((tmp_path / "drep").iterdir())
     assert os.path.exists(name)
+
+
+# ------------------------------------------------ item 13: stale report sets
+def test_a_set_left_by_a_killed_writer_is_removed_by_the_next_run(tmp_path):
+    """A SIGKILL during report/fit left .actaudit-report-XXXX/ forever.  The set's lock
+    names a process: a dead one (a child started and reaped here) makes the set stale; a
+    live one (this process) keeps it."""
+    import subprocess
+    import sys
+
+    from audit.io import SET_LOCK, SET_PREFIX, write_files
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid names no process now
+    stale, live = tmp_path / f"{SET_PREFIX}stale", tmp_path / f"{SET_PREFIX}live"
+    for d, pid in ((stale, dead.pid), (live, os.getpid())):
+        d.mkdir()
+        (d / SET_LOCK).write_text(f"{pid}\n")
+        (d / "fig.png").write_bytes(b"x" * 10)
+    write_files(tmp_path, [("a.txt", "A"), ("index.html", "<p>")])
+    assert not stale.exists() and live.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a.txt", "index.html", live.name])
+
+
+def test_a_report_killed_with_sigkill_leaves_a_set_the_next_report_removes(tmp_path):
+    import signal
+    import sys
+
+    from tests.test_signals import Run
+
+    out = tmp_path / "rep"
+    out.mkdir()
+    (tmp_path / "r").mkdir()
+    run = Run(["report", "gelu", "--dtype", "fp16,bf16", "--out", str(out)], tmp_path / "r", cwd=tmp_path)
+    pid = run.wait_for("sweep")
+    # a set as the killed writer leaves it (SIGKILL at the moment of the write)
+    left = out / ".actaudit-report-killed"
+    left.mkdir()
+    (left / ".pid").write_text(f"{pid}\n")
+    os.kill(pid, signal.SIGKILL)
+    code, _, _, _ = run.finish()
+    assert code == -signal.SIGKILL and left.exists()
+    import subprocess
+
+    r = subprocess.run(
+        [sys.executable, "-m", "audit.cli", "report", "relu.max", "-d", "fp8_e4m3", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert not left.exists() and (out / "index.html").exists()
