@@ -153,6 +153,56 @@ def atomic_path(path):
         raise
 
 
+# ------------------------------------------------------------- the caches
+def cache_directory(directory) -> Path:
+    """``directory`` (a cache of actaudit's: oracle tables, compiled kernels), made with
+    mode 0700 when missing (a directory that exists keeps its mode: a group-shared cache
+    stays shared); refused (BadFileError) when it is a symbolic link or not a directory."""
+    d = Path(directory)
+    if not d.exists() and not d.is_symlink():
+        with contextlib.suppress(FileExistsError):
+            os.makedirs(d, mode=0o700)
+    try:
+        st = os.lstat(d)
+    except OSError as e:
+        raise BadFileError(f"{d}: cache directory unusable ({e.strerror or e})") from None
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise BadFileError(f"{d}: the cache directory is a symbolic link or not a directory (refused)")
+    return d
+
+
+@contextlib.contextmanager
+def cache_file(path):
+    """Yield an open binary file that becomes the cache file ``path`` when the block
+    completes: created with O_CREAT | O_EXCL | O_NOFOLLOW (mode 0666 & ~umask) under a name of its
+    own in the cache directory (checked by :func:`cache_directory`), then renamed onto
+    ``path``.  A ``path`` that is a symbolic link is refused, never followed: its target
+    is never written."""
+    path = Path(path)
+    directory = cache_directory(path.parent)
+    if path.is_symlink():
+        raise BadFileError(f"{path}: a symbolic link in the cache (refused: its target is never written)")
+    clean_stale(directory)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()[:8]}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o666 & ~umask())
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise BadFileError(f"{directory}: cannot create a temporary cache file")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def write_text(path, text: str) -> None:
     if str(path) == "-":
         sys.stdout.write(text)
@@ -251,26 +301,35 @@ def write_files(out, files) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def read_bytes(path, limit: int, what: str = "file", regular: bool = False) -> bytes:
+def read_bytes(path, limit: int, what: str = "file", regular: bool = True, nofollow: bool = False) -> bytes:
     """The bytes of ``path``, refusing more than ``limit`` (checked while reading, so a
-    device or FIFO that never ends is refused too).  ``regular``: only a regular file (a
-    FIFO or a device is refused at once, never waited on: it is opened non-blocking and
-    checked before anything is read)."""
+    device or FIFO that never ends is refused too).  The one way actaudit reads a file:
+    it is opened non-blocking (a FIFO without a writer never blocks the open) and
+    checked before anything is read.  ``regular`` (the default): only a regular file (a
+    FIFO or a device is refused at once, never waited on); False: a FIFO or a device is
+    read too (a dump on /dev/stdin).  ``nofollow``: a symbolic link is refused (files of
+    the caches actaudit owns)."""
     p = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if nofollow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        if regular:
-            fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise BadFileError(f"{p}: not a regular file (a {what} is read from a regular file only)")
-                os.set_blocking(fd, True)
-            except BaseException:
-                os.close(fd)
-                raise
-            opened = os.fdopen(fd, "rb")
-        else:
-            opened = open(p, "rb")
-        with opened as fh:
+        try:
+            fd = os.open(p, flags)
+        except OSError as e:
+            if nofollow and os.path.islink(p):
+                raise BadFileError(
+                    f"{p}: a symbolic link (refused: the {what} must be a file of the cache itself)"
+                ) from None
+            raise e
+        try:
+            if regular and not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise BadFileError(f"{p}: not a regular file (a {what} is read from a regular file only)")
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as fh:
             data = fh.read(limit + 1)
     except FileNotFoundError:
         raise BadFileError(f"{p}: {what} not found") from None
@@ -283,8 +342,8 @@ def read_bytes(path, limit: int, what: str = "file", regular: bool = False) -> b
     return data
 
 
-def read_text(path, limit: int, what: str = "file", regular: bool = False) -> str:
-    data = read_bytes(path, limit, what, regular)
+def read_text(path, limit: int, what: str = "file", regular: bool = True, nofollow: bool = False) -> str:
+    data = read_bytes(path, limit, what, regular, nofollow)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -340,16 +399,18 @@ def npy_header_text(data: bytes) -> str:
     return data[start : start + n].decode("latin-1")
 
 
-def load_npy(path, limit: int, what: str = "file", regular: bool = False):
-    data = read_bytes(path, limit + 4096, what, regular)
+def load_npy(path, limit: int, what: str = "file", regular: bool = True, nofollow: bool = False):
+    data = read_bytes(path, limit + 4096, what, regular, nofollow)
     return _npy(_io.BytesIO(data), limit, str(path))
 
 
-def load_npz(path, limit: int, what: str = "file", keys=None, regular: bool = False) -> dict:
+def load_npz(
+    path, limit: int, what: str = "file", keys=None, regular: bool = True, nofollow: bool = False
+) -> dict:
     """The arrays of an ``.npz`` (``keys``: only those), never decoding more than
     ``limit`` bytes in all: each member's declared uncompressed size is checked before
     it is read, and reading stops at that size."""
-    data = read_bytes(path, limit, what, regular)
+    data = read_bytes(path, limit, what, regular, nofollow)
     try:
         z = zipfile.ZipFile(_io.BytesIO(data))
         infos = z.infolist()
@@ -388,10 +449,12 @@ def _unique(pairs):
     return out
 
 
-def load_json(path, limit: int, what: str = "file", unique_keys: bool = False, regular: bool = False):
+def load_json(
+    path, limit: int, what: str = "file", unique_keys: bool = False, regular: bool = True, nofollow: bool = False
+):
     """A JSON document of at most ``limit`` bytes (nesting bounded by the recursion limit);
     ``unique_keys``: an object that gives a key twice is refused (JSON would keep the last)."""
-    text = read_text(path, limit, what, regular)
+    text = read_text(path, limit, what, regular, nofollow)
     try:
         return json.loads(text, object_pairs_hook=_unique if unique_keys else None)
     except _DuplicateKey as e:

@@ -291,8 +291,8 @@ def _verified(so: Path, key: str) -> bytes | None:
     from audit.io import load_json, read_bytes
 
     try:
-        rec = load_json(so.with_suffix(".json"), 4096, "object record")
-        data = read_bytes(so, MAX_OBJECT, "compiled object", regular=True)
+        rec = load_json(so.with_suffix(".json"), 4096, "object record", nofollow=True)
+        data = read_bytes(so, MAX_OBJECT, "compiled object", nofollow=True)
     except BadFileError:
         return None
     if not isinstance(rec, dict) or set(rec) != {"key", "sha256", "version"}:
@@ -375,9 +375,8 @@ def _build(path, base, unit, flags, so: Path, key: str, func, ctype) -> bytes:
     from audit.io import read_bytes
 
     root = so.parent
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{key}.{os.getpid()}.so"
-    rec_tmp = root / f".{key}.{os.getpid()}.json"
+    private = _private_dir(root)
+    tmp = private / "kernel.so"
     try:
         rc, _, err = _run(base[:1] + ["-shared", "-fPIC"] + base[1:] + ["-o", str(tmp), "-lm"], unit)
         if rc != 0:
@@ -389,14 +388,32 @@ def _build(path, base, unit, flags, so: Path, key: str, func, ctype) -> bytes:
             raise KernelError(
                 f"C kernel '{path}' does not compile ({' '.join(flags)}): {_first_error(err, rc)}"
             )
-        data = read_bytes(tmp, MAX_OBJECT, "compiled object", regular=True)
-        rec_tmp.write_text(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}))
-        os.replace(tmp, so)
-        os.replace(rec_tmp, so.with_suffix(".json"))
+        data = read_bytes(tmp, MAX_OBJECT, "compiled object", nofollow=True)
+        _store(so, key, data)
         return data
     finally:
-        tmp.unlink(missing_ok=True)
-        rec_tmp.unlink(missing_ok=True)
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _private_dir(root: Path) -> Path:
+    """A directory of this process (mode 0700) inside the cache directory ``root``: where
+    the compiler writes (``-o`` follows a symbolic link; nothing can be planted here)."""
+    import tempfile
+
+    from audit.io import cache_directory
+
+    return Path(tempfile.mkdtemp(prefix=f".build.{os.getpid()}.", dir=cache_directory(root)))
+
+
+def _store(path: Path, key: str, data: bytes) -> None:
+    """The object (or runner) and its record into the cache, each written whole under a
+    name of its own and renamed into place (audit.io.cache_file: links refused)."""
+    from audit.io import cache_file
+
+    with cache_file(path) as fh:
+        fh.write(data)
+    with cache_file(path.with_suffix(".json")) as fh:
+        fh.write(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}).encode())
 
 
 # ------------------------------------------------------------------- loading
@@ -611,22 +628,17 @@ def runner_fd() -> int:
 def _build_runner(exe: Path, key: str, cc: str) -> bytes:
     from audit.io import read_bytes
 
-    root = exe.parent
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{key}.{os.getpid()}"
-    rec_tmp = root / f".{key}.{os.getpid()}.json"
+    private = _private_dir(exe.parent)
+    tmp = private / "runner"
     try:
         rc, _, err = _run([cc, "-O2", "-x", "c", "-", "-o", str(tmp), "-ldl"], RUNNER_SOURCE.encode())
         if rc != 0:
             raise KernelError(f"cannot build actaudit's C kernel runner with {cc}: {_first_error(err, rc)}")
-        data = read_bytes(tmp, MAX_OBJECT, "kernel runner", regular=True)
-        rec_tmp.write_text(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}))
-        os.replace(tmp, exe)
-        os.replace(rec_tmp, exe.with_suffix(".json"))
+        data = read_bytes(tmp, MAX_OBJECT, "kernel runner", nofollow=True)
+        _store(exe, key, data)
         return data
     finally:
-        tmp.unlink(missing_ok=True)
-        rec_tmp.unlink(missing_ok=True)
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def _kill(pid: int) -> None:
