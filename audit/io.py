@@ -450,7 +450,12 @@ def _unique(pairs):
 
 
 def load_json(
-    path, limit: int, what: str = "file", unique_keys: bool = False, regular: bool = True, nofollow: bool = False
+    path,
+    limit: int,
+    what: str = "file",
+    unique_keys: bool = False,
+    regular: bool = True,
+    nofollow: bool = False,
 ):
     """A JSON document of at most ``limit`` bytes (nesting bounded by the recursion limit);
     ``unique_keys``: an object that gives a key twice is refused (JSON would keep the last)."""
