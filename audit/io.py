@@ -157,17 +157,18 @@ def atomic_path(path):
 def cache_directory(directory) -> Path:
     """``directory`` (a cache of actaudit's: oracle tables, compiled kernels), made with
     mode 0700 when missing (a directory that exists keeps its mode: a group-shared cache
-    stays shared); refused (BadFileError) when it is a symbolic link or not a directory."""
+    stays shared; the directory may be reached through a link that the user made: its
+    files may not be links); refused (BadFileError) when it is not a directory."""
     d = Path(directory)
     if not d.exists() and not d.is_symlink():
         with contextlib.suppress(FileExistsError):
             os.makedirs(d, mode=0o700)
     try:
-        st = os.lstat(d)
+        st = os.stat(d)
     except OSError as e:
         raise BadFileError(f"{d}: cache directory unusable ({e.strerror or e})") from None
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        raise BadFileError(f"{d}: the cache directory is a symbolic link or not a directory (refused)")
+    if not stat.S_ISDIR(st.st_mode):
+        raise BadFileError(f"{d}: the cache directory is not a directory (refused)")
     return d
 
 

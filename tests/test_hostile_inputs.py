@@ -153,3 +153,56 @@ def test_a_report_killed_with_sigkill_leaves_a_set_the_next_report_removes(tmp_p
     )
     assert r.returncode == 0, r.stderr
     assert not left.exists() and (out / "index.html").exists()
+
+
+# --------------------------------------- item 13: options that do not apply
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["sweep", "gelu.tanh", "-d", "fp16", "--dump-dtype", "fp16"], ["--dump-dtype applies to --dump"]),
+        (["sweep", "gelu.tanh", "-d", "bf16", "--grid", "8"], ["--grid applies to gated units"]),
+        (["sweep", "gelu.tanh", "-d", "fp16", "--seed", "3"], ["--seed 3", "fp16 swept exhaustively"]),
+        (
+            ["sweep", "gelu.tanh", "-d", "fp32", "--exhaustive", "--range", "1:1.001", "--seed", "3"],
+            ["--seed 3"],
+        ),
+        (["sweep", "swiglu", "-d", "fp8_e4m3", "--seed", "3"], ["--seed 3"]),  # every pair of 8 bits
+        (
+            [
+                "sweep",
+                "gelu",
+                "-d",
+                "int8:scale=0.1,zero=0",
+                "--out-dtype",
+                "int8:scale=0.01,zero=0",
+                "--samples",
+                "9",
+            ],
+            ["--samples"],
+        ),
+        (
+            [
+                "sweep",
+                "gelu.tanh",
+                "-d",
+                "bf16",
+                "--out-dtype",
+                "mxfp8_e4m3",
+                "--blocks",
+                "exhaustive",
+                "--elements",
+                "64",
+            ],
+            ["--elements applies to sampled --blocks"],
+        ),
+    ],
+    ids=["dump-dtype", "grid", "seed-fp16", "seed-exhaustive", "seed-fp8-pairs", "samples-int8", "elements"],
+)
+def test_options_that_do_not_apply_are_refused(capsys, args, words):
+    _one_line(main(args), capsys.readouterr().err, *words)
+
+
+def test_the_same_options_where_they_apply_are_taken(capsys):
+    assert main(["sweep", "gelu.tanh", "-d", "fp32", "--samples", "2000", "--seed", "3", "-q"]) == 0
+    assert main(["sweep", "swiglu", "-d", "bf16", "--grid", "8", "--seed", "2", "-q"]) == 0
+    assert "error" not in capsys.readouterr().err
