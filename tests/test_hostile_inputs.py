@@ -39,13 +39,18 @@ def _npy_with_shape(path, shape, dtype="<f4", n=6):
         ["sweep", "lut:{f}", "-d", "fp8_e4m3", "--reference", "relu"],
         ["sweep", "--dump", "{f}", "--reference", "relu", "-d", "fp8_e4m3"],
         ["golden", "gelu", "--inputs", "{f}", "-o", "g.npz"],
+        ["sweep", "gelu.tanh", "-d", "bf16", "--out-dtype", "mxfp8_e4m3", "--blocks", "npy:{f}"],
+        ["baseline"],  # the spec's distribution = "npy:neg.npy"
     ],
-    ids=["distribution", "lut", "dump", "inputs"],
+    ids=["distribution", "lut", "dump", "inputs", "blocks", "spec"],
 )
 def test_an_npy_whose_negative_dimensions_multiply_to_a_positive_count(tmp_path, capsys, monkeypatch, args):
     monkeypatch.chdir(tmp_path)
     f = tmp_path / "neg.npy"
     _npy_with_shape(f, (-2, -3))  # (-2) * (-3) = 6 elements, 24 bytes of data: all there
+    (tmp_path / "actaudit.toml").write_text(
+        '[[audit]]\nname = "w"\ntargets = ["gelu.tanh"]\ndtype = "fp16"\ndistribution = "npy:neg.npy"\n'
+    )
     code = main([a.format(f=f) for a in args])
     _one_line(code, capsys.readouterr().err, "neg.npy")
 
