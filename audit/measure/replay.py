@@ -55,7 +55,7 @@ class Evaluated(Sequence):
     def __len__(self) -> int:
         return len(self.ranges)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         r = self.ranges[i]
         return r, np.asarray(self.outputs(r), dtype=np.float64)
 
