@@ -153,6 +153,57 @@ def atomic_path(path):
         raise
 
 
+# ------------------------------------------------------------- the caches
+def cache_directory(directory) -> Path:
+    """``directory`` (a cache of actaudit's: oracle tables, compiled kernels), made with
+    mode 0700 when missing (a directory that exists keeps its mode: a group-shared cache
+    stays shared; the directory may be reached through a link that the user made: its
+    files may not be links); refused (BadFileError) when it is not a directory."""
+    d = Path(directory)
+    if not d.exists() and not d.is_symlink():
+        with contextlib.suppress(FileExistsError):
+            os.makedirs(d, mode=0o700)
+    try:
+        st = os.stat(d)
+    except OSError as e:
+        raise BadFileError(f"{d}: cache directory unusable ({e.strerror or e})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise BadFileError(f"{d}: the cache directory is not a directory (refused)")
+    return d
+
+
+@contextlib.contextmanager
+def cache_file(path):
+    """Yield an open binary file that becomes the cache file ``path`` when the block
+    completes: created with O_CREAT | O_EXCL | O_NOFOLLOW (mode 0666 & ~umask) under a name of its
+    own in the cache directory (checked by :func:`cache_directory`), then renamed onto
+    ``path``.  A ``path`` that is a symbolic link is refused, never followed: its target
+    is never written."""
+    path = Path(path)
+    directory = cache_directory(path.parent)
+    if path.is_symlink():
+        raise BadFileError(f"{path}: a symbolic link in the cache (refused: its target is never written)")
+    clean_stale(directory)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()[:8]}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o666 & ~umask())
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise BadFileError(f"{directory}: cannot create a temporary cache file")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def write_text(path, text: str) -> None:
     if str(path) == "-":
         sys.stdout.write(text)
@@ -198,14 +249,45 @@ def signals_held():
                 os.kill(os.getpid(), s)
 
 
+SET_PREFIX = ".actaudit-report-"  # the temporary directory of write_files
+SET_LOCK = ".pid"  # in it: the pid of the process writing the set
+
+
+def clean_stale_sets(out) -> None:
+    """Remove the temporary directories that a write_files killed with SIGKILL left in
+    ``out`` (``.actaudit-report-XXXX/``): those whose lock names a process that is gone,
+    or that are older than a day (one without a readable lock: older than a minute)."""
+    import shutil
+
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(out):
+            if not entry.name.startswith(SET_PREFIX) or not entry.is_dir(follow_symlinks=False):
+                continue
+            try:
+                pid = int(read_text(Path(entry.path) / SET_LOCK, 32, "lock", regular=True).strip())
+                gone = not _pid_alive(pid)
+            except (BadFileError, ValueError):  # no lock yet (being made?) or not ours
+                gone = time.time() - entry.stat(follow_symlinks=False).st_mtime > 60
+            old = time.time() - entry.stat(follow_symlinks=False).st_mtime > STALE_AGE
+            if gone or old:
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
 def write_files(out, files) -> None:
     """Write ``files`` [(name, bytes or str), ...] into directory ``out`` as a set: each is
     written in a temporary directory beside them, then all are moved in, in order (put
     index.html last), with SIGINT and SIGTERM held until the last is in place: an
     interrupted report or fit leaves the whole set or nothing, never a part."""
     out = Path(out)
-    tmp = Path(tempfile.mkdtemp(prefix=".actaudit-report-", dir=out))
+    clean_stale_sets(out)
+    tmp = Path(tempfile.mkdtemp(prefix=SET_PREFIX, dir=out))
     try:
+        # the lock: this process's pid, so that a later run knows when the set is stale
+        fd = os.open(tmp / SET_LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, f"{os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
         for name, data in files:
             if isinstance(data, str):
                 (tmp / name).write_text(data, encoding="utf-8")
@@ -220,26 +302,35 @@ def write_files(out, files) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def read_bytes(path, limit: int, what: str = "file", regular: bool = False) -> bytes:
+def read_bytes(path, limit: int, what: str = "file", regular: bool = True, nofollow: bool = False) -> bytes:
     """The bytes of ``path``, refusing more than ``limit`` (checked while reading, so a
-    device or FIFO that never ends is refused too).  ``regular``: only a regular file (a
-    FIFO or a device is refused at once, never waited on: it is opened non-blocking and
-    checked before anything is read)."""
+    device or FIFO that never ends is refused too).  The one way actaudit reads a file:
+    it is opened non-blocking (a FIFO without a writer never blocks the open) and
+    checked before anything is read.  ``regular`` (the default): only a regular file (a
+    FIFO or a device is refused at once, never waited on); False: a FIFO or a device is
+    read too (a dump on /dev/stdin).  ``nofollow``: a symbolic link is refused (files of
+    the caches actaudit owns)."""
     p = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if nofollow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        if regular:
-            fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise BadFileError(f"{p}: not a regular file (a {what} is read from a regular file only)")
-                os.set_blocking(fd, True)
-            except BaseException:
-                os.close(fd)
-                raise
-            opened = os.fdopen(fd, "rb")
-        else:
-            opened = open(p, "rb")
-        with opened as fh:
+        try:
+            fd = os.open(p, flags)
+        except OSError as e:
+            if nofollow and os.path.islink(p):
+                raise BadFileError(
+                    f"{p}: a symbolic link (refused: the {what} must be a file of the cache itself)"
+                ) from None
+            raise e
+        try:
+            if regular and not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise BadFileError(f"{p}: not a regular file (a {what} is read from a regular file only)")
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as fh:
             data = fh.read(limit + 1)
     except FileNotFoundError:
         raise BadFileError(f"{p}: {what} not found") from None
@@ -252,8 +343,8 @@ def read_bytes(path, limit: int, what: str = "file", regular: bool = False) -> b
     return data
 
 
-def read_text(path, limit: int, what: str = "file", regular: bool = False) -> str:
-    data = read_bytes(path, limit, what, regular)
+def read_text(path, limit: int, what: str = "file", regular: bool = True, nofollow: bool = False) -> str:
+    data = read_bytes(path, limit, what, regular, nofollow)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -278,6 +369,8 @@ def _npy(fh, limit: int, where: str):
         raise BadFileError(f"{where}: not a valid .npy array ({e})") from None
     if dtype.hasobject:
         raise BadFileError(f"{where}: an object array (not read: files are never unpickled)")
+    if any(not isinstance(d, int) or d < 0 for d in shape):
+        raise BadFileError(f"{where}: not a valid .npy array (shape {shape} has a negative dimension)")
     n = math.prod(shape)
     if n * dtype.itemsize > limit:
         raise BadFileError(
@@ -307,16 +400,18 @@ def npy_header_text(data: bytes) -> str:
     return data[start : start + n].decode("latin-1")
 
 
-def load_npy(path, limit: int, what: str = "file", regular: bool = False):
-    data = read_bytes(path, limit + 4096, what, regular)
+def load_npy(path, limit: int, what: str = "file", regular: bool = True, nofollow: bool = False):
+    data = read_bytes(path, limit + 4096, what, regular, nofollow)
     return _npy(_io.BytesIO(data), limit, str(path))
 
 
-def load_npz(path, limit: int, what: str = "file", keys=None, regular: bool = False) -> dict:
+def load_npz(
+    path, limit: int, what: str = "file", keys=None, regular: bool = True, nofollow: bool = False
+) -> dict:
     """The arrays of an ``.npz`` (``keys``: only those), never decoding more than
     ``limit`` bytes in all: each member's declared uncompressed size is checked before
     it is read, and reading stops at that size."""
-    data = read_bytes(path, limit, what, regular)
+    data = read_bytes(path, limit, what, regular, nofollow)
     try:
         z = zipfile.ZipFile(_io.BytesIO(data))
         infos = z.infolist()
@@ -355,10 +450,17 @@ def _unique(pairs):
     return out
 
 
-def load_json(path, limit: int, what: str = "file", unique_keys: bool = False, regular: bool = False):
+def load_json(
+    path,
+    limit: int,
+    what: str = "file",
+    unique_keys: bool = False,
+    regular: bool = True,
+    nofollow: bool = False,
+):
     """A JSON document of at most ``limit`` bytes (nesting bounded by the recursion limit);
     ``unique_keys``: an object that gives a key twice is refused (JSON would keep the last)."""
-    text = read_text(path, limit, what, regular)
+    text = read_text(path, limit, what, regular, nofollow)
     try:
         return json.loads(text, object_pairs_hook=_unique if unique_keys else None)
     except _DuplicateKey as e:

@@ -14,7 +14,8 @@ first moment of the process to its last.
   each stage: ``imports`` (the early handlers are in place), ``sweep`` (a result's work
   starts), ``chunk`` (its first chunk is merged), ``kernel`` (a C kernel's process is
   started, reported by the process that started it), ``fit`` (``fit`` starts its search),
-  ``verify`` (it found a kernel and starts its verification sweep): tests wait for it instead of sleeping.
+  ``verify`` (it found a kernel and starts its verification sweep), ``worker`` (a pool's worker
+  is ready for chunks, reported by the worker): tests wait for it instead of sleeping.
 """
 
 from __future__ import annotations

@@ -26,6 +26,8 @@ def distance_map(r) -> bytes:
     coloured by which is closer to the exact value; NaN in one only drawn at the top."""
     import matplotlib.pyplot as plt
 
+    import reports.figures  # noqa: F401  (the Agg backend, and plain text: no mathtext)
+
     p = r.points
     x, d, c = p["x"], p["distance"].astype(np.float64), p["closer"]
     diff = c != 0

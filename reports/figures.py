@@ -8,6 +8,9 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")
+# every string drawn is plain text: names of users' files and targets ('d$\\foo{$.npz') are
+# never parsed as mathtext, nor sent to TeX
+matplotlib.rcParams.update({"text.usetex": False, "text.parse_math": False})
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402

@@ -21,9 +21,19 @@ LONG = ["sweep", "gelu.tanh", "--dtype", "fp32", "--exhaustive", "--range", "1:1
 ROOT = Path(__file__).parents[1]
 
 
-def _default_signals():
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+# SIGINT and SIGTERM set to their defaults, then actaudit exec'd (same pid): a preexec_fn
+# would run Python in a fork of this test process, which may hold an engine's threads
+# (JAX warns "os.fork() was called ... deadlock", issue 39)
+_DEFAULT_SIGNALS = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
+)
+
+
+def _with_default_signals(cmd: list[str]) -> list[str]:
+    return [cmd[0], "-c", _DEFAULT_SIGNALS, *cmd[1:]]
 
 
 class Run:
@@ -40,13 +50,12 @@ class Run:
             "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         }
         self.p = subprocess.Popen(
-            ACTAUDIT + args,
+            _with_default_signals(ACTAUDIT + args),
             cwd=cwd or tmp_path,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            preexec_fn=_default_signals,
             start_new_session=session,
         )
         self.seen = b""

@@ -16,6 +16,7 @@ from audit.targets.candidates import parse_params
 
 @app.command()
 def report(
+    ctx: typer.Context,
     targets: list[str] | None = opt.targets(
         help="Candidates, families, ort:OP, openvino:OP, litert:OP, torch:NAME, jax:NAME, c:FILE.c:FUNCTION or pkg.module:function.",
     ),
@@ -83,7 +84,8 @@ def report(
             params=parse_params(param),
             grad=grad,
             backward=backward,
-            grid=grid,
+            grid=None if _is_default(ctx, "grid") else grid,
+            default_grid=grid,
             keep_points=True,
             progress=bar,
             reference=reference,
@@ -100,3 +102,9 @@ def report(
             sugg = suggest_mod.for_results(results, samples=samples, seed=seed, progress=bar)
     path = html_report.build(results, out_dir, command_line(), suggestions=sugg)
     out.print(f"wrote {path}", highlight=False)
+
+
+def _is_default(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` took its default (not given on the command line)."""
+    src = ctx.get_parameter_source(name)
+    return src is not None and src.name in ("DEFAULT", "DEFAULT_MAP")

@@ -134,6 +134,9 @@ def sweep(
                 ("--backward", backward),
                 ("--exhaustive", exhaustive),
                 ("--distribution", distribution),
+                ("--samples", samples),
+                ("--dump-dtype", dump_dtype),
+                ("--grid", grid),
             )
             if v
         ]

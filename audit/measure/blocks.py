@@ -59,6 +59,7 @@ RULES = {
     "(torchao ScaleCalculationMode.RCEIL; NVIDIA's MXFP8 recipe)",
 }
 MAX_ELEMENTS = 1 << 24
+DEFAULT_ELEMENTS = 1 << 16  # seeded input elements of a sampled --blocks audit
 EXHAUSTIVE_ROWS = 2048  # rows of x per chunk of the exhaustive pair mode (memory bound)
 NV_DEN = 448.0 * 6.0
 T_MIN, T_MAX = 2.0**-149, float(np.finfo(np.float32).max)  # NVFP4's tensor scale: fp32, > 0, finite
@@ -907,7 +908,7 @@ def sweep(
     *,
     rule: str = "ocp",
     dist: str = "normal:std=1",
-    elements: int = 1 << 16,
+    elements: int = DEFAULT_ELEMENTS,
     seed: int = 0,
     params: dict | None = None,
 ) -> list[BlockResult]:
@@ -917,6 +918,8 @@ def sweep(
     in_fmt = element_format(dtype)
     cf = element_format(compute or "fp32")
     exh = str(dist).strip().lower() == "exhaustive"
+    if exh and elements != DEFAULT_ELEMENTS:
+        raise BadOptionError("--elements applies to sampled --blocks; --blocks exhaustive takes every input")
     x = None if exh else inputs(dist, elements, seed, in_fmt, bf.block)
     names = [targets] if isinstance(targets, str) else list(targets or [])
     names = [n.strip() for t in names for n in t.split(",") if n.strip()]

@@ -230,8 +230,8 @@ class Checkpoint:
         names them, then remove the arrays the previous state named."""
         old = None
         if self.path.exists():
-            with contextlib.suppress(OSError, ValueError):
-                old = json.loads(self.path.read_text(encoding="utf-8")).get("arrays")
+            with contextlib.suppress(BadFileError, AttributeError):
+                old = load_json(self.path, MAX_STATE, "checkpoint").get("arrays")
         name = None
         if arrays:
             name = f"{self.key}.{state['done']}.npz"

@@ -5,7 +5,13 @@ and yields the chunk results in chunk order, so the merged numbers do not depend
 where the chunks ran:
 
 * ``local``: in this process (one worker), or on a pool of forked processes, one per
-  core by default.  The job reaches the workers through fork, nothing is pickled.
+  core by default.  The job reaches the workers through fork, nothing is pickled.  A
+  process that holds an inference engine's threads (JAX, torch, onnxruntime, OpenVINO,
+  LiteRT imported: :func:`engine_threads`) is never forked: its workers are fresh
+  interpreters (fork and exec in one step) and the job is pickled to them; a job that
+  does not pickle runs here, in this process.  (The sweep evaluates engine
+  ops, and every other target with its own arithmetic, in this process then, and fans
+  out only the oracle and the metrics: audit/measure/sweep.py.)
 * ``dask``: on a Dask distributed cluster (``--executor dask --scheduler ADDRESS``,
   the extra ``actaudit[dask]``), for work that outgrows one machine.  The job is sent
   to the workers once (Dask serializes it with cloudpickle, between our own
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator
 
 from audit.errors import BadOptionError, ExecutorError
@@ -67,6 +74,26 @@ def keep_freed_memory() -> None:
 
 
 # ------------------------------------------------------------------ local
+# modules that start threads of their own (thread pools, XLA's runtime): a process that
+# imported one of them is never forked (its child would inherit their locks, not their
+# threads, and deadlock on them: JAX's warning says so)
+ENGINE_MODULES = (
+    "jax",
+    "jaxlib",
+    "torch",
+    "onnxruntime",
+    "openvino",
+    "ai_edge_litert",
+    "tensorflow",
+    "tflite_runtime",
+)
+
+
+def engine_threads() -> bool:
+    """Whether this process imported an engine that runs threads of its own."""
+    return any(m in sys.modules for m in ENGINE_MODULES)
+
+
 IN_FLIGHT = 2  # chunks sent to a worker and not yet returned: one running, one queued
 CHECK_PARENT = 1.0  # seconds between a waiting worker's checks that its parent lives
 
@@ -85,9 +112,87 @@ def _set_pdeathsig() -> None:
         pass
 
 
-def _worker(conn, parent: int) -> None:
-    """A forked worker: Ctrl-C is the parent's to handle (ignored here), SIGTERM kills it,
-    and it dies with its parent.  Receives (i, range), sends back (i, 'ok'|'err', value)."""
+class _Spawned:
+    """A worker that is not a fork of this process: a fresh interpreter (fork and exec in
+    one step, which runs none of Python's at-fork hooks and no code in a copy of this
+    process) on one end of a socket pair, given the pickled (fn, job) as its first
+    message.  The interface of multiprocessing.Process that :func:`_pool` uses."""
+
+    def __init__(self, popen, pidfd: int):
+        self.popen = popen
+        self.pid = popen.pid
+        self.sentinel = pidfd
+
+    @classmethod
+    def start(cls, task: bytes):
+        import json
+        import socket
+        import subprocess
+        from multiprocessing.connection import Connection
+
+        here, there = socket.socketpair()
+        code = (
+            "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+            "from audit.measure.executors import _spawned_main; _spawned_main(int(sys.argv[2]), int(sys.argv[3]))"
+        )
+        try:
+            popen = subprocess.Popen(
+                [sys.executable, "-c", code, json.dumps(sys.path), str(there.fileno()), str(os.getpid())],
+                pass_fds=(there.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else None,
+            )
+        finally:
+            there.close()
+        conn = Connection(here.detach())
+        try:
+            conn.send_bytes(task)
+            return cls(popen, os.pidfd_open(popen.pid)), conn
+        except BaseException:
+            conn.close()
+            with contextlib.suppress(OSError):
+                os.kill(popen.pid, 9)
+            popen.wait()
+            raise
+
+    @property
+    def exitcode(self):
+        return self.popen.poll()
+
+    def join(self, timeout=None) -> None:
+        import subprocess
+
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout)
+        if self.popen.returncode is not None and self.sentinel >= 0:
+            os.close(self.sentinel)
+            self.sentinel = -1
+
+
+def _has_fileno(f) -> bool:
+    try:
+        f.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+def _spawned_main(fd: int, parent: int) -> None:
+    """The entry point of a :class:`_Spawned` worker."""
+    from multiprocessing.connection import Connection
+
+    conn = Connection(fd)
+    try:
+        task = conn.recv_bytes()
+    except (EOFError, OSError):
+        os._exit(0)
+    _worker(conn, parent, task)
+
+
+def _worker(conn, parent: int, task: bytes | None = None) -> None:
+    """A worker: Ctrl-C is the parent's to handle (ignored here), SIGTERM kills it, and it
+    dies with its parent.  Receives (i, range), sends back (i, 'ok'|'err', value).
+    ``task``: the pickled (fn, job) of a :class:`_Spawned` worker (else the fork's)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -97,7 +202,15 @@ def _worker(conn, parent: int) -> None:
     if os.getppid() != parent:  # the parent died before PR_SET_PDEATHSIG took effect
         os._exit(0)
     keep_freed_memory()
-    fn, job = _POOL["fn"], _POOL["job"]
+    if task is not None:
+        import pickle
+
+        fn, job = pickle.loads(task)
+    else:
+        fn, job = _POOL["fn"], _POOL["job"]
+    from audit.signals import ready
+
+    ready("worker")
     try:
         while True:
             if not conn.poll(CHECK_PARENT):
@@ -136,32 +249,52 @@ def _pool(fn, job, ranges, workers):
     import signal
     from multiprocessing.connection import wait
 
-    ctx = mproc.get_context("fork")
-    _POOL.update(fn=fn, job=job)
+    task = None
+    if engine_threads():  # never fork this process: fresh interpreters, the job pickled
+        import pickle
+
+        try:
+            task = pickle.dumps((fn, job), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # (a job that cannot travel: run here)
+            for r in ranges:
+                yield fn(job, r)
+            return
+    else:
+        ctx = mproc.get_context("fork")
+        _POOL.update(fn=fn, job=job)
     nw = min(workers, len(ranges))
-    procs, conns = [], []
+    procs: list = []
+    conns: list = []
     parent = os.getpid()
     try:
         for _ in range(nw):
             old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
             try:
-                here, there = ctx.Pipe()
-                p = ctx.Process(target=_worker, args=(there, parent), daemon=True)
-                p.start()
+                if task is not None:
+                    p, here = _Spawned.start(task)
+                    there = None
+                else:
+                    here, there = ctx.Pipe()
+                    p = ctx.Process(target=_worker, args=(there, parent), daemon=True)
+                    p.start()
                 procs.append(p)
                 conns.append(here)
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
-            there.close()
+            if there is not None:
+                there.close()
         n = len(ranges)
-        queued = [[] for _ in procs]  # chunk indices outstanding per worker
+        # a spawned worker's chunks carry megabytes (the engine's outputs): one at a time, so
+        # that this process never blocks sending to a worker that is blocked sending back
+        in_flight = 1 if task is not None else IN_FLIGHT
+        queued: list = [[] for _ in procs]  # chunk indices outstanding per worker
         done: dict = {}
         nxt = want = 0
         ahead = 4 * nw
 
         def feed(w):
             nonlocal nxt
-            while len(queued[w]) < IN_FLIGHT and nxt < n and nxt < want + ahead:
+            while len(queued[w]) < in_flight and nxt < n and nxt < want + ahead:
                 conns[w].send((nxt, ranges[nxt]))
                 queued[w].append(nxt)
                 nxt += 1

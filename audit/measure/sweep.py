@@ -18,11 +18,11 @@ import numpy as np
 
 from audit.errors import BadOptionError, BadParameterError, UnknownNameError
 from audit.io import json_number
-from audit.measure import arguments, param_effect
+from audit.measure import arguments, param_effect, replay
 from audit.measure import clip as clip_mod
 from audit.measure import findings as findings_mod
 from audit.measure import weighting as weighting_mod
-from audit.measure.executors import EXECUTORS, run_chunks
+from audit.measure.executors import EXECUTORS, engine_threads, run_chunks
 from audit.measure.metrics import EXACT_P99_LIMIT, PointErrors, Summary, point_errors
 from audit.numbers.formats import Format, get_format, parse_formats
 from audit.numbers.inputs import CHUNK, Domain, domain, pair_domain, special_inputs
@@ -366,14 +366,14 @@ def _run_chunks(
             if progress:
                 _note_resumed(progress, merged.summary.count)
     saved = merged.done
-    chunks = run_chunks(
-        _range_chunk,
-        job,
-        ranges[merged.done :],
-        executor=executor,
-        workers=1 if job.keep else workers,
-        scheduler=scheduler,
-    )
+    todo = ranges[merged.done :]
+    workers = 1 if job.keep else workers
+    fn, sent, items = _range_chunk, job, todo
+    if _replays(job, executor, workers, len(todo)):  # the candidate evaluated here only
+        sent = replace(job, cand=replace(job.cand, fn=replay.Replay()))
+        fn = replay.Replayed(_range_chunk, _chunk_inputs)
+        items = replay.Evaluated(todo, lambda r: _outputs(job, r))
+    chunks = run_chunks(fn, sent, items, executor=executor, workers=workers, scheduler=scheduler)
     try:
         for res in chunks:
             merged.add(res, job)
@@ -387,6 +387,25 @@ def _run_chunks(
         if ck is not None and (merged.done > saved or not ck.path.exists()):
             ck.save(*merged.state())
     return merged
+
+
+def _replays(job: _Job, executor: str, workers: int, n: int) -> bool:
+    """Whether the candidate is evaluated in this process and its outputs replayed where
+    the chunks run (audit/measure/replay.py): a target with its own arithmetic (engine op,
+    callable, C kernel), one input, on a Dask cluster or on workers that are not forks of
+    this process (it holds an engine's threads)."""
+    if not job.cand.native or job.cand.arity != 1 or job.dom.axis is not None:
+        return False
+    return executor == "dask" or (executor == "local" and workers > 1 and n >= 2 and engine_threads())
+
+
+def _chunk_inputs(job: _Job, r):
+    return job.dom.chunk_values(r)
+
+
+def _outputs(job: _Job, r) -> np.ndarray:
+    """The candidate's outputs at the inputs of chunk ``r`` (as _chunk evaluates it)."""
+    return job.cand.evaluate(job.dom.chunk_values(r), job.storage, job.compute, job.params)
 
 
 def _note_resumed(progress, n: int) -> None:
@@ -614,6 +633,7 @@ def sweep(
     grad: bool = False,
     backward: bool = False,
     grid: int | None = None,
+    default_grid: int | None = None,
     keep_points: bool = False,
     analyze: bool = True,
     max_ulp: float | None = None,
@@ -658,7 +678,9 @@ def sweep(
     params: candidate parameters, each a
     value or a list of values to sweep.  grad: sweep the derivative candidates.
     backward: sweep the backward candidates (dx = dy * f'(x) over pairs (x, dy)).
-    grid: values per axis of the (a, b) grid of gated units (default 1024).
+    grid: values per axis of the (a, b) grid of gated units (default 1024; refused where
+    no selected target is a gated unit).  default_grid: the grid where ``grid`` is not
+    given (reports: 256), never refused.
     keep_points: keep the per-input errors on each result (for CSV and plots).
     analyze: add findings, hidden overflows, saturation and the clip recommendation
     (tolerance max_ulp / atol; default: the candidate's error on its core).
@@ -672,6 +694,9 @@ def sweep(
     range, params = arguments.input_range(range), arguments.params(params)
     samples, seed = arguments.integer("samples", samples, 1), arguments.integer("seed", seed, 0, 2**63 - 1)
     grid, workers = arguments.integer("grid", grid), arguments.integer("workers", workers, 1, MAX_WORKERS)
+    grid_given = grid is not None
+    if grid is None:
+        grid = arguments.integer("default_grid", default_grid)
     max_ulp, atol = arguments.tolerance("max_ulp", max_ulp), arguments.tolerance("atol", atol)
     _check_texts(
         reference=reference, device=device, dump_dtype=dump_dtype, executor=executor, scheduler=scheduler
@@ -686,6 +711,7 @@ def sweep(
         seed=seed,
         exhaustive=exhaustive,
         grid=grid,
+        grid_given=grid_given,
         reference=reference,
         device=device,
         timeout=timeout,
@@ -753,6 +779,7 @@ class _Plan:
     seed: int = 0
     exhaustive: bool = False
     grid: int | None = None
+    grid_given: bool = False  # grid given (not a command's default): refused without a gated unit
     # external targets and dumps
     reference: str | None = None
     device: str = "cpu"
@@ -867,6 +894,7 @@ def _check_selection(plan: _Plan) -> None:
             f"{', '.join(st.name for st in storages)} are swept exhaustively; "
             "--samples applies to fp32 and fp64"
         )
+    _check_applies(plan)
     if t.keyed and plan.device != "cpu":
         raise BadOptionError("--param on torch: ops runs them on the CPU; drop --device")
     if plan.device != "cpu" and not any(n.startswith("torch:") for n in t.external):
@@ -874,6 +902,30 @@ def _check_selection(plan: _Plan) -> None:
     timeout = plan.timeout
     if timeout is not None and not (isinstance(timeout, (int, float)) and 0 < timeout < 1e6):
         raise BadOptionError(f"--timeout must be a number of seconds in (0, 1e6), got {timeout!r}")
+
+
+def _check_applies(plan: _Plan) -> None:
+    """Options that would change nothing are refused, never silently accepted: --dump-dtype
+    without a dump, --grid without a gated unit, a seed where no input is drawn."""
+    t, storages = plan.targets, plan.paths.storages
+    if plan.dump_dtype is not None and plan.dump is None:
+        raise BadOptionError("--dump-dtype applies to --dump (the dtype of a raw binary dump)")
+    pairs = any(c.arity == 2 for c in t.cands)
+    if plan.grid_given and (not pairs or plan.dump is not None):
+        raise BadOptionError(
+            "--grid applies to gated units (functions of two inputs: swiglu, geglu, ...); "
+            "no selected target is one"
+        )
+    if plan.seed != 0:
+        drawn = not plan.exhaustive and (
+            any(not st.enumerable for st in storages) or (pairs and any(st.bits > 8 for st in storages))
+        )
+        if not drawn or plan.dump is not None:
+            raise BadOptionError(
+                f"--seed {plan.seed}: no input is drawn at random here "
+                f"({'a dump' if plan.dump is not None else ', '.join(st.name for st in storages) + ' swept exhaustively'}); "
+                "--seed applies to samples of fp32 and fp64 and to the grid of gated units"
+            )
 
 
 def _check_execution(plan: _Plan) -> None:

@@ -26,7 +26,6 @@ from pathlib import Path
 import mpmath as mp
 import numpy as np
 
-from audit.io import atomic_path
 from audit.numbers.formats import Format
 from audit.oracle.references import Reference
 
@@ -585,12 +584,20 @@ def _load(path: Path, x: np.ndarray, descriptor: str | None = None) -> OracleVal
     from audit.errors import BadFileError
     from audit.io import load_npz
 
+    if path.is_symlink():
+        raise BadFileError(
+            f"{path}: a symbolic link in the oracle cache (refused: cache files are actaudit's own; remove it)"
+        )
     if not path.exists():
         return None
     limit = 40 * len(x) + (1 << 16)
     try:
         arrs = load_npz(
-            path, limit, "oracle table", keys=set(_FIELDS) | {"digest", "descriptor", "certificate"}
+            path,
+            limit,
+            "oracle table",
+            keys=set(_FIELDS) | {"digest", "descriptor", "certificate"},
+            nofollow=True,
         )
         missing = (set(_FIELDS) | {"digest", "descriptor"}) - set(arrs)
         if "descriptor" in missing:  # a table of an older version: rebuilt without a word
@@ -677,18 +684,18 @@ def _arrays(x: np.ndarray, v: OracleValues) -> dict:
 
 
 def _store(path: Path, x: np.ndarray, v: OracleValues, descriptor: str) -> None:
+    from audit.io import cache_file
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         arrs = _arrays(x, v)
         extra = {} if v.certificate is None else {"certificate": np.str_(json.dumps(v.certificate))}
-        with atomic_path(path) as tmp:
-            with open(tmp, "wb") as fh:
-                np.savez(
-                    fh,
-                    **arrs,
-                    **extra,
-                    descriptor=np.str_(descriptor),
-                    digest=np.str_(_digest(descriptor, arrs)),
-                )
+        with cache_file(path) as fh:  # (made whole, then renamed onto path; links refused)
+            np.savez(
+                fh,
+                **arrs,
+                **extra,
+                descriptor=np.str_(descriptor),
+                digest=np.str_(_digest(descriptor, arrs)),
+            )
     except OSError as exc:  # a read-only cache directory must not stop a sweep
         log.warning("cannot write oracle cache %s (%s)", path, exc)

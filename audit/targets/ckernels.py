@@ -63,6 +63,7 @@ KERNEL_TIMEOUT_S = 600.0  # a kernel call still running after this is stopped (u
 COMPILE_TIMEOUT_S = 600.0
 MAX_SOURCE = 1 << 22  # bytes of a kernel source (and of each file it includes)
 MAX_OBJECT = 1 << 26  # bytes of a compiled object
+KILL_GRACE_S = 2.0  # seconds a stopped runner has to kill its kernel's descendants
 MAX_OUTPUT = 4096  # bytes of a kernel's stdout/stderr kept (its last ones)
 CACHE_VERSION = 2
 TYPES = {"float": np.float32, "_Float16": np.float16}
@@ -235,10 +236,42 @@ def _one_line(text: str, limit: int = 300) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
+# The compiler runs under resource limits (``#include "/dev/zero"`` makes cc1 read, and
+# grow, until the system's OOM killer acts): address space, CPU time, size of any file
+# it writes.  They are set by a tiny exec wrapper (a fresh interpreter that sets them and
+# execs the compiler), not by a preexec_fn: a preexec_fn runs Python in a fork of this
+# process, whose other threads (an engine's) may hold locks, and triggers its at-fork hooks.
+COMPILE_MEMORY = 2 << 30  # bytes of address space for the driver and each of its passes
+COMPILE_CPU_S = 300  # seconds of CPU time for each of them
+COMPILE_FILE = 1 << 28  # bytes of any file they write (objects, temporaries)
+_LIMITED = (
+    "import os, resource, sys\n"
+    "m, c, f = (int(v) for v in sys.argv[1:4])\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (m, m))\n"
+    "resource.setrlimit(resource.RLIMIT_CPU, (c, c))\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (f, f))\n"
+    "resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+    "try:\n"
+    "    os.execv(sys.argv[4], sys.argv[4:])\n"
+    "except OSError as e:\n"
+    "    sys.stderr.write(f'error: cannot run {sys.argv[4]}: {e.strerror}\\n')\n"
+    "    os._exit(127)\n"
+)
+
+
+def _limited(cmd: list[str]) -> list[str]:
+    """``cmd`` run under the compiler's resource limits (its first element resolved on PATH)."""
+    import sys
+
+    exe = shutil.which(cmd[0]) or cmd[0]
+    limits = [str(COMPILE_MEMORY), str(COMPILE_CPU_S), str(COMPILE_FILE)]
+    return [sys.executable, "-I", "-S", "-c", _LIMITED, *limits, exe, *cmd[1:]]
+
+
 def _run(cmd: list[str], stdin: bytes = b"", timeout: float = COMPILE_TIMEOUT_S) -> tuple[int, bytes, bytes]:
     env = {**os.environ, "LC_ALL": "C"}  # messages in one language, plain quotes
     try:
-        r = subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout, env=env)
+        r = subprocess.run(_limited(cmd), input=stdin, capture_output=True, timeout=timeout, env=env)
     except (OSError, subprocess.SubprocessError, ValueError) as e:
         raise KernelError(f"cannot run the C compiler '{cmd[0]}': {_one_line(str(e))}") from None
     return r.returncode, r.stdout, r.stderr
@@ -333,8 +366,8 @@ def _verified(so: Path, key: str) -> bytes | None:
     from audit.io import load_json, read_bytes
 
     try:
-        rec = load_json(so.with_suffix(".json"), 4096, "object record")
-        data = read_bytes(so, MAX_OBJECT, "compiled object", regular=True)
+        rec = load_json(so.with_suffix(".json"), 4096, "object record", nofollow=True)
+        data = read_bytes(so, MAX_OBJECT, "compiled object", nofollow=True)
     except BadFileError:
         return None
     if not isinstance(rec, dict) or set(rec) != {"key", "sha256", "version"}:
@@ -426,9 +459,17 @@ def _dependencies(path, base: list[str], unit: bytes, flags: list[str]) -> list[
 
 
 def _first_error(err: bytes, rc: int) -> str:
-    lines = _text(err).splitlines()
-    pick = [ln for ln in lines if "error" in ln] or lines
-    return _one_line(pick[0]) if pick else f"exit status {rc}"
+    lines = [ln for ln in _text(err).splitlines() if ln.strip()]
+    pick = [ln for ln in lines if "error" in ln or "out of memory" in ln] or lines
+    if not pick:
+        return f"exit status {rc}"
+    text = _one_line(pick[0])
+    if "out of memory" in text or "Killed signal" in text or "CPU time limit" in text:
+        text += (
+            f" (the compiler runs with at most {COMPILE_MEMORY >> 20} MiB of address space "
+            f"and {COMPILE_CPU_S} s of CPU time)"
+        )
+    return text
 
 
 def _build(path, base, unit, flags, so: Path, key: str, func, ctype) -> bytes:
@@ -444,30 +485,46 @@ def _build(path, base, unit, flags, so: Path, key: str, func, ctype) -> bytes:
                 f"C kernel '{path}' does not compile ({' '.join(flags)}): {_first_error(err, rc)}"
             )
 
-    return _cache_put(so, key, ".so", "compiled object", compile_to)
+    return _cache_put(so, key, "kernel.so", "compiled object", compile_to)
 
 
-def _cache_put(dest: Path, key: str, suffix: str, what: str, compile_to) -> bytes:
-    """Build ``dest`` in the cache: ``compile_to(tmp)`` writes it at a temporary path of this
-    process (raising KernelError where it cannot), then its record (key, sha256, cache
-    version) is written and both move into place; no temporary file is left behind.  The
-    bytes built."""
+def _cache_put(dest: Path, key: str, name: str, what: str, compile_to) -> bytes:
+    """Build ``dest`` in the cache: ``compile_to(tmp)`` writes it as NAME in a private
+    directory of this process (raising KernelError where it cannot), then the bytes and their
+    record (key, sha256, cache version) go into the cache (:func:`_store`); the private
+    directory goes in every case.  The bytes built."""
     from audit.io import read_bytes
 
-    root = dest.parent
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f".{key}.{os.getpid()}{suffix}"
-    rec_tmp = root / f".{key}.{os.getpid()}.json"
+    private = _private_dir(dest.parent)
+    tmp = private / name
     try:
         compile_to(tmp)
-        data = read_bytes(tmp, MAX_OBJECT, what, regular=True)
-        rec_tmp.write_text(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}))
-        os.replace(tmp, dest)
-        os.replace(rec_tmp, dest.with_suffix(".json"))
+        data = read_bytes(tmp, MAX_OBJECT, what, nofollow=True)
+        _store(dest, key, data)
         return data
     finally:
-        tmp.unlink(missing_ok=True)
-        rec_tmp.unlink(missing_ok=True)
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _private_dir(root: Path) -> Path:
+    """A directory of this process (mode 0700) inside the cache directory ``root``: where
+    the compiler writes (``-o`` follows a symbolic link; nothing can be planted here)."""
+    import tempfile
+
+    from audit.io import cache_directory
+
+    return Path(tempfile.mkdtemp(prefix=f".build.{os.getpid()}.", dir=cache_directory(root)))
+
+
+def _store(path: Path, key: str, data: bytes) -> None:
+    """The object (or runner) and its record into the cache, each written whole under a
+    name of its own and renamed into place (audit.io.cache_file: links refused)."""
+    from audit.io import cache_file
+
+    with cache_file(path) as fh:
+        fh.write(data)
+    with cache_file(path.with_suffix(".json")) as fh:
+        fh.write(json.dumps({"key": key, "sha256": _sha(data), "version": CACHE_VERSION}).encode())
 
 
 # ------------------------------------------------------------------- loading
@@ -512,15 +569,25 @@ def _memory_file(table: dict, k, name: str, flags: int, load) -> int:
 # and verified like a kernel's object), which loads nothing but the C library and the kernel.
 RUNNER_SOURCE = r"""/* actaudit's C kernel runner: argv = RUNNER PARENT OBJECT_FD FUNC DATA_FD N ELEMSIZE DONE_FD RUNNER_FD
    DATA_FD (a memory file) holds the 16-byte token, then x (N elements), then y (N); the
-   kernel sees descriptors 0, 1, 2, OBJECT_FD and DONE_FD only. */
+   kernel sees descriptors 0, 1, 2, OBJECT_FD and DONE_FD only.
+
+   The runner is a supervisor: a child subreaper (PR_SET_CHILD_SUBREAPER) that forks the
+   process calling the kernel, and when that ends (or on SIGTERM: from actaudit, or as its
+   parent-death signal) kills every descendant still alive -- a kernel's child that
+   double-forks and calls setsid() is reparented here, not to init -- and reaps them all
+   before it exits with the kernel process's status. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 typedef void (*kernel_fn)(const void *, void *, size_t);
@@ -532,20 +599,63 @@ static long num(const char *s) {
     return v;
 }
 
-int main(int argc, char **argv) {
-    if (argc != 9) _exit(6);
-    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if ((long)getppid() != num(argv[1])) _exit(5); /* the parent died before PDEATHSIG took effect */
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+static volatile pid_t kid = 0;
+
+static void on_term(int sig) {
+    (void)sig;
+    if (kid > 0) kill(kid, SIGKILL);
+}
+
+/* SIGKILL to every child of this process (orphans of the tree included); their number */
+static int kill_children(pid_t self) {
+    int n = 0;
+    DIR *d = opendir("/proc");
+    if (d == NULL) return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || pid <= 0 || pid == (long)self) continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        char *close_paren = strrchr(buf, ')');
+        long ppid = -1;
+        char state;
+        if (close_paren != NULL && sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 && ppid == (long)self) {
+            kill((pid_t)pid, SIGKILL);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static void kill_descendants(void) {
+    pid_t self = getpid();
+    for (;;) {
+        int st;
+        if (kill_children(self) > 0) {
+            if (waitpid(-1, &st, 0) < 0 && errno == ECHILD) return;
+            continue;
+        }
+        pid_t w = waitpid(-1, &st, WNOHANG);
+        if (w < 0 && errno == ECHILD) return;
+        if (w == 0) sched_yield(); /* a child not yet listed (reparented just now) */
+    }
+}
+
+static int run_kernel(char **argv) {
     long obj = num(argv[2]), data = num(argv[4]), done = num(argv[7]);
     size_t n = (size_t)num(argv[5]), size = (size_t)num(argv[6]);
     size_t bytes = 16 + 2 * n * size;
     unsigned char *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, (int)data, 0);
     if (map == MAP_FAILED) _exit(6);
     close((int)data);
-    close((int)num(argv[8]));
     unsigned char token[16];
     memcpy(token, map, 16);
     char path[64];
@@ -563,6 +673,54 @@ int main(int argc, char **argv) {
     fflush(NULL); /* what it printed, before the report */
     if (write((int)done, token, 16) != 16) _exit(6);
     _exit(0);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 9) _exit(6);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+    if ((long)getppid() != num(argv[1])) _exit(5); /* the parent died before PDEATHSIG took effect */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    close((int)num(argv[8]));
+    pid_t self = getpid();
+    pid_t p = fork();
+    if (p < 0) _exit(6);
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != self) _exit(5);
+        signal(SIGTERM, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        return run_kernel(argv);
+    }
+    kid = p;
+    close((int)num(argv[4])); /* the kernel's data and report are the kernel process's */
+    close((int)num(argv[7]));
+    close((int)num(argv[2]));
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL); /* SIGTERM (blocked by actaudit around the start) */
+    int st = 0;
+    while (waitpid(p, &st, 0) < 0) {
+        if (errno != EINTR) _exit(6);
+    }
+    kid = 0;
+    kill_descendants();
+    if (WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        signal(sig, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        raise(sig);
+        _exit(128 + sig);
+    }
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 6);
 }
 """
 _RUNNER: dict = {}  # (compiler identity) -> (fd of a memory file holding the verified runner, its inode)
@@ -593,16 +751,25 @@ def _build_runner(exe: Path, key: str, cc: str) -> bytes:
         if rc != 0:
             raise KernelError(f"cannot build actaudit's C kernel runner with {cc}: {_first_error(err, rc)}")
 
-    return _cache_put(exe, key, "", "kernel runner", compile_to)
+    return _cache_put(exe, key, "runner", "kernel runner", compile_to)
 
 
 def _kill(pid: int) -> None:
-    """SIGKILL to the kernel's process group and to the kernel, then reap it; nothing if it
-    was reaped already (its pid may belong to another process by now)."""
+    """SIGTERM to the runner (it kills every descendant of the kernel, then exits; waited
+    for at most KILL_GRACE_S), SIGKILL to its process group and to it, then reap it;
+    nothing if it was reaped already (its pid may belong to another process by now)."""
     try:
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return
+    if not exited:  # the runner kills and reaps every descendant on SIGTERM (their subreaper)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+            pidfd = os.pidfd_open(pid)
+            try:
+                select.select([pidfd], [], [], KILL_GRACE_S)
+            finally:
+                os.close(pidfd)
     for kill in (os.killpg, os.kill):
         with contextlib.suppress(OSError):
             kill(pid, signal.SIGKILL)

@@ -426,7 +426,7 @@ def _correct_table(reference: str, inq, out, params: dict | None = None):
     else:
         if out == inq:
             ov = oracle.evaluate(ref, out, xf, params)
-        elif oracle.fast_path_applies(ref, out) and inq.p <= 24:
+        elif oracle.fast_path_applies(ref, out) and not isinstance(inq, QuantFormat) and inq.p <= 24:
             ov = oracle._compute(ref, out, xf, params)
         else:
             ov = oracle.exact_points(ref, xf, out, params)

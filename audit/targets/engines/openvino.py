@@ -86,6 +86,10 @@ class OpenVinoEngine(Engine):
         ),
     )
 
+    def load(self):
+        _no_telemetry()
+        return super().load()
+
     def version(self) -> str:
         return self.load().get_version()
 
@@ -116,8 +120,20 @@ class OpenVinoEngine(Engine):
         )
 
 
+def _no_telemetry() -> None:
+    """Importing openvino sends a telemetry event from a forked process (openvino.tools.ovc,
+    through openvino_telemetry): a fork of a process that holds engines' threads (JAX warns
+    of a deadlock), and a network call from an offline audit.  Without openvino_telemetry
+    openvino uses its own stub, which sends nothing."""
+    import sys
+
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+
+
 @functools.lru_cache(maxsize=1)
 def _core():
+    _no_telemetry()
     import openvino as ov
 
     return ov.Core()
