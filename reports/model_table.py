@@ -133,4 +133,52 @@ def table(doc: dict) -> str:
         "  worst: on an observed input; range: over the observed range (bound:",
         "  exhaustive; ~: sampled); ms. com.microsoft",
     ]
+    if doc.get("effect") is not None:
+        lines += [""] + effect_lines(doc)
     return "\n".join(lines)
+
+
+def _arg(v) -> str:
+    return "-" if v is None else _pct(_f(v)) if _f(v) else "0"
+
+
+def effect_lines(doc: dict) -> list[str]:
+    """The effect ranking: per site and graph output, the change of the output when the
+    site's output is replaced by its correct rounding; then all sites at once."""
+    e = doc["effect"]
+    by_id = {d["id"]: d for d in doc["sites"]}
+    lines = [
+        "effect on the outputs: each site's output replaced by its correct rounding",
+        f"{'rank':<5}{'site':<5}{'pattern':<12}{'output':<14}{'max abs':>10}{'max rel':>10}"
+        f"{'mean abs':>10}{'argmax':>8}",
+    ]
+
+    def rows(label, pattern, outs):
+        out = []
+        for k, (name, o) in enumerate(outs.items()):
+            lead = f"{label:<10}{_cut(pattern, 11):<12}" if k == 0 else " " * 22
+            out.append(
+                _cut(
+                    f"{lead}{_cut(name, 13):<14}{num(_f(o['max_abs'])):>10}{num(_f(o['max_rel'])):>10}"
+                    f"{num(_f(o['mean_abs'])):>10}{_arg(o['argmax_changed']):>8}",
+                    WIDTH,
+                )
+            )
+        return out
+
+    for r, sid in enumerate(e["ranking"], 1):
+        d = by_id[sid]
+        se = d["effect"]
+        lines += rows(f"{r:<5}{_cut(sid, 4)}", d["pattern"].replace("com.microsoft.", "ms."), se["outputs"])
+        for n in se.get("notes") or []:
+            lines.append(_cut("    " + n, WIDTH))
+    if e.get("joint"):
+        lines += rows("all", f"{len(e['joint']['sites'])} sites", e["joint"]["outputs"])
+    for sid, why in (e.get("skipped") or {}).items():
+        lines.append(_cut(f"{'-':<5}{sid:<5}not cut: {why}", WIDTH))
+    lines += [
+        "ranked by the outputs' argmax changes (argmax: the fraction of rows whose",
+        "  top score moves; classifier-shaped outputs only), then max abs relative to",
+        "  the output's largest magnitude; all: every site replaced at once",
+    ]
+    return lines

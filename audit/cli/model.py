@@ -32,12 +32,15 @@ def model_cmd(
         None, "--json", help="Write the actaudit.model/1 JSON here ('-': stdout)."
     ),
     report: str | None = typer.Option(None, "--report", help="Write the HTML report into this directory."),
+    effect: bool = typer.Option(
+        False, "--effect", help="Each site's effect on the outputs (its output made correctly rounded)."
+    ),
 ) -> None:
     """Audit every activation site of an ONNX model under its observed inputs."""
     import audit.model
 
     doc, m = audit.model.run(
-        path, data, random, shape, seed, batches, engine, opt_level, dtype, compute, bin, json_out
+        path, data, random, shape, seed, batches, engine, opt_level, dtype, compute, bin, json_out, effect
     )
     if report is not None:
         from reports.model_html import write_report

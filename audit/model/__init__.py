@@ -2,7 +2,7 @@
 
 scan.py (the sites of the graph), optimized.py (what ORT runs for each), capture.py (one
 pass over the batches, histograms), audit.py (per-site audits), document.py (JSON
-``actaudit.model/1``).
+``actaudit.model/1``), effect.py (``--effect``: each site replaced by its correct rounding).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ def run(
     compute=None,
     bin=None,
     json_out=None,
+    effect=False,
 ):
     """What ``actaudit model`` does: the audit and its ``actaudit.model/1`` document, the
     JSON written to ``json_out`` (not '-': stdout is the caller's).  (document, ModelAudit)."""
@@ -41,6 +42,7 @@ def run(
         dtype=dtype,
         compute=compute,
         bin=bin,
+        effect=effect,
     )
     doc = document(m)
     if json_out is not None and json_out != "-":
