@@ -261,7 +261,8 @@ def correctly_rounded(c: Cut, x: np.ndarray, y_engine: np.ndarray, count: bool =
     fin = np.isfinite(xs)
     if count:
         c.nonfinite += int(np.count_nonzero(~fin))
-    u, inv = np.unique(xs[fin], return_inverse=True)
+    ub, inv = np.unique(xs[fin].view(np.uint64), return_inverse=True)  # by bits: -0 and +0 apart
+    u = ub.view(np.float64)
     if u.size:
         with np.errstate(all="ignore"):
             representable = bool(np.all(fmt.round(u) == u))
