@@ -182,3 +182,50 @@ def effect_lines(doc: dict) -> list[str]:
         "  the output's largest magnitude; all: every site replaced at once",
     ]
     return lines
+
+
+def _fig(d: dict) -> str:
+    w = d.get("weighted") or {}
+    if d["status"] != "audited":
+        return d["status"]
+    return f"mean {num(_f(w.get('mean_ulp')))} p99 {num(_f(w.get('p99_ulp')))} {risks(d)}".rstrip(" -")
+
+
+def compare_table(cmp: dict) -> str:
+    """Two exports site by site: each pair, what changed, both sites' figures."""
+    a, b = cmp["a"], cmp["b"]
+    sa = {d["id"]: d for d in a["sites"]}
+    sb = {d["id"]: d for d in b["sites"]}
+    lines = [
+        _cut(f"A {a['model']['path']} (sha256 {a['model']['sha256'][:12]})", WIDTH),
+        _cut(f"B {b['model']['path']} (sha256 {b['model']['sha256'][:12]})", WIDTH),
+        f"{'A':<4}{'B':<4}{'pattern A':<13}{'pattern B':<13}{'engine op A':<17}engine op B",
+    ]
+    for p in cmp["pairs"]:
+        da, db = sa[p["a"]], sb[p["b"]]
+        pat = (da["pattern"].replace("com.microsoft.", "ms."), db["pattern"].replace("com.microsoft.", "ms."))
+        lines.append(
+            _cut(
+                f"{_cut(p['a'], 3):<4}{_cut(p['b'], 3):<4}{_cut(pat[0], 12):<13}{_cut(pat[1], 12):<13}"
+                f"{_cut(engine_op(da), 16):<17}{engine_op(db)}",
+                WIDTH,
+            )
+        )
+        import textwrap
+
+        lines += textwrap.wrap(
+            "; ".join(p["changes"]) or "unchanged", WIDTH, initial_indent="    ", subsequent_indent="      "
+        )
+        for side, d in (("A", da), ("B", db)):
+            lines.append(_cut(f"    {side} {d['dtype'] or '-'}: {_fig(d)}", WIDTH))
+    for side in ("a", "b"):
+        for sid in cmp["unpaired"][side]:
+            d = (sa if side == "a" else sb)[sid]
+            lines.append(_cut(f"{side.upper()} only: {sid} {d['pattern']} ({engine_op(d)})", WIDTH))
+    lines += [
+        "",
+        "sites paired along the graphs by order and reference family; changes: the",
+        "  formula, attributes, the graph's and the engine's dtype, the engine op;",
+        "  mean, p99: ULP errors weighted by each site's observed inputs",
+    ]
+    return "\n".join(lines)

@@ -48,3 +48,18 @@ def run(
     if json_out is not None and json_out != "-":
         write_text(json_out, dumps(doc) + "\n")
     return doc, m
+
+
+def run_compare(path_a, path_b, json_out=None, **kw):
+    """``actaudit model A.onnx B.onnx``: both audited on the same data, their sites paired
+    (audit/model/compare_exports.py); the JSON written to ``json_out`` (not '-').
+    (comparison document)."""
+    from audit.io import dumps, write_text
+    from audit.model.compare_exports import compare
+
+    doc_a, _ = run(path_a, **kw)
+    doc_b, _ = run(path_b, **kw)
+    doc = compare(doc_a, doc_b)
+    if json_out is not None and json_out != "-":
+        write_text(json_out, dumps(doc) + "\n")
+    return doc
