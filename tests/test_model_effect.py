@@ -208,3 +208,6 @@ def test_effect_table_fits_80_columns_and_json_keys(tmp_path):
     assert sorted(s["effect"]["rank"] for s in doc["sites"]) == [1, 2]
     code, out = _cli(["model", str(p), "--data", str(d), "--json", "-"])
     assert "effect" not in json.loads(out)  # only with --effect
+    code, out = _cli(["model", str(p), "--data", str(d), "--effect", "--report", str(tmp_path / "r")])
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert code == 0 and 'aria-label="effect ranking"' in html and "all (2 sites)" in html
