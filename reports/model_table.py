@@ -229,3 +229,49 @@ def compare_table(cmp: dict) -> str:
         "  mean, p99: ULP errors weighted by each site's observed inputs",
     ]
     return "\n".join(lines)
+
+
+def fix_table(doc: dict) -> str:
+    """``--fix``: each rewrite tried, kept or why not, the site's figures before and after;
+    then each output's distance to the model with every site correctly rounded."""
+    before = {d["id"]: d for d in doc["before"]["sites"]}
+    lines = [
+        _cut(f"fix {doc['before']['model']['path']}: rewrites of the sites at risk", WIDTH),
+        f"{'site':<6}{'rewrite':<24}{'kept':<6}{'before mean/p99':>20}{'after mean/p99':>20}",
+    ]
+
+    def mp(d):
+        w = (d or {}).get("weighted") or {}
+        return f"{num(_f(w.get('mean_ulp')))} / {num(_f(w.get('p99_ulp')))}" if w else "-"
+
+    for r in doc["rewrites"]:
+        lines.append(
+            _cut(
+                f"{r['site']:<6}{r['rewrite']:<24}{'yes' if r['kept'] else 'no':<6}"
+                f"{mp(before.get(r['site'])):>20}{mp(r.get('after')):>20}",
+                WIDTH,
+            )
+        )
+        if not r["kept"]:
+            lines.append(_cut(f"      not kept: {r['why']}", WIDTH))
+    if not doc["rewrites"]:
+        lines.append("no site at risk has a rewrite")
+    jb = ((doc["before"].get("effect") or {}).get("joint") or {}).get("outputs", {})
+    ja = (((doc.get("after") or {}).get("effect") or {}).get("joint") or {}).get("outputs", {})
+    if jb and ja:
+        lines += [
+            "",
+            "distance of each output to the model with every site correctly rounded",
+            f"{'output':<16}{'max abs before':>16}{'after':>12}{'mean abs before':>18}{'after':>12}",
+        ]
+        for k, ob in jb.items():
+            oa = ja.get(k, {})
+            lines.append(
+                _cut(
+                    f"{_cut(k, 15):<16}{num(_f(ob['max_abs'])):>16}{num(_f(oa.get('max_abs'))):>12}"
+                    f"{num(_f(ob['mean_abs'])):>18}{num(_f(oa.get('mean_abs'))):>12}",
+                    WIDTH,
+                )
+            )
+    lines.append(_cut(f"written: {doc['written']}" if doc["written"] else "nothing written", WIDTH))
+    return "\n".join(lines)

@@ -32,6 +32,9 @@ def model_cmd(
         None, "--json", help="Write the actaudit.model/1 JSON here ('-': stdout)."
     ),
     report: str | None = typer.Option(None, "--report", help="Write the HTML report into this directory."),
+    fix: str | None = typer.Option(
+        None, "--fix", help="Write OUT.onnx with the rewrites that make the sites at risk better."
+    ),
     effect: bool = typer.Option(
         False, "--effect", help="Each site's effect on the outputs (its output made correctly rounded)."
     ),
@@ -63,6 +66,24 @@ def model_cmd(
         sys.stdout.write(compare_table(cmp) + "\n")
         return
     path = paths[0]
+    if fix is not None:
+        if report is not None:
+            from audit.errors import BadOptionError
+
+            raise BadOptionError("--fix and --report: give one of them")
+        fdoc = audit.model.run_fix(
+            path, fix, json_out, data=data, random=random, shape=shape, seed=seed, batches=batches,
+            engine=engine, opt_level=opt_level, dtype=dtype, compute=compute, bin=bin,
+        )  # fmt: skip
+        if json_out == "-":
+            from audit.io import dumps
+
+            sys.stdout.write(dumps(fdoc) + "\n")
+            return
+        from reports.model_table import fix_table
+
+        sys.stdout.write(fix_table(fdoc) + "\n")
+        return
     doc, m = audit.model.run(
         path, data, random, shape, seed, batches, engine, opt_level, dtype, compute, bin, json_out, effect
     )

@@ -63,3 +63,19 @@ def run_compare(path_a, path_b, json_out=None, **kw):
     if json_out is not None and json_out != "-":
         write_text(json_out, dumps(doc) + "\n")
     return doc
+
+
+def run_fix(path, out_path, json_out=None, **kw):
+    """``actaudit model MODEL --fix OUT.onnx`` (audit/model/rewrite.py): the fix document
+    {rewrites, written, before, after}; its JSON written to ``json_out`` (not '-')."""
+    from audit.io import dumps, write_text
+    from audit.model.rewrite import fix
+
+    def audit_file(p, **k):
+        return run(p, **k)
+
+    doc = fix(path, out_path, audit_file, **kw)
+    doc = {"schema": "actaudit.model-fix/1", **doc}
+    if json_out is not None and json_out != "-":
+        write_text(json_out, dumps(doc) + "\n")
+    return doc

@@ -2,7 +2,7 @@
 
 Top level: ``model`` {path, sha256, opset, producer}, ``data`` {source, batches, synthetic,
 digest, seed, shapes}, ``engine`` {name, version, opt_level, dtype, compute, dispatch, bin},
-``sites``: one entry per site {id, nodes, pattern, reference, engine_op, attributes, dtype,
+``sites``: one entry per site {id, nodes, pattern, input, output (the tensors it reads and writes), reference, engine_op, attributes, dtype,
 status, sweep (the id of the site whose sweep it shares), inputs {count, min, max, distinct, nonfinite, binned}, weighted (the sweep's weighted
 section: audit/measure/weighting.py), worst {observed_ulp, observed_x, range_bound_ulp
 (null unless the observed range was swept exhaustively), range_sampled_ulp, range_x,
@@ -39,6 +39,8 @@ def site_dict(a) -> dict:
         "id": s.id,
         "nodes": list(s.nodes),
         "pattern": s.pattern,
+        "input": s.input,
+        "output": s.output,
         "reference": s.reference,
         "engine_op": e.target or ("graph " + " ".join(e.nodes) if e.nodes else e.op),
         "engine_nodes": list(e.node_names),
