@@ -104,15 +104,17 @@ class Identification:
 def inputs(fmt: Format, window: int = WINDOW, samples: int = SAMPLES) -> tuple[np.ndarray, bool]:
     """The inputs compared (ascending) and whether they are every finite value."""
     if fmt.enumerable:
-        return np.sort(domain(fmt).values), True
+        vals = domain(fmt).values
+        assert vals is not None
+        return np.sort(vals), True
     if fmt.name != "fp32":
         raise BadOptionError(f"identify runs in fp32 or a format of at most 16 bits, not {fmt.name}")
     pts = [np.float32(p) for b in BRANCH_POINTS for p in (b, -b)] + [np.float32(2.0**-126)]
     ords = []
     for p in pts:
-        o = int(np.array(p, np.float32).view(np.int32))
-        o = o if o >= 0 else -(o & 0x7FFFFFFF)  # sign-magnitude -> ordinal
-        ords.append(np.arange(o - window, o + window + 1, dtype=np.int64))
+        i = int(np.array(p, np.float32).view(np.int32))
+        i = i if i >= 0 else -(i & 0x7FFFFFFF)  # sign-magnitude -> ordinal
+        ords.append(np.arange(i - window, i + window + 1, dtype=np.int64))
     o = np.unique(np.concatenate(ords))
     bits = np.where(o >= 0, o, (-o) | 0x80000000).astype(np.uint32)
     v = bits.view(np.float32).astype(np.float64)

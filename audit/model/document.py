@@ -102,7 +102,7 @@ def document(m) -> dict:
     from audit._version import __version__
 
     b = m.batches
-    out = {
+    out: dict = {
         "schema": SCHEMA,
         "actaudit": __version__,
         "model": {"path": m.path, "sha256": m.sha256, "opset": m.opset, "producer": m.producer},

@@ -254,7 +254,7 @@ def correctly_rounded(c: Cut, x: np.ndarray, y_engine: np.ndarray, count: bool =
     from audit.oracle.oracle import evaluate, exact_points
     from audit.oracle.references import get_reference
 
-    fmt = get_format(c.fmt)  # type: ignore[arg-type]
+    fmt = get_format(c.fmt)
     ref = get_reference(c.family)
     xs = np.asarray(x, dtype=np.float64).reshape(-1)
     out = np.asarray(y_engine, dtype=np.float64).reshape(-1).copy()
