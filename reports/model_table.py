@@ -170,8 +170,10 @@ def effect_lines(doc: dict) -> list[str]:
         d = by_id[sid]
         se = d["effect"]
         lines += rows(f"{r:<5}{_cut(sid, 4)}", d["pattern"].replace("com.microsoft.", "ms."), se["outputs"])
+        import textwrap
+
         for n in se.get("notes") or []:
-            lines.append(_cut("    " + n, WIDTH))
+            lines += textwrap.wrap(n, WIDTH, initial_indent="    ", subsequent_indent="      ")
     if e.get("joint"):
         lines += rows("all", f"{len(e['joint']['sites'])} sites", e["joint"]["outputs"])
     for sid, why in (e.get("skipped") or {}).items():
