@@ -70,6 +70,59 @@ def _svg(curve: dict, title: str) -> str:
     return "".join(out)
 
 
+def _effect_svg(doc: dict) -> str:
+    """The effect ranking: per site (ranked) and the joint effect, a bar of the largest
+    max abs change of an output relative to that output's largest magnitude (log scale),
+    with the argmax change written beside it."""
+    e = doc["effect"]
+    by_id = {d["id"]: d for d in doc["sites"]}
+    rows = [(f"{sid} {by_id[sid]['pattern']}", by_id[sid]["effect"]["outputs"]) for sid in e["ranking"]]
+    if e.get("joint"):
+        rows.append((f"all ({len(e['joint']['sites'])} sites)", e["joint"]["outputs"]))
+
+    def rel(outs):
+        r, arg = 0.0, 0.0
+        for o in outs.values():
+            s, ma = _f(o.get("scale")) or 0.0, _f(o["max_abs"])
+            r = max(r, math.inf if o.get("nonfinite_changed") else (ma / s if s > 0 else 0.0))
+            arg = max(arg, _f(o.get("argmax_changed")) or 0.0)
+        return r, arg
+
+    vals = [rel(o) for _, o in rows]
+    fin = [v for v, _ in vals if v > 0 and math.isfinite(v)]
+    lo = math.floor(math.log10(min(fin))) if fin else -8
+    hi = math.ceil(math.log10(max(fin))) if fin else 0
+    hi = max(hi, lo + 1)
+    rh, lw = 26, 220
+    h = PAD + rh * len(rows) + 24
+    pw = W - lw - 150
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" role="img" aria-label="effect ranking">',
+        f'<rect width="{W}" height="{h}" fill="white"/>',
+        '<text x="8" y="18" font-size="12">largest |output change| / output magnitude when the site is made '
+        "correctly rounded (log scale)</text>",
+    ]
+    for k, ((label, _), (v, arg)) in enumerate(zip(rows, vals)):
+        y = PAD / 2 + 8 + k * rh
+        out.append(
+            f'<text x="{lw - 8}" y="{y + 15}" font-size="12" text-anchor="end">{escape(label[:30])}</text>'
+        )
+        if v > 0:
+            frac = 1.0 if math.isinf(v) else (math.log10(v) - lo + 1) / (hi - lo + 1)
+            color = "#c0392b" if arg > 0 or math.isinf(v) else "#4a7bd0"
+            out.append(
+                f'<rect x="{lw}" y="{y + 3}" width="{max(2.0, pw * frac):.1f}" height="{rh - 8}" fill="{color}"/>'
+            )
+        txt = ("inf" if math.isinf(v) else num(v)) + (f", argmax {100 * arg:.2g}%" if arg else "")
+        out.append(f'<text x="{lw + pw + 8}" y="{y + 15}" font-size="12">{escape(txt)}</text>')
+    out.append(
+        f'<text x="{lw}" y="{h - 6}" font-size="11">1e{lo - 1} at the left edge; red: a top-1 answer '
+        "changes (or a non-finite output)</text>"
+    )
+    out.append("</svg>")
+    return "".join(out)
+
+
 def page(doc: dict, curves: dict) -> str:
     m, e, data = doc["model"], doc["engine"], doc["data"]
     src = f"synthetic (--random, seed {data['seed']})" if data["synthetic"] else escape(str(data["source"]))
@@ -153,6 +206,15 @@ def page(doc: dict, curves: dict) -> str:
         + "</tr>"
         + "".join(rows)
         + "</table>"
+        + (
+            "<section id='effect'><h2>Effect of each site on the outputs</h2>"
+            "<p>Each site's output replaced by its correct rounding, the rest of the graph run as the "
+            "engine runs it; ranked by argmax changes, then by the change relative to the output.</p>"
+            + _effect_svg(doc)
+            + "</section>"
+            if doc.get("effect") and doc["effect"]["ranking"]
+            else ""
+        )
         + "".join(sections)
         + "</body></html>"
     )

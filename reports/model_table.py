@@ -133,4 +133,147 @@ def table(doc: dict) -> str:
         "  worst: on an observed input; range: over the observed range (bound:",
         "  exhaustive; ~: sampled); ms. com.microsoft",
     ]
+    if doc.get("effect") is not None:
+        lines += [""] + effect_lines(doc)
+    return "\n".join(lines)
+
+
+def _arg(v) -> str:
+    return "-" if v is None else _pct(_f(v)) if _f(v) else "0"
+
+
+def effect_lines(doc: dict) -> list[str]:
+    """The effect ranking: per site and graph output, the change of the output when the
+    site's output is replaced by its correct rounding; then all sites at once."""
+    e = doc["effect"]
+    by_id = {d["id"]: d for d in doc["sites"]}
+    lines = [
+        "effect on the outputs: each site's output replaced by its correct rounding",
+        f"{'rank':<5}{'site':<5}{'pattern':<12}{'output':<14}{'max abs':>10}{'max rel':>10}"
+        f"{'mean abs':>10}{'argmax':>8}",
+    ]
+
+    def rows(label, pattern, outs):
+        out = []
+        for k, (name, o) in enumerate(outs.items()):
+            lead = f"{label:<10}{_cut(pattern, 11):<12}" if k == 0 else " " * 22
+            out.append(
+                _cut(
+                    f"{lead}{_cut(name, 13):<14}{num(_f(o['max_abs'])):>10}{num(_f(o['max_rel'])):>10}"
+                    f"{num(_f(o['mean_abs'])):>10}{_arg(o['argmax_changed']):>8}",
+                    WIDTH,
+                )
+            )
+        return out
+
+    for r, sid in enumerate(e["ranking"], 1):
+        d = by_id[sid]
+        se = d["effect"]
+        lines += rows(f"{r:<5}{_cut(sid, 4)}", d["pattern"].replace("com.microsoft.", "ms."), se["outputs"])
+        import textwrap
+
+        for n in se.get("notes") or []:
+            lines += textwrap.wrap(n, WIDTH, initial_indent="    ", subsequent_indent="      ")
+    if e.get("joint"):
+        lines += rows("all", f"{len(e['joint']['sites'])} sites", e["joint"]["outputs"])
+    for sid, why in (e.get("skipped") or {}).items():
+        lines.append(_cut(f"{'-':<5}{sid:<5}not cut: {why}", WIDTH))
+    lines += [
+        "ranked by the outputs' argmax changes (argmax: the fraction of rows whose",
+        "  top score moves; classifier-shaped outputs only), then max abs relative to",
+        "  the output's largest magnitude; all: every site replaced at once",
+    ]
+    return lines
+
+
+def _fig(d: dict) -> str:
+    w = d.get("weighted") or {}
+    if d["status"] != "audited":
+        return d["status"]
+    return f"mean {num(_f(w.get('mean_ulp')))} p99 {num(_f(w.get('p99_ulp')))} {risks(d)}".rstrip(" -")
+
+
+def compare_table(cmp: dict) -> str:
+    """Two exports site by site: each pair, what changed, both sites' figures."""
+    a, b = cmp["a"], cmp["b"]
+    sa = {d["id"]: d for d in a["sites"]}
+    sb = {d["id"]: d for d in b["sites"]}
+    lines = [
+        _cut(f"A {a['model']['path']} (sha256 {a['model']['sha256'][:12]})", WIDTH),
+        _cut(f"B {b['model']['path']} (sha256 {b['model']['sha256'][:12]})", WIDTH),
+        f"{'A':<4}{'B':<4}{'pattern A':<13}{'pattern B':<13}{'engine op A':<17}engine op B",
+    ]
+    for p in cmp["pairs"]:
+        da, db = sa[p["a"]], sb[p["b"]]
+        pat = (da["pattern"].replace("com.microsoft.", "ms."), db["pattern"].replace("com.microsoft.", "ms."))
+        lines.append(
+            _cut(
+                f"{_cut(p['a'], 3):<4}{_cut(p['b'], 3):<4}{_cut(pat[0], 12):<13}{_cut(pat[1], 12):<13}"
+                f"{_cut(engine_op(da), 16):<17}{engine_op(db)}",
+                WIDTH,
+            )
+        )
+        import textwrap
+
+        lines += textwrap.wrap(
+            "; ".join(p["changes"]) or "unchanged", WIDTH, initial_indent="    ", subsequent_indent="      "
+        )
+        for side, d in (("A", da), ("B", db)):
+            lines.append(_cut(f"    {side} {d['dtype'] or '-'}: {_fig(d)}", WIDTH))
+    for side in ("a", "b"):
+        for sid in cmp["unpaired"][side]:
+            d = (sa if side == "a" else sb)[sid]
+            lines.append(_cut(f"{side.upper()} only: {sid} {d['pattern']} ({engine_op(d)})", WIDTH))
+    lines += [
+        "",
+        "sites paired along the graphs by order and reference family; changes: the",
+        "  formula, attributes, the graph's and the engine's dtype, the engine op;",
+        "  mean, p99: ULP errors weighted by each site's observed inputs",
+    ]
+    return "\n".join(lines)
+
+
+def fix_table(doc: dict) -> str:
+    """``--fix``: each rewrite tried, kept or why not, the site's figures before and after;
+    then each output's distance to the model with every site correctly rounded."""
+    before = {d["id"]: d for d in doc["before"]["sites"]}
+    lines = [
+        _cut(f"fix {doc['before']['model']['path']}: rewrites of the sites at risk", WIDTH),
+        f"{'site':<6}{'rewrite':<24}{'kept':<6}{'before mean/p99':>20}{'after mean/p99':>20}",
+    ]
+
+    def mp(d):
+        w = (d or {}).get("weighted") or {}
+        return f"{num(_f(w.get('mean_ulp')))} / {num(_f(w.get('p99_ulp')))}" if w else "-"
+
+    for r in doc["rewrites"]:
+        lines.append(
+            _cut(
+                f"{r['site']:<6}{r['rewrite']:<24}{'yes' if r['kept'] else 'no':<6}"
+                f"{mp(before.get(r['site'])):>20}{mp(r.get('after')):>20}",
+                WIDTH,
+            )
+        )
+        if not r["kept"]:
+            lines.append(_cut(f"      not kept: {r['why']}", WIDTH))
+    if not doc["rewrites"]:
+        lines.append("no site at risk has a rewrite")
+    jb = ((doc["before"].get("effect") or {}).get("joint") or {}).get("outputs", {})
+    ja = (((doc.get("after") or {}).get("effect") or {}).get("joint") or {}).get("outputs", {})
+    if jb and ja:
+        lines += [
+            "",
+            "distance of each output to the model with every site correctly rounded",
+            f"{'output':<16}{'max abs before':>16}{'after':>12}{'mean abs before':>18}{'after':>12}",
+        ]
+        for k, ob in jb.items():
+            oa = ja.get(k, {})
+            lines.append(
+                _cut(
+                    f"{_cut(k, 15):<16}{num(_f(ob['max_abs'])):>16}{num(_f(oa.get('max_abs'))):>12}"
+                    f"{num(_f(ob['mean_abs'])):>18}{num(_f(oa.get('mean_abs'))):>12}",
+                    WIDTH,
+                )
+            )
+    lines.append(_cut(f"written: {doc['written']}" if doc["written"] else "nothing written", WIDTH))
     return "\n".join(lines)

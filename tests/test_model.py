@@ -827,7 +827,7 @@ def test_every_table_fits_80_columns_and_the_json_has_the_documented_keys(tmp_pa
     assert set(doc["model"]) == {"path", "sha256", "opset", "producer"}
     assert set(doc["engine"]) == {"name", "version", "opt_level", "dtype", "compute", "dispatch", "bin"}
     assert set(doc["sites"][0]) == {
-        "id", "nodes", "pattern", "reference", "engine_op", "engine_nodes", "attributes", "dtype", "graph_dtype",
+        "id", "nodes", "pattern", "input", "output", "reference", "engine_op", "engine_nodes", "attributes", "dtype", "graph_dtype",
         "status", "sweep", "inputs", "weighted", "worst", "safe", "max_ulp", "findings", "identity",
     }  # fmt: skip
     assert set(doc["sites"][0]["inputs"]) == {"count", "min", "max", "distinct", "nonfinite", "binned"}

@@ -18,9 +18,10 @@ from audit.cli.app import DOCS_PAGES, _docs_epilogs, app, console_main, main
 # isort: off
 from audit.cli import sweep, diff, engines, consistency, clip, suggest, fit  # noqa: F401
 from audit.cli import selftest, lut, golden, report, gate, listing  # noqa: F401
-from audit.cli import model
+from audit.cli import identify, model
 
 model.register(app)
+identify.register(app)
 
 # isort: on
 

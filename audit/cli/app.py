@@ -96,6 +96,7 @@ DOCS_PAGES = {
     "formats": "docs/reference/formats.md",
     "engines": "docs/how-to/audit-an-engine.md",
     "model": "docs/how-to/audit-a-model.md",
+    "identify": "docs/how-to/identify-a-formula.md",
 }
 
 

@@ -9,7 +9,7 @@ import typer
 
 
 def model_cmd(
-    path: str = typer.Argument(..., help="The ONNX model (.onnx)."),
+    paths: list[str] = typer.Argument(..., help="The ONNX model (.onnx); two: compare two exports."),
     data: str | None = typer.Option(
         None, "--data", help="A .npz batch or a directory of them (named arrays)."
     ),
@@ -32,12 +32,60 @@ def model_cmd(
         None, "--json", help="Write the actaudit.model/1 JSON here ('-': stdout)."
     ),
     report: str | None = typer.Option(None, "--report", help="Write the HTML report into this directory."),
+    fix: str | None = typer.Option(
+        None, "--fix", help="Write OUT.onnx with the rewrites that make the sites at risk better."
+    ),
+    effect: bool = typer.Option(
+        False, "--effect", help="Each site's effect on the outputs (its output made correctly rounded)."
+    ),
 ) -> None:
     """Audit every activation site of an ONNX model under its observed inputs."""
     import audit.model
 
+    if len(paths) > 2:
+        from audit.errors import BadOptionError
+
+        raise BadOptionError(f"model takes one model, or two exports to compare ({len(paths)} given)")
+    if len(paths) == 2:
+        if report is not None:
+            from audit.errors import BadOptionError
+
+            raise BadOptionError("--report takes one model (compare two exports without it)")
+        cmp = audit.model.run_compare(
+            paths[0], paths[1], json_out, data=data, random=random, shape=shape, seed=seed,
+            batches=batches, engine=engine, opt_level=opt_level, dtype=dtype, compute=compute,
+            bin=bin, effect=effect,
+        )  # fmt: skip
+        if json_out == "-":
+            from audit.io import dumps
+
+            sys.stdout.write(dumps(cmp) + "\n")
+            return
+        from reports.model_table import compare_table
+
+        sys.stdout.write(compare_table(cmp) + "\n")
+        return
+    path = paths[0]
+    if fix is not None:
+        if report is not None:
+            from audit.errors import BadOptionError
+
+            raise BadOptionError("--fix and --report: give one of them")
+        fdoc = audit.model.run_fix(
+            path, fix, json_out, data=data, random=random, shape=shape, seed=seed, batches=batches,
+            engine=engine, opt_level=opt_level, dtype=dtype, compute=compute, bin=bin,
+        )  # fmt: skip
+        if json_out == "-":
+            from audit.io import dumps
+
+            sys.stdout.write(dumps(fdoc) + "\n")
+            return
+        from reports.model_table import fix_table
+
+        sys.stdout.write(fix_table(fdoc) + "\n")
+        return
     doc, m = audit.model.run(
-        path, data, random, shape, seed, batches, engine, opt_level, dtype, compute, bin, json_out
+        path, data, random, shape, seed, batches, engine, opt_level, dtype, compute, bin, json_out, effect
     )
     if report is not None:
         from reports.model_html import write_report

@@ -63,6 +63,7 @@ class ModelAudit:
     batches: capture_mod.Batches
     engine: dict
     sites: list
+    effect: dict | None = None  # audit/model/effect.py, with --effect
 
 
 def _sha256(path) -> str:
@@ -94,6 +95,7 @@ def audit_model(
     dtype: str | None = None,
     compute: str | None = None,
     bin: str | None = None,
+    effect: bool = False,
 ) -> ModelAudit:
     """Scan, capture and audit every activation site of the ONNX model at ``path``."""
     if engine not in ENGINES:
@@ -162,6 +164,11 @@ def audit_model(
             for a in members:
                 a.status = "not audited"
                 a.findings.append(f"{a.engine.target or 'its subgraph'} in {a.dtype}: {e}")
+    effect_doc = None
+    if effect:
+        from audit.model.effect import effects
+
+        effect_doc = effects(model, opt, audits, b)
     return ModelAudit(
         str(path),
         _sha256(path),
@@ -178,6 +185,7 @@ def audit_model(
             "bin": bin or "exact",
         },
         audits,
+        effect_doc,
     )
 
 

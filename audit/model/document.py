@@ -2,12 +2,19 @@
 
 Top level: ``model`` {path, sha256, opset, producer}, ``data`` {source, batches, synthetic,
 digest, seed, shapes}, ``engine`` {name, version, opt_level, dtype, compute, dispatch, bin},
-``sites``: one entry per site {id, nodes, pattern, reference, engine_op, attributes, dtype,
+``sites``: one entry per site {id, nodes, pattern, input, output (the tensors it reads and writes), reference, engine_op, attributes, dtype,
 status, sweep (the id of the site whose sweep it shares), inputs {count, min, max, distinct, nonfinite, binned}, weighted (the sweep's weighted
 section: audit/measure/weighting.py), worst {observed_ulp, observed_x, range_bound_ulp
 (null unless the observed range was swept exhaustively), range_sampled_ulp, range_x,
 range_exhaustive}, safe (the safe clip range and the observed mass outside it), max_ulp,
 findings, identity (engine, version, op, attributes, dtype, options, precision, dispatch)}.
+With ``--effect`` (audit/model/effect.py): each site's ``effect`` {tensor (the tensor of
+ORT's optimized graph that was cut), dtype (its format), rank (1: the largest effect),
+outputs {per graph output: max_abs, max_rel, mean_abs, argmax_changed (null unless the
+output is classifier-shaped), nonfinite_changed, scale (its largest magnitude as run)},
+notes} (null for a site that cannot be cut, said in ``effect.skipped``), and at the top
+level ``effect`` {ranking (site ids), joint {outputs, runs, sites}, skipped {id: why},
+method}; without it both are absent.
 Non-finite numbers are the strings "nan", "inf", "-inf".
 """
 
@@ -32,6 +39,8 @@ def site_dict(a) -> dict:
         "id": s.id,
         "nodes": list(s.nodes),
         "pattern": s.pattern,
+        "input": s.input,
+        "output": s.output,
         "reference": s.reference,
         "engine_op": e.target or ("graph " + " ".join(e.nodes) if e.nodes else e.op),
         "engine_nodes": list(e.node_names),
@@ -66,12 +75,34 @@ def site_dict(a) -> dict:
     }
 
 
+def _outputs(outs: dict) -> dict:
+    return {k: {f: _num(v) for f, v in o.items()} for k, o in outs.items()}
+
+
+def effect_dict(e: dict) -> dict:
+    """The top-level ``effect`` of the document."""
+    j = e.get("joint")
+    return {
+        "ranking": list(e["ranking"]),
+        "joint": None if j is None else {**j, "outputs": _outputs(j["outputs"])},
+        "skipped": dict(e["skipped"]),
+        "method": e.get("method"),
+    }
+
+
+def site_effect(e: dict, site: str) -> dict | None:
+    s = e["sites"].get(site)
+    if s is None:
+        return None
+    return {**s, "rank": e["ranking"].index(site) + 1, "outputs": _outputs(s["outputs"])}
+
+
 def document(m) -> dict:
     """The ``actaudit.model/1`` document of a ModelAudit."""
     from audit._version import __version__
 
     b = m.batches
-    return {
+    out: dict = {
         "schema": SCHEMA,
         "actaudit": __version__,
         "model": {"path": m.path, "sha256": m.sha256, "opset": m.opset, "producer": m.producer},
@@ -86,3 +117,9 @@ def document(m) -> dict:
         "engine": dict(m.engine),
         "sites": [site_dict(a) for a in m.sites],
     }
+    e = getattr(m, "effect", None)
+    if e is not None:
+        for d in out["sites"]:
+            d["effect"] = site_effect(e, d["id"])
+        out["effect"] = effect_dict(e)
+    return out

@@ -1,0 +1,197 @@
+"""``actaudit model MODEL --fix OUT.onnx``: rewrites of the sites at risk, kept only where
+the tool measures them better on the data.
+
+A site is *at risk* where its audit is not ok: a weighted p99 above 1 ULP, or NaN, inf or
+flushed results on its observed inputs.  The rewrites, each an exact graph edit that keeps
+the site's input and output tensors (so the rest of the graph is untouched):
+
+* ``gelu-kernel``: a decomposed erf-GELU (``x * 0.5 * (1 + erf(x / sqrt2))`` in any of the
+  forms scan.py matches, whose 1 + erf cancels for negative x) becomes one GELU kernel:
+  ai.onnx ``Gelu`` (approximate="none") where the model's opset is at least 20, else
+  ``com.microsoft.Gelu``; no constants.  A site in fp16 (or bf16, fp64) is wrapped in
+  Casts to fp32 and back: ORT would otherwise inline a GELU of that format into fp32
+  Mul/Erf/Add nodes, the same cancellation; with the casts it runs its fp32 GELU kernel;
+* ``gelu-approximate-none``: a ``Gelu`` node with approximate="tanh" gets
+  approximate="none" (the exact erf form; same node, one attribute).
+
+Each candidate rewrite is applied alone to the model and the model re-audited with
+``--effect`` on the same data: it is kept only if the site is not worse (weighted mean and
+p99 ULP, and the shares of NaN, inf and flushed results, none larger) and no output is
+worse (the joint effect, the distance of each output to the model whose every site is
+correctly rounded: max abs, mean abs and non-finite changes, none larger).  The kept
+rewrites are written together to OUT.onnx, which is audited once more: the before/after
+figures are those of the original model and of the written one.  A rewrite that makes any
+site or output worse there is dropped and the check repeated without it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from audit.errors import BadOptionError
+
+REWRITES = ("gelu-kernel", "gelu-approximate-none")
+
+
+def at_risk(d: dict) -> bool:
+    if d["status"] != "audited":
+        return False
+    w = d.get("weighted") or {}
+    f = _f
+    return bool(f(w.get("nan")) or f(w.get("inf")) or f(w.get("underflow")) or (f(w.get("p99_ulp")) or 0) > 1)
+
+
+def _f(v):
+    return float(v) if isinstance(v, str) else v
+
+
+def applicable(site) -> str | None:
+    if site.pattern == "erf-gelu" and site.near is None:
+        return "gelu-kernel"
+    if site.pattern == "Gelu" and site.attributes.get("approximate") == "tanh":
+        return "gelu-approximate-none"
+    return None
+
+
+def apply(model, site, rewrite: str):
+    """A copy of ``model`` with ``rewrite`` applied to ``site`` (an exact graph edit)."""
+    import onnx
+    from onnx import helper
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    names = {n.name or f"{n.op_type}#{i}": n for i, n in enumerate(g.node)}
+    if rewrite == "gelu-approximate-none":
+        n = names[site.nodes[-1]]
+        for a in n.attribute:
+            if a.name == "approximate":
+                a.s = b"none"
+        return m
+    if rewrite == "gelu-kernel":
+        drop = {id(names[k]) for k in site.nodes}
+        at = min(i for i, n in enumerate(g.node) if id(n) in drop)
+        keep = [n for n in g.node if id(n) not in drop]
+        opset = max((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), default=0)
+        x, y, new = site.input, site.output, []
+        if site.dtype != "fp32":  # ORT inlines a GELU of another format into fp32 Mul/Erf/Add
+            x, y = f"actaudit_fix_{site.id}_x32", f"actaudit_fix_{site.id}_y32"
+            new.append(
+                helper.make_node("Cast", [site.input], [x], name=f"{x}_cast", to=onnx.TensorProto.FLOAT)
+            )
+        name = f"actaudit_fix_{site.id}"
+        if opset >= 20:
+            new.append(helper.make_node("Gelu", [x], [y], name=name, approximate="none"))
+        else:
+            new.append(helper.make_node("Gelu", [x], [y], name=name, domain="com.microsoft"))
+            if not any(o.domain == "com.microsoft" for o in m.opset_import):
+                m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+        if y != site.output:
+            elem = {
+                "fp16": onnx.TensorProto.FLOAT16,
+                "bf16": onnx.TensorProto.BFLOAT16,
+                "fp64": onnx.TensorProto.DOUBLE,
+            }
+            new.append(helper.make_node("Cast", [y], [site.output], name=f"{y}_cast", to=elem[site.dtype]))
+        # the new nodes where the site's first node was (graph order stays topological)
+        before = [n for n in g.node[:at] if id(n) not in drop]
+        del g.node[:]
+        g.node.extend(before + new + [n for n in keep if n not in before])
+        return m
+    raise BadOptionError(f"unknown rewrite '{rewrite}'")
+
+
+def _site_worse(b: dict, a: dict) -> bool:
+    wb, wa = b.get("weighted") or {}, a.get("weighted") or {}
+    if a["status"] != "audited":
+        return True
+    for k in ("mean_ulp", "p99_ulp", "nan", "inf", "underflow"):
+        vb, va = _f(wb.get(k)) or 0.0, _f(wa.get(k)) or 0.0
+        if va > vb:
+            return True
+    return False
+
+
+def _outputs_worse(b: dict, a: dict) -> bool:
+    jb, ja = (b.get("effect") or {}).get("joint"), (a.get("effect") or {}).get("joint")
+    if jb is None or ja is None:
+        return False
+    for k, ob in jb["outputs"].items():
+        oa = ja["outputs"].get(k)
+        if oa is None:
+            return True
+        for f in ("max_abs", "mean_abs", "nonfinite_changed"):
+            if (_f(oa.get(f)) or 0) > (_f(ob.get(f)) or 0):
+                return True
+    return False
+
+
+def fix(path, out_path, run, **kw) -> dict:
+    """``run(path, **kw)`` -> (document, ModelAudit) audits a model file with --effect; the
+    fix document {rewrites: [{site, rewrite, kept, why}], before, after (documents)}."""
+    import onnx
+
+    from audit.io import atomic_path
+    from audit.model import scan as scan_mod
+
+    before, mb = run(path, effect=True, **kw)
+    model = scan_mod.load(path)
+    by_id = {d["id"]: d for d in before["sites"]}
+    tried = []
+    with tempfile.TemporaryDirectory(prefix="actaudit-fix-") as tmp:
+
+        def audit_of(m, name):
+            p = os.path.join(tmp, name)
+            onnx.save(m, p)
+            return run(p, effect=True, **kw)[0]
+
+        def site_of(doc, site):
+            outs = (site.output, f"actaudit_fix_{site.id}_y32")
+            return next((d for d in doc["sites"] if d.get("output") in outs), None)
+
+        for a in mb.sites:
+            rw = applicable(a.site)
+            if rw is None or not at_risk(by_id[a.site.id]):
+                continue
+            rec = {"site": a.site.id, "rewrite": rw, "kept": False, "why": "", "before": by_id[a.site.id]}
+            tried.append((rec, a.site))
+            doc = audit_of(apply(model, a.site, rw), f"{a.site.id}.onnx")
+            s = site_of(doc, a.site)
+            if s is None:
+                rec["why"] = "the rewritten site is not found in the rewritten model"
+            elif _site_worse(by_id[a.site.id], s):
+                rec["why"] = "the site is worse on the data"
+            elif _outputs_worse(before, doc):
+                rec["why"] = "an output is worse on the data"
+            else:
+                rec["kept"], rec["after"] = True, s
+        kept = [(r, s) for r, s in tried if r["kept"]]
+        after = None
+        while kept:
+            m = model
+            for r, s in kept:
+                m = apply(m, s, r["rewrite"])
+            after = audit_of(m, "all.onnx")
+            bad = [
+                (r, s)
+                for r, s in kept
+                if site_of(after, s) is None or _site_worse(by_id[r["site"]], site_of(after, s))
+            ]
+            for r, s in kept:
+                r["after"] = site_of(after, s)
+            if not bad and not _outputs_worse(before, after):
+                with atomic_path(out_path) as tmp_out:
+                    onnx.save(m, str(tmp_out))
+                break
+            drop = bad[:1] or kept[-1:]
+            for r, _s in drop:
+                r["kept"], r["why"] = False, "worse together with the other rewrites"
+            kept = [k for k in kept if k not in drop]
+            after = None
+    return {
+        "rewrites": [r for r, _ in tried],
+        "written": out_path if after is not None else None,
+        "before": before,
+        "after": after,
+    }
