@@ -54,6 +54,8 @@ def near_ties():
     yield np.array([2.0**-60] + [1.0] * 100), np.array([-0.0 + 0.25] + [float(i + 1) for i in range(100)])
     # exact equality 99/100 of the total, all integers: the crossing input itself
     yield np.array([1.0] * 100), np.arange(100.0)
+    # a total mass of one subnormal: q T underflows to 0 for q = 1/100 (no bin crosses it)
+    yield np.array([5e-324]), np.array([3.0])
     # ties in the errors: the quantile is a value, not an input
     yield np.array([0.25, 0.25, 0.25, 0.25]), np.array([3.0, 1.0, 3.0, 1.0])
 
@@ -75,8 +77,32 @@ def test_every_quantile_path_is_the_exact_one(case):
     assert w._quantiles(m, u, QS) == want
     assert w._quantiles_sorted(m, u, QS) == want
     fast = w._quantiles_binned(m, u, QS)
-    assert all(f is None or f == x for f, x in zip(fast, want)), (fast, want)
+    assert len(fast) == len(QS) and all(f is None or f == x for f, x in zip(fast, want)), (fast, want)
     assert [w.weighted_quantile(m.tolist(), u.tolist(), a, b) for a, b in QS] == want  # lists too
+
+
+def test_the_fast_path_decides_what_its_bound_decides():
+    """1,001 unit masses, errors 0..1000: q T = 990.99 (p99) and 999.999 (p999) fall 0.01 and
+    0.001 from the nearest integer sums, far outside the float bound (about 2^-42 here): the
+    binned path decides both, 990 and 999, without the exact sums."""
+    m, u = np.ones(1001), np.arange(1001.0)
+    assert w._quantiles_binned(m, u, [(99, 100), (999, 1000)]) == [990.0, 999.0]
+    # errors in several bins (16 per binade): the crossing bin's lower mass counts
+    u2 = np.concatenate([np.full(500, 0.25), np.arange(501.0) + 1.0])
+    assert w._quantiles_binned(m, u2, [(99, 100), (1, 2), (1, 1000)]) == [491.0, 1.0, 0.25]
+    assert w._quantiles_binned(m, u2, [(1, 1001)]) == [None]  # 1 of 1,001: an exact tie at the first
+    # a single input, and the last bin (NaN errors sort after every number)
+    assert w._quantiles_binned(np.array([2.0]), np.array([3.5]), [(99, 100)]) == [3.5]
+    assert w._quantiles_binned(np.array([1.0, 1.0]), np.array([1.0, np.nan]), [(1, 3)]) == [1.0]
+
+
+def test_a_nan_error_sorts_last_and_holds_its_mass():
+    # a finite result with a NaN error (a defect upstream) keeps its mass in the total: with
+    # masses 1 and 1, 3/4 of the total is reached only with the NaN (worked by hand)
+    m, u = np.array([1.0, 1.0]), np.array([1.0, np.nan])
+    assert math.isnan(w._quantiles(m, u, [(3, 4)])[0]) and w._quantiles(m, u, [(1, 4)]) == [1.0]
+    fast = w._quantiles_binned(m, u, [(3, 4)])
+    assert fast == [None] or math.isnan(fast[0])
 
 
 def test_the_near_tie_goes_to_the_exact_sums():
@@ -307,6 +333,10 @@ def test_against_baseline_texts():
     assert better == ["weighted p999_ulp improved: 1.0|0.85"]
     both_nan = {**base, "mean_ulp": math.nan}
     assert w.against_baseline(0.0, both_nan, dict(both_nan), show) == ([], [])  # NaN and NaN: the same
+    # and the figures after a NaN pair are still compared
+    assert w.against_baseline(0.0, {**both_nan, "p99_ulp": 2.0}, dict(both_nan), show)[0] == [
+        "weighted p99_ulp got worse: 1.0|2.0"
+    ]
     # 0 against 0 with no slack is no change; a rise from 0 fails
     zero = {**base, "nan": 0.0}
     assert w.against_baseline(0.0, zero, dict(zero), show) == ([], [])
@@ -436,6 +466,36 @@ def test_active_region_and_density_of_a_sample(tmp_path):
     want[15] = 1 / (5 * 0.1)
     want[160] = 0.0  # xs[-1] = 16: the last bin [15.9, 16], empty
     assert dens == pytest.approx(want, rel=1e-12)
+
+
+def test_density_bins_at_both_ends(tmp_path):
+    # xs from 1 to 17 (bins of 0.1 from 1): mass in the first bin [1, 1.1) and the last
+    # [16.9, 17]; the last xs, 17, is in the last bin (numpy's histogram closes it)
+    d = npy(tmp_path, [1.0, 1.0, 17.0, 5.0])
+    xs = np.linspace(1.0, 17.0, 161)
+    dens = w.density(d, get_format("fp16"), xs)
+    assert dens[0] == pytest.approx(2 / (4 * 0.1), rel=1e-9) and dens[1] == 0.0
+    # xs[-2] = 16.9 and xs[-1] = 17 are both in the last bin, xs[-3] = 16.8 in the one below
+    assert dens[-1] == dens[-2] == pytest.approx(1 / (4 * 0.1), rel=1e-9) and dens[-3] == 0.0
+    assert dens[40] == pytest.approx(1 / (4 * 0.1), rel=1e-9)  # 5.0: [5.0, 5.1)
+
+
+def test_edges_raise_no_floating_point_warning():
+    import warnings
+
+    for name in ("fp16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "fp8_e4m3fnuz"):
+        f = get_format(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            lo, hi = w.edges(f, f.finite_values())
+        assert np.all(lo <= hi)
+
+
+def test_weighted_quantile_of_python_ints():
+    # masses and errors given as Python ints: the same quantile as of floats
+    assert w.weighted_quantile([1, 1, 1, 1], [4, 1, 3, 2], 1, 2) == 2.0
+    assert w.weighted_quantile([3, 1], [1, 2], 3, 4) == 1.0
+    assert w.weighted_quantile([1, 3], [1, 2], 1, 2) == 2.0
 
 
 def test_density_of_each_continuous_distribution():
