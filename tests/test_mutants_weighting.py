@@ -54,6 +54,12 @@ def near_ties():
     yield np.array([2.0**-60] + [1.0] * 100), np.array([-0.0 + 0.25] + [float(i + 1) for i in range(100)])
     # exact equality 99/100 of the total, all integers: the crossing input itself
     yield np.array([1.0] * 100), np.arange(100.0)
+    # the smallest mass after the crossing (worked: T = 2 + 2^-60, half of it 1 + 2^-61; 1 < it,
+    # 2 >= it: p50 = 2.0): the exact prefix sums must be taken on the total's base
+    yield np.array([1.0, 1.0, 2.0**-60]), np.array([1.0, 2.0, 3.0])
+    # a prefix whose float sum rounds down (1 + 2^-53 + 2^-53 is 1 in float64) reaches half the
+    # total exactly (2 (1 + 2^-52) >= 2 + 2^-52 + 2^-60) where the float sums tie: p50 = 3.0
+    yield np.array([1.0, 2.0**-53, 2.0**-53, 1.0, 2.0**-60]), np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     # a total mass of one subnormal: q T underflows to 0 for q = 1/100 (no bin crosses it)
     yield np.array([5e-324]), np.array([3.0])
     # ties in the errors: the quantile is a value, not an input
