@@ -11,6 +11,13 @@ generated, killed, equivalent, surviving without a reason, and not decided::
     python benchmarks/mutmut_score.py             # the table; exit 1 unless complete
     python benchmarks/mutmut_score.py --survivors audit.gate.check   # each unlisted survivor's diff
 
+The modules are those ``[tool.mutmut] only_mutate`` names in pyproject.toml (the gate,
+metrics, formats, findings, clip, the quantized modules, blocks and, since issue 40,
+weighting): one that the results do not hold is reported (``MODULE: configured ... but
+mutmut has no result``) and the run is not complete, so a module added to the
+configuration and never run cannot pass unnoticed; a run of a narrowed copy of the
+configuration reads that copy's pyproject.toml.
+
 The score of a module is killed / (generated - equivalent).  The exit status is 0 only when
 every mutant of every module asked for was decided and every survivor is listed as
 equivalent: the state issue 24 asks for.
@@ -84,6 +91,17 @@ class Sources:
         a = defs[orig].replace(orig, func, 1).splitlines()
         b = defs[func].splitlines()
         return [ln for ln in difflib.unified_diff(a, b, lineterm="", n=1)][2:]
+
+
+def configured_modules(root: Path = ROOT) -> list[str]:
+    """The modules ``[tool.mutmut] only_mutate`` names (globs expanded), as dotted names."""
+    conf = tomllib.loads((root / "pyproject.toml").read_text()).get("tool", {}).get("mutmut", {})
+    out: list[str] = []
+    for pattern in conf.get("only_mutate", []):
+        for f in sorted(root.glob(pattern)):
+            if f.suffix == ".py" and f.name != "__init__.py":
+                out.append(".".join(f.relative_to(root).with_suffix("").parts))
+    return out
 
 
 @dataclass
@@ -178,6 +196,9 @@ def main(argv=None) -> int:
         return 2
     sources = Sources(a.mutants)
     rows, problems = score(results, load_equivalents(a.lists), sources, a.modules)
+    for mod in configured_modules(a.mutants.parent):
+        if mod not in rows and (not a.modules or any(mod == m or mod.startswith(m + ".") for m in a.modules)):
+            problems.append(f"{mod}: configured in [tool.mutmut] only_mutate but mutmut has no result for it")
     if a.json:
         print(
             json.dumps(

@@ -72,21 +72,20 @@ def test_openvino_bf16_every_input_equals_own_session(target, node):
 def test_openvino_precision_hint_is_what_the_compiled_model_reports():
     from audit.numbers.formats import get_format
 
+    names = {"<Type: 'float32'>": "f32", "<Type: 'float16'>": "f16", "<Type: 'bfloat16'>": "bf16"}
     for hint, short in (("fp32", "f32"), ("fp16", "f16"), ("bf16", "bf16")):
         (cand,) = audit.targets.engines.candidates_of(
             f"openvino:Tanh[openvino.precision={hint}]", get_format("fp32")
         )
         own = own_ov(lambda ops, p: ops.tanh(p), "fp32", short)
-        reported = str(own.get_property("INFERENCE_PRECISION_HINT"))
-        assert short in {"f32": "float32", "f16": "float16", "bf16": "bfloat16"} and (
-            {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[short] in reported
-        )
-        assert cand.identity["precision"].startswith(f"hint {short},"), cand.identity["precision"]
+        # what the plugin reports, matched whole ('float16' is also a part of 'bfloat16'): on a
+        # CPU with AVX512_BF16 and no FP16 arithmetic OpenVINO reports bf16 for an f16 hint
+        ran = names[str(own.get_property("INFERENCE_PRECISION_HINT"))]
+        assert cand.identity["precision"].startswith(f"hint {ran},"), cand.identity["precision"]
         x = np.linspace(-4, 4, 1001, dtype=np.float32)
         assert np.array_equal(np.asarray(cand.fn(type("V", (), {"a": x})(), None), np.float32), own(x)[0])
-    # the f16 hint inserts converts: said so, and the results differ from f32's at these inputs
-    (f16,) = audit.targets.engines.candidates_of("openvino:Tanh[openvino.precision=fp16]", get_format("fp32"))
-    assert "f16" in f16.identity["precision"] and "convert" in f16.identity["precision"]
+        if ran == "f16":  # the f16 hint inserts converts: said so
+            assert "convert" in cand.identity["precision"]
 
 
 def test_openvino_sessions_never_shared_across_attributes_or_hints():

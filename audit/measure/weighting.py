@@ -94,6 +94,7 @@ class Distribution:
     total: int = 0  # samples in the file
     nonfinite: dict = field(default_factory=dict, compare=False)  # nan / inf / -inf -> count
     overflow_count: int = 0  # finite samples that round beyond the format (to inf/NaN)
+    overflow_below: int = 0  # of those, the negative ones (beyond -max)
     digest: str = ""  # npy: SHA-256 of the sample as read (dtype, shape, bytes), set by bind
 
     @property
@@ -195,6 +196,7 @@ def bind(d: Distribution, fmt: Format) -> Distribution:
         nonfinite=nonfinite,
         overflow_count=int(np.count_nonzero(~ok)),
         digest=h.hexdigest(),
+        overflow_below=int(np.count_nonzero(~ok & (fin < 0))),
     )
 
 
@@ -337,8 +339,9 @@ def _outside_cached(d: Distribution, fmt: Format, first: float, last: float):
 def _outside(d: Distribution, fmt: Format, first: float, last: float) -> dict:
     """The mass a draw puts outside the swept inputs [first, last] (contiguous on fmt's
     number line, -0 before +0): ``below`` the first, ``above`` the last (draws beyond
-    fmt's range included), ``overflow`` (beyond fmt's range, whatever was swept) and, for
-    npy:, ``nonfinite`` samples; ``outside`` their total."""
+    fmt's range on that side included), ``overflow`` (beyond fmt's range, whatever was
+    swept: a part of ``below`` and ``above``) and, for npy:, ``nonfinite`` samples;
+    ``outside`` = below + above (+ nonfinite)."""
     far = math.inf if fmt.saturate else fmt.overflow_threshold
     if d.kind == "npy":
         assert d.bits is not None and d.counts is not None  # npy: set by bind
@@ -346,14 +349,15 @@ def _outside(d: Distribution, fmt: Format, first: float, last: float) -> dict:
         key = _order_key(fmt, vals)
         k0, k1 = _order_key(fmt, np.array([first, last]))
         nf = sum(d.nonfinite.values())
+        n_below = int(d.counts[key < k0].sum()) + d.overflow_below
+        n_above = int(d.counts[key > k1].sum()) + d.overflow_count - d.overflow_below
         res = {
-            "below": int(d.counts[key < k0].sum()) / d.total,
-            "above": int(d.counts[key > k1].sum()) / d.total,
+            "below": n_below / d.total,
+            "above": n_above / d.total,
             "overflow": d.overflow_count / d.total,
             "nonfinite": nf / d.total,
         }
-        n_out = int(d.counts[(key < k0) | (key > k1)].sum()) + d.overflow_count + nf
-        return {"outside": n_out / d.total, **res}
+        return {"outside": (n_below + n_above + nf) / d.total, **res}
     lo, _ = edges(fmt, np.array([first]))
     _, hi = edges(fmt, np.array([last]))
     below = float(interval_mass(d, np.array([-math.inf]), lo)[0])
