@@ -375,15 +375,20 @@ def npy_samples():
 
 
 def run_case(dtype, dist_key, tmp_path):
+    import hashlib
+
     out = []
     if dist_key == "npy":
         s = npy_samples()
         np.save(tmp_path / "acts.npy", s)
         spec = label = f"npy:{tmp_path / 'acts.npy'}"
         d = Empirical(dtype, s)
+        # bound to the sample (dtype, shape, bytes as saved), never to its path
+        ident = "npy:sha256:" + hashlib.sha256(f"{s.dtype.str}{s.shape}".encode() + s.tobytes()).hexdigest()
     else:
         spec, label, make = DISTRIBUTIONS[dist_key]
         d = make()
+        ident = label
     for cand, ref, compute, rng in CASES[dtype]:
         (r,) = sweep(cand, dtype, compute, range=rng, distribution=spec, keep_points=True, analyze=False)
         pts = r.points
@@ -391,6 +396,7 @@ def run_case(dtype, dist_key, tmp_path):
             want = expected(dtype, ref, pts.x, pts.got, d, label)
         got = r.to_dict()["weighted"]
         classes = want.pop("_classes")
+        want["distribution_id"] = ident
         close(got, want, f"{cand}/{dtype}/{compute}/{dist_key}")
         out.append((cand, want, classes))
     return out
