@@ -180,3 +180,38 @@ def test_neighbours_helper_is_consistent(name):
     b, a = neighbours(f, float(v[len(v) // 2 + 3]))
     assert b < v[len(v) // 2 + 3] < a
     assert to_fraction(mp.mpf(0.5)) == 0.5
+
+
+# (exponent bits, mantissa bits, bias, IEEE specials: all-ones exponent is inf/NaN; else only
+# S.1111.111 is NaN, OCP FP8 E4M3FN)
+_LAYOUTS = {"bf16": (8, 7, 127, True), "fp8_e5m2": (5, 2, 15, True), "fp8_e4m3": (4, 3, 7, False)}
+
+
+@pytest.mark.parametrize("name", sorted(_LAYOUTS))
+def test_bit_layouts_decode_from_the_fields_of_every_pattern(name):
+    """from_bits and to_bits of bf16 and the OCP fp8 formats (numpy views, no ml_dtypes) against
+    the value each bit pattern denotes by its sign, exponent and fraction fields."""
+    ebits, mbits, bias, ieee = _LAYOUTS[name]
+    fmt = get_format(name)
+    want = []
+    for b in range(1 << (1 + ebits + mbits)):
+        s, e, m = b >> (ebits + mbits), (b >> mbits) & ((1 << ebits) - 1), b & ((1 << mbits) - 1)
+        top = e == (1 << ebits) - 1
+        if (ieee and top) or (not ieee and top and m == (1 << mbits) - 1):
+            v = math.nan if m or not ieee else math.inf
+        elif e == 0:
+            v = math.ldexp(m, 1 - bias - mbits)
+        else:
+            v = math.ldexp((1 << mbits) + m, e - bias - mbits)
+        want.append(-v if s else v)
+    want = np.array(want)
+    bits = np.arange(1 << (1 + ebits + mbits)).astype(fmt.uint)
+    got = fmt.from_bits(bits)
+    assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
+    ok = ~np.isnan(want)
+    assert np.array_equal(fmt.to_bits(want[ok]), bits[ok])
+    # NaN: the quiet NaN of its sign (all fraction bits set in E4M3FN)
+    quiet = 0x7F if not ieee else ((1 << ebits) - 1) << mbits | 1 << (mbits - 1)
+    sign = 1 << (ebits + mbits)
+    assert fmt.to_bits([math.nan, -math.nan]).tolist() == [quiet, quiet | sign]
+    assert fmt.hex(math.nan) == f"0x{quiet:0{(fmt.bits + 3) // 4}x}"
