@@ -215,3 +215,25 @@ def test_bit_layouts_decode_from_the_fields_of_every_pattern(name):
     sign = 1 << (ebits + mbits)
     assert fmt.to_bits([math.nan, -math.nan]).tolist() == [quiet, quiet | sign]
     assert fmt.hex(math.nan) == f"0x{quiet:0{(fmt.bits + 3) // 4}x}"
+
+
+def test_fp16_uses_numpy_cast_only_where_it_rounds_once():
+    """round() takes numpy's float64 -> float16 cast only after checking at run time that it
+    rounds as the exact rounding does: a cast through float32 (two roundings) is refused, the
+    exact rounding itself is accepted; and round() agrees with the rounding from the
+    definitions at the double-rounding traps, whichever path this machine takes."""
+    from fractions import Fraction
+
+    from helpers import round_exact
+
+    from audit.numbers import formats as F
+
+    def through_float32(v):
+        return v.astype(np.float32).astype(np.float16).astype(np.float64)
+
+    assert not F._casts_like_round(through_float32)
+    assert F._casts_like_round(FORMATS["fp16"]._round)
+    traps = [Fraction(2**k) * (1 + Fraction(1, 2**11) + Fraction(1, 2**30)) for k in range(-14, 16)]
+    traps += [-t for t in traps] + [Fraction(2**-24) * Fraction(3, 2) + Fraction(1, 2**60)]
+    got = FORMATS["fp16"].round([float(t) for t in traps])
+    assert [Fraction(float(g)) for g in got] == [round_exact("fp16", t) for t in traps]
