@@ -494,11 +494,15 @@ def test_list_family_filters_the_catalog(capsys):
     assert err.startswith("actaudit: error: unknown family or reference 'nosuch'") and err.count("\n") == 1
 
 
-def test_ci_runs_the_readme_test_command_last():
-    """`.ci/run` ends with exactly the README's test command (its first block's second line),
-    after lint, types and the docs build."""
+def test_ci_runs_the_readme_test_command_then_the_slow_stage():
+    """`.ci/run` runs exactly the README's test command (its first block's second line), after
+    lint, types and the docs build, in a fresh venv without cached wheels; then only the slow
+    stage and the certification."""
     ci = [x for x in (ROOT / ".ci" / "run").read_text().splitlines() if x.strip()]
-    assert ci[-1] == BLOCKS[0][1][1]
+    readme = BLOCKS[0][1][1]
+    assert readme.endswith("python -m pytest -n auto") and ci.count(readme) == 1
+    assert ci[ci.index(readme) + 1 :] == ["python -m pytest -m slow -n auto", "actaudit selftest --certify"]
     for step in ("ruff check .", "ruff format --check .", "mypy", "mkdocs build --strict"):
-        assert step in ci[:-1], step
+        assert step in ci[: ci.index(readme)], step
+    assert "export CI=true PIP_NO_CACHE_DIR=1" in ci and any(" -m venv " in x for x in ci)
     assert len(README.read_text().splitlines()) <= 200
