@@ -50,7 +50,7 @@ NOT_RUN = re.compile(r"^<!-- not run: \S.* -->$")
 EXEMPT = {
     "pip install .": "installs the package: this test runs the source tree itself",
     'pip install -e ".[test]" torch==2.13.0': "installs the test dependencies: already installed",
-    "python -m pytest": "the test suite, which this test is part of",
+    "python -m pytest -n auto": "the test suite, which this test is part of",
 }
 _EXEMPT = {shlex.join(shlex.split(k)) for k in EXEMPT}  # as _commands writes them
 PLACEHOLDER_SCHEDULER = "tcp://host:8786"
