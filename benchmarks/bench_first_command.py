@@ -8,7 +8,7 @@ machine has cached before) and the bytecode cache (a temporary PYTHONPYCACHEPREF
 files an installed copy has, without writing into the trees).  Also: the process that only
 imports the CLI, each dependency imported alone, and the bare interpreter.
 
-    python benchmarks/bench_first_command.py [--against OTHER_SOURCE_TREE]
+    python benchmarks/bench_first_command.py [--against OTHER_SOURCE_TREE] [--runs N]
 
 --against also times another checkout (e.g. the previous release), runs interleaved with this
 tree's, so that both see the same load.  The check: exit 1 when this tree's first command
@@ -69,6 +69,9 @@ def env_for(tree: str, cache: str, pyc: str) -> dict:
 
 
 def main() -> int:
+    global RUNS
+    if "--runs" in sys.argv:
+        RUNS = int(sys.argv[sys.argv.index("--runs") + 1])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     trees = [root]
     if "--against" in sys.argv:

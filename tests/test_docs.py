@@ -179,11 +179,18 @@ def _ids():
     return [f"{page}:{line}:{lang or 'plain'}" for page, lang, _, line, _ in ALL_BLOCKS]
 
 
-# a page's blocks run in order in one directory (a block may use the file an earlier one
-# wrote): under pytest-xdist (`-n auto --dist loadgroup`) they stay on one worker
-@pytest.mark.parametrize(
-    "block", [pytest.param(b, marks=pytest.mark.xdist_group(b[0])) for b in ALL_BLOCKS], ids=_ids()
-)
+def _marks(block) -> list:
+    """A page's blocks run in order in one directory (a block may use the file an earlier one
+    wrote): under pytest-xdist (`-n auto --dist loadgroup`) they stay on one worker.  The
+    README's set-up block (`actaudit selftest`, `actaudit check`: the whole catalog re-swept,
+    minutes) is in the slow stage; .ci/run also runs those commands themselves."""
+    marks = [pytest.mark.xdist_group(block[0])]
+    if block is ALL_BLOCKS[0]:
+        marks.append(pytest.mark.slow)
+    return marks
+
+
+@pytest.mark.parametrize("block", [pytest.param(b, marks=_marks(b)) for b in ALL_BLOCKS], ids=_ids())
 def test_docs_block(block, tmp_path_factory, cache_dir, capsys):
     page, lang, body, line, prose = block
     workdir = _workdir(page, tmp_path_factory, cache_dir)
