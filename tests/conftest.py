@@ -27,6 +27,29 @@ elif _worker and os.environ.get("ACTAUDIT_TEST_SESSION_CACHE") == os.environ["AC
     tempfile.tempdir = None  # tempfile reads TMPDIR again
 
 
+def pytest_configure(config):
+    """Under pytest-xdist's `--dist loadgroup` the tests of one xdist_group (a docs page's
+    blocks, which run in order in one directory) must reach one worker.  xdist 3.8 marks them
+    by a suffix it writes to ``item._nodeid``, which pytest 9.2 no longer reads (its node ids
+    are kept elsewhere): the groups are then ignored and a page's blocks land on different
+    workers.  Detected here, at run time, before any worker starts: the run stops, saying so."""
+    from _pytest.nodes import Node
+
+    if (
+        _worker
+        or getattr(config.option, "dist", None) != "loadgroup"
+        or not getattr(config.option, "numprocesses", None)
+    ):
+        return
+    reads = getattr(getattr(Node, "nodeid", None), "fget", None)
+    if reads is not None and "_nodeid" not in reads.__code__.co_names:
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} ignores the group pytest-xdist adds to node ids, so "
+            "--dist loadgroup would split a docs page over workers: install pytest<9.2 "
+            '(pip install -e ".[test]" does)'
+        )
+
+
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
     """An empty oracle cache directory, and the in-process memo cleared."""
