@@ -35,10 +35,12 @@ DEPENDENCIES = ["typer", "rich.console", "pydantic", "numpy", "mpmath", "scipy.s
 
 
 def timed(cmd, env) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system) of one run."""
+    """Wall and CPU seconds (user + system) of one run, in a directory of no tree (`python -c`
+    puts the current directory first on sys.path: run from a checkout, it would import that
+    checkout whatever PYTHONPATH says)."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True, cwd=env["ACTAUDIT_CACHE_DIR"])
     t = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return t, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
@@ -80,6 +82,8 @@ def main() -> int:
     deps: dict = {d: [] for d in ["(bare interpreter)", *DEPENDENCIES]}
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as pyc:
         envs = {t: env_for(t, os.path.join(cache, str(i)), pyc) for i, t in enumerate(trees)}
+        for e in envs.values():
+            os.makedirs(e["ACTAUDIT_CACHE_DIR"])
         for t in trees:  # warm: the oracle cache, the bytecode
             for cmd in cases(t).values():
                 timed(cmd, envs[t])
