@@ -16,8 +16,8 @@ exact TFLite int16 arithmetic) are not modelled here.
 """
 
 import numpy as np
-import scipy.special as sc
 
+from audit.numbers.special import sc
 from audit.targets.candidates import candidate
 from audit.targets.compute import Val
 

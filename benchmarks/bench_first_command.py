@@ -1,14 +1,19 @@
-"""Whole-process time of the README's first command, `actaudit sweep gelu --dtype fp16`.
+"""Whole-process time of the README's first command, `actaudit sweep gelu --dtype fp16`, of
+`actaudit --version`, and of importing each dependency.
 
-Each figure is the median of 5 runs of a fresh Python process (imports included), after one
-run that warms the oracle cache (a temporary cache directory, so the figure does not depend
-on what this machine has cached before).  Also: the process that only imports the CLI, and
-the same command with a cold cache.
+Each figure is the median of 7 runs of a fresh Python process (imports included), run as the
+console script runs it (the tree's own `[project.scripts]` entry point), after runs that warm
+the oracle cache (a temporary cache directory, so the figure does not depend on what this
+machine has cached before) and the bytecode cache (a temporary PYTHONPYCACHEPREFIX: the .pyc
+files an installed copy has, without writing into the trees).  Also: the process that only
+imports the CLI, each dependency imported alone, and the bare interpreter.
 
-    python benchmarks/bench_first_command.py [--against OTHER_SOURCE_TREE]
+    python benchmarks/bench_first_command.py [--against OTHER_SOURCE_TREE] [--runs N]
 
---against also times another checkout (e.g. the previous release), runs interleaved with
-this tree's, so that both see the same load.
+--against also times another checkout (e.g. the previous release), runs interleaved with this
+tree's, so that both see the same load.  The check: exit 1 when this tree's first command
+takes more than 0.6 s or `--version` more than 0.15 s (medians; on a busy machine the wall
+times grow with the load, the CPU times much less: both are printed, with the load average).
 """
 
 from __future__ import annotations
@@ -20,83 +25,109 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 
-RUNS = 5
-CMD = [sys.executable, "-m", "audit.cli", "sweep", "gelu", "--dtype", "fp16"]
-
-
-CPU: list = []  # CPU seconds (user + system) of each run, beside its wall time
-
-
-def wall(cmd, env) -> float:
-    """Wall seconds of one run; its CPU seconds are appended to CPU (on a busy machine the
-    wall time grows with the load, the CPU time much less: both are printed)."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
-    t = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    CPU.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
-    return t
+RUNS = 7
+LIMITS = {"first": 0.6, "version": 0.15}
+# every dependency the first command imports, and the heavy ones it must not
+DEPENDENCIES = ["typer", "rich.console", "pydantic", "numpy", "mpmath", "scipy.special", "ml_dtypes",
+                "pandas", "matplotlib.pyplot"]  # fmt: skip
 
 
 def timed(cmd, env) -> tuple[float, float]:
-    w = wall(cmd, env)
-    return w, CPU[-1]
+    """Wall and CPU seconds (user + system) of one run, in a directory of no tree (`python -c`
+    puts the current directory first on sys.path: run from a checkout, it would import that
+    checkout whatever PYTHONPATH says)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True, cwd=env["ACTAUDIT_CACHE_DIR"])
+    t = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return t, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
 
 
-def main() -> None:
+def console(tree: str, *args: str) -> list[str]:
+    """The command line the console script `actaudit ARGS` of TREE runs."""
+    with open(os.path.join(tree, "pyproject.toml"), "rb") as f:
+        entry = tomllib.load(f)["project"]["scripts"]["actaudit"]
+    module, func = entry.split(":")
+    code = f"import sys; sys.argv = ['actaudit', *sys.argv[1:]]; from {module} import {func}; {func}()"
+    return [sys.executable, "-c", code, *args]
+
+
+def cases(tree: str) -> dict[str, list[str]]:
+    return {
+        "first": console(tree, "sweep", "gelu", "--dtype", "fp16"),
+        "version": console(tree, "--version"),
+        "help": console(tree, "--help"),
+        "import audit.cli": [sys.executable, "-c", "import audit.cli"],
+    }
+
+
+def env_for(tree: str, cache: str, pyc: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "ACTAUDIT_NO_CACHE")}
+    env.update(ACTAUDIT_CACHE_DIR=cache, COLUMNS="80", PYTHONPATH=tree, PYTHONPYCACHEPREFIX=pyc)
+    return env
+
+
+def main() -> int:
+    global RUNS
+    if "--runs" in sys.argv:
+        RUNS = int(sys.argv[sys.argv.index("--runs") + 1])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = [root]
     if "--against" in sys.argv:
-        return against(root, sys.argv[sys.argv.index("--against") + 1])
-    with tempfile.TemporaryDirectory() as cache:
-        env = {
-            **os.environ,
-            "ACTAUDIT_CACHE_DIR": cache,
-            "COLUMNS": "80",
-            "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        }
-        cold = []
-        for _ in range(RUNS):
-            for f in os.listdir(cache):
-                os.remove(os.path.join(cache, f))
-            cold.append(timed(CMD, env))
-        wall(CMD, env)  # warm the cache
-        warm = [timed(CMD, env) for _ in range(RUNS)]
-        imports = [timed([sys.executable, "-c", "import audit.cli"], env) for _ in range(RUNS)]
-        bare = [timed([sys.executable, "-c", "pass"], env) for _ in range(RUNS)]
-    print(f"load average (1 min) after the runs: {os.getloadavg()[0]:.1f}")
-    print(f"| `{' '.join(['actaudit', *CMD[3:]])}` | wall, median of {RUNS} | CPU time, median |")
-    print("|---|---|---|")
-    for label, v in (
-        ("whole process, warm oracle cache", warm),
-        ("whole process, cold oracle cache", cold),
-        ("of which: `import audit.cli` (a process that only imports)", imports),
-        ("of which: the Python interpreter itself", bare),
-    ):
-        print(
-            f"| {label} | {statistics.median(w for w, _ in v):.2f} s | "
-            f"{statistics.median(c for _, c in v):.2f} s |"
-        )
+        trees.append(os.path.abspath(sys.argv[sys.argv.index("--against") + 1]))
+    times: dict = {(t, c): [] for t in trees for c in cases(t)}
+    deps: dict = {d: [] for d in ["(bare interpreter)", *DEPENDENCIES]}
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as pyc:
+        envs = {t: env_for(t, os.path.join(cache, str(i)), pyc) for i, t in enumerate(trees)}
+        for e in envs.values():
+            os.makedirs(e["ACTAUDIT_CACHE_DIR"])
+        for t in trees:  # warm: the oracle cache, the bytecode
+            for cmd in cases(t).values():
+                timed(cmd, envs[t])
+        for d in DEPENDENCIES:
+            timed([sys.executable, "-c", f"import {d}"], envs[root])
+        for _ in range(RUNS):  # interleaved: every figure sees the same load
+            for t in trees:
+                for c, cmd in cases(t).items():
+                    times[t, c].append(timed(cmd, envs[t]))
+            for d in deps:
+                code = "pass" if d.startswith("(") else f"import {d}"
+                deps[d].append(timed([sys.executable, "-c", code], envs[root]))
+    load = os.getloadavg()
 
+    def med(v, i):
+        return statistics.median(x[i] for x in v)
 
-def against(root: str, other: str) -> None:
-    times: dict = {root: [], other: []}
-    with tempfile.TemporaryDirectory() as cache:
-        envs = {
-            t: {**os.environ, "ACTAUDIT_CACHE_DIR": cache, "COLUMNS": "80", "PYTHONPATH": t} for t in times
-        }
-        for t in times:
-            wall(CMD, envs[t])  # warm the cache
-        for _ in range(RUNS):
-            for t in times:
-                times[t].append(timed(CMD, envs[t]))
-    for t, v in times.items():
-        print(
-            f"{t}: median wall {statistics.median(w for w, _ in v):.2f} s, CPU "
-            f"{statistics.median(c for _, c in v):.2f} s, of {RUNS} runs (warm cache)"
+    print(f"load average after the runs: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (1, 5, 15 min)")
+    print(f"medians of {RUNS} runs, wall / CPU (user + system)")
+    print("| command | " + " | ".join(trees) + " |")
+    print("|---|" + "---|" * len(trees))
+    for c in cases(root):
+        label = (
+            f"`actaudit {' '.join(cases(root)[c][3:])}`" if c != "import audit.cli" else "`import audit.cli`"
         )
+        print(
+            f"| {label} | "
+            + " | ".join(f"{med(times[t, c], 0):.2f} s / {med(times[t, c], 1):.2f} s" for t in trees)
+            + " |"
+        )
+    print("\n| import, alone (with what it imports) | wall | CPU |\n|---|---|---|")
+    for d, v in deps.items():
+        print(f"| `{d}` | {med(v, 0):.3f} s | {med(v, 1):.3f} s |")
+    bad = [
+        f"{c}: {med(times[root, c], 0):.2f} s > {lim} s"
+        for c, lim in LIMITS.items()
+        if med(times[root, c], 0) > lim
+    ]
+    if bad:
+        print("CHECK FAILED (wall medians of this tree): " + "; ".join(bad))
+        return 1
+    print(f"check passed: first command <= {LIMITS['first']} s, --version <= {LIMITS['version']} s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

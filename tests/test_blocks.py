@@ -199,6 +199,7 @@ def test_cli_block_sweep(capsys):
 
 
 @pytest.mark.parametrize("rule", ["ocp", "ceil"])
+@pytest.mark.slow  # every pair of inputs against brute force: .ci/run's slow stage
 def test_exhaustive_pairs_equal_brute_force(rule):
     """The class reduction of the exhaustive mode against every pair built as a real block:
     [x, m, 0, ..., 0] for all 253^2 pairs of fp8_e4m3 inputs (one zero), quantized by the

@@ -22,6 +22,7 @@ def test_catalog_breadth():
         assert c.reference in audit.REFERENCES
 
 
+@pytest.mark.slow  # the whole catalog in three formats: .ci/run's slow stage
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8_e4m3"])
 def test_every_candidate_sweeps(dtype):
     res = audit.sweep(list(audit.catalog()), dtype=dtype, grid=48)

@@ -111,6 +111,7 @@ def test_a_slice_is_certified_and_agrees_with_an_independent_rounding(fresh_cach
                 assert Fraction(r) == want, (name, x, r, want)
 
 
+@pytest.mark.slow  # every certified reference proven in three formats: .ci/run's slow stage
 def test_small_formats_every_reference(fresh_cache):
     res = certify.run(None, ["fp4_e2m1", "fp6_e2m3", "fp8_e5m2fnuz"])
     assert len(res) == 3 * len(certify.certified_references())

@@ -718,16 +718,24 @@ def test_16_bit_formats_are_swept_over_every_finite_value_both_zeros():
     assert (63488, 65280) == (2 * 31 * 1024, 2 * 255 * 128)  # the README's figures
 
 
-def test_bf16_rounding_is_single_not_through_float32():
+def test_bf16_and_fp8_rounding_is_single_not_through_float32():
+    from helpers import PARAMS, round_exact
+
     from audit.numbers.formats import get_format
 
     # 1 + 2^-8 + 2^-30: above the bf16 midpoint 1 + 2^-8 between 1 and 1 + 2^-7, so it rounds
-    # up to 1.0078125; through float32 it first becomes 1 + 2^-8 (the tie) and then 1.0
+    # up to 1.0078125; through float32 it would first become 1 + 2^-8 (the tie) and then 1.0
     v = 1 + 2.0**-8 + 2.0**-30
     assert get_format("bf16").round([v])[0] == 1.0078125 == 1 + 2.0**-7
-    import ml_dtypes
-
-    assert float(np.float64(v).astype(ml_dtypes.bfloat16)) == 1.0  # the double rounding avoided
+    # the same trap in every format narrower than float32, at every binade of [1, 2^4): the
+    # midpoint above 1 * 2^k plus less than half a float32 ulp rounds up, from the definitions
+    for name in ("bf16", "fp8_e4m3", "fp8_e5m2"):
+        p = PARAMS[name][0]
+        for k in range(4):
+            x = Fraction(2**k) * (1 + Fraction(1, 2**p) + Fraction(1, 2**30))
+            want = round_exact(name, x)
+            assert want == Fraction(2**k) * (1 + Fraction(2, 2**p)), (name, k)
+            assert get_format(name).round([float(x)])[0] == float(want), (name, k)
 
 
 # ----------------------------------------------------------------------------------------

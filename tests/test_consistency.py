@@ -75,6 +75,7 @@ def test_layout_torch_op_runs():
     assert len(rep.shapes) == 1 + 9 + 3
 
 
+@pytest.mark.slow  # Inductor compiles C++ (40 s idle, 6 to 8 min on the shared machine): the slow stage
 def test_torch_compile_against_eager():
     """torch.compile on CPU (Inductor generates and compiles C++ with gcc): about 40 s the
     first time on this machine, a few seconds once Inductor's cache holds the kernel.  One

@@ -52,7 +52,7 @@ NOT_RUN = re.compile(r"^<!-- not run: \S.* -->$")
 EXEMPT = {
     "pip install .": "installs the package: this test runs the source tree itself",
     'pip install -e ".[test]" torch==2.13.0': "installs the test dependencies: already installed",
-    "python -m pytest": "the test suite, which this test is part of",
+    "python -m pytest -n auto": "the test suite, which this test is part of",
 }
 _EXEMPT = {shlex.join(shlex.split(k)) for k in EXEMPT}  # as _commands writes them
 PLACEHOLDER_SCHEDULER = "tcp://host:8786"
@@ -189,11 +189,18 @@ def _ids():
     return [f"{page}:{line}:{lang or 'plain'}" for page, lang, _, line, _ in ALL_BLOCKS]
 
 
-# a page's blocks run in order in one directory (a block may use the file an earlier one
-# wrote): under pytest-xdist (`-n auto --dist loadgroup`) they stay on one worker
-@pytest.mark.parametrize(
-    "block", [pytest.param(b, marks=pytest.mark.xdist_group(b[0])) for b in ALL_BLOCKS], ids=_ids()
-)
+def _marks(block) -> list:
+    """A page's blocks run in order in one directory (a block may use the file an earlier one
+    wrote): under pytest-xdist (`-n auto --dist loadgroup`) they stay on one worker.  The
+    README's set-up block (`actaudit selftest`, `actaudit check`: the whole catalog re-swept,
+    minutes) is in the slow stage; .ci/run also runs those commands themselves."""
+    marks = [pytest.mark.xdist_group(block[0])]
+    if block is ALL_BLOCKS[0]:
+        marks.append(pytest.mark.slow)
+    return marks
+
+
+@pytest.mark.parametrize("block", [pytest.param(b, marks=_marks(b)) for b in ALL_BLOCKS], ids=_ids())
 def test_docs_block(block, tmp_path_factory, cache_dir, capsys):
     page, lang, body, line, prose = block
     workdir = _workdir(page, tmp_path_factory, cache_dir)
@@ -504,11 +511,15 @@ def test_list_family_filters_the_catalog(capsys):
     assert err.startswith("actaudit: error: unknown family or reference 'nosuch'") and err.count("\n") == 1
 
 
-def test_ci_runs_the_readme_test_command_last():
-    """`.ci/run` ends with exactly the README's test command (its first block's second line),
-    after lint, types and the docs build."""
+def test_ci_runs_the_readme_test_command_then_the_slow_stage():
+    """`.ci/run` runs exactly the README's test command (its first block's second line), after
+    lint, types and the docs build, in a fresh venv without cached wheels; then only the slow
+    stage and the certification."""
     ci = [x for x in (ROOT / ".ci" / "run").read_text().splitlines() if x.strip()]
-    assert ci[-1] == BLOCKS[0][1][1]
+    readme = BLOCKS[0][1][1]
+    assert readme.endswith("python -m pytest -n auto") and ci.count(readme) == 1
+    assert ci[ci.index(readme) + 1 :] == ["python -m pytest -m slow -n auto", "actaudit selftest --certify"]
     for step in ("ruff check .", "ruff format --check .", "mypy", "mkdocs build --strict"):
-        assert step in ci[:-1], step
+        assert step in ci[: ci.index(readme)], step
+    assert "export CI=true PIP_NO_CACHE_DIR=1" in ci and any(" -m venv " in x for x in ci)
     assert len(README.read_text().splitlines()) <= 200

@@ -6,6 +6,10 @@ onnx and onnxruntime are installed in CI (the engines extra): a missing one fail
 """
 
 import importlib
+import json
+import shlex
+import tomllib
+from pathlib import Path
 
 import mpmath as mp
 import numpy as np
@@ -172,7 +176,44 @@ def test_an_engine_that_is_not_installed_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(type(eng), "module", "onnxruntime_not_installed_here")
     assert main(["sweep", "ort:Tanh"]) == 2
     err = capsys.readouterr().err
-    assert "onnxruntime_not_installed_here is not installed" in err and "actaudit[engines]" in err
+    assert "onnxruntime_not_installed_here is not installed" in err
+    # the hint installs the extra from where this copy runs: here a checkout, so -e DIR[engines]
+    # (actaudit is on no index a checkout's user reaches; 'actaudit[engines]' would fail)
+    root = Path(__file__).resolve().parent.parent
+    hint = err.strip().split(": ")[-1]
+    assert shlex.split(hint)[:3] == ["pip", "install", "-e"], hint
+    (target,) = shlex.split(hint)[3:]
+    where, extra = target[:-1].split("[")
+    assert extra == "engines" and (Path.cwd() / where).resolve() == root, hint
+    assert (
+        "engines" in tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    )
+
+
+def test_install_hint_follows_where_actaudit_was_installed_from(tmp_path):
+    from audit._version import hint_for
+
+    checkout = tmp_path / "src"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text('[project]\nname = "actaudit"\n')
+    site = tmp_path / "site-packages"  # an installed copy: no pyproject.toml above the package
+    site.mkdir()
+    url = checkout.as_uri()
+
+    def direct(editable):
+        return json.dumps({"url": url, "dir_info": {"editable": editable}})
+
+    other = str(tmp_path)
+    # running from the checkout (editable, or on PYTHONPATH): -e, '.' where it is the cwd
+    assert hint_for("engines", str(checkout), None, str(checkout)) == "pip install -e '.[engines]'"
+    assert hint_for("jax", str(checkout), None, other) == f"pip install -e '{checkout}[jax]'"
+    # installed with `pip install DIR` (the README's first line), or -e DIR: from that directory
+    assert hint_for("engines", str(site), direct(False), other) == f"pip install '{checkout}[engines]'"
+    assert hint_for("engines", str(site), direct(True), str(checkout)) == "pip install -e '.[engines]'"
+    # from an index (no direct_url.json), an unreadable one, or a directory that is gone
+    gone = json.dumps({"url": (tmp_path / "gone").as_uri(), "dir_info": {}})
+    for d in (None, "{not json", "[]", json.dumps({"url": 3, "dir_info": {}}), gone):
+        assert hint_for("dask", str(site), d, other) == "pip install 'actaudit[dask]'", d
 
 
 def test_a_refused_model_and_a_wrong_shape_are_one_line(monkeypatch):

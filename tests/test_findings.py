@@ -95,6 +95,7 @@ def test_safe_clip_gelu_is_far_off_above_its_clip():
     assert r.max_ulp > 2000
 
 
+@pytest.mark.slow  # the whole catalog in fp16: .ci/run's slow stage
 def test_every_breaking_finding_of_the_catalog_has_a_cause():
     res = audit.sweep(list(audit.catalog()), dtype="fp16", grid=48)
     seen = 0

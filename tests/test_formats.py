@@ -180,3 +180,60 @@ def test_neighbours_helper_is_consistent(name):
     b, a = neighbours(f, float(v[len(v) // 2 + 3]))
     assert b < v[len(v) // 2 + 3] < a
     assert to_fraction(mp.mpf(0.5)) == 0.5
+
+
+# (exponent bits, mantissa bits, bias, IEEE specials: all-ones exponent is inf/NaN; else only
+# S.1111.111 is NaN, OCP FP8 E4M3FN)
+_LAYOUTS = {"bf16": (8, 7, 127, True), "fp8_e5m2": (5, 2, 15, True), "fp8_e4m3": (4, 3, 7, False)}
+
+
+@pytest.mark.parametrize("name", sorted(_LAYOUTS))
+def test_bit_layouts_decode_from_the_fields_of_every_pattern(name):
+    """from_bits and to_bits of bf16 and the OCP fp8 formats (numpy views, no ml_dtypes) against
+    the value each bit pattern denotes by its sign, exponent and fraction fields."""
+    ebits, mbits, bias, ieee = _LAYOUTS[name]
+    fmt = get_format(name)
+    want = []
+    for b in range(1 << (1 + ebits + mbits)):
+        s, e, m = b >> (ebits + mbits), (b >> mbits) & ((1 << ebits) - 1), b & ((1 << mbits) - 1)
+        top = e == (1 << ebits) - 1
+        if (ieee and top) or (not ieee and top and m == (1 << mbits) - 1):
+            v = math.nan if m or not ieee else math.inf
+        elif e == 0:
+            v = math.ldexp(m, 1 - bias - mbits)
+        else:
+            v = math.ldexp((1 << mbits) + m, e - bias - mbits)
+        want.append(-v if s else v)
+    want = np.array(want)
+    bits = np.arange(1 << (1 + ebits + mbits)).astype(fmt.uint)
+    got = fmt.from_bits(bits)
+    assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
+    ok = ~np.isnan(want)
+    assert np.array_equal(fmt.to_bits(want[ok]), bits[ok])
+    # NaN: the quiet NaN of its sign (all fraction bits set in E4M3FN)
+    quiet = 0x7F if not ieee else ((1 << ebits) - 1) << mbits | 1 << (mbits - 1)
+    sign = 1 << (ebits + mbits)
+    assert fmt.to_bits([math.nan, -math.nan]).tolist() == [quiet, quiet | sign]
+    assert fmt.hex(math.nan) == f"0x{quiet:0{(fmt.bits + 3) // 4}x}"
+
+
+def test_fp16_uses_numpy_cast_only_where_it_rounds_once():
+    """round() takes numpy's float64 -> float16 cast only after checking at run time that it
+    rounds as the exact rounding does: a cast through float32 (two roundings) is refused, the
+    exact rounding itself is accepted; and round() agrees with the rounding from the
+    definitions at the double-rounding traps, whichever path this machine takes."""
+    from fractions import Fraction
+
+    from helpers import round_exact
+
+    from audit.numbers import formats as F
+
+    def through_float32(v):
+        return v.astype(np.float32).astype(np.float16).astype(np.float64)
+
+    assert not F._casts_like_round(through_float32)
+    assert F._casts_like_round(FORMATS["fp16"]._round)
+    traps = [Fraction(2**k) * (1 + Fraction(1, 2**11) + Fraction(1, 2**30)) for k in range(-14, 16)]
+    traps += [-t for t in traps] + [Fraction(2**-24) * Fraction(3, 2) + Fraction(1, 2**60)]
+    got = FORMATS["fp16"].round([float(t) for t in traps])
+    assert [Fraction(float(g)) for g in got] == [round_exact("fp16", t) for t in traps]

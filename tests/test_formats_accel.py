@@ -275,6 +275,7 @@ def test_saturated_results_are_overflow_ok():
     assert abs(e.ulp_err[1] - 0.45) < 1e-12 and e.ulp_err[2] == 1.75 and np.isnan(e.ulp_err[0])
 
 
+@pytest.mark.slow  # the whole catalog in each accelerator format: .ci/run's slow stage
 @pytest.mark.parametrize("name", list(SPECS))
 def test_every_catalog_candidate_sweeps(name):
     import audit

@@ -1,28 +1,75 @@
-"""Start-up of the command line: what `import audit.cli` loads (speed: benchmarks/)."""
+"""Start-up of the command line: what `import audit.cli` and the commands that compute nothing
+load (speed: benchmarks/bench_first_command.py)."""
 
 import os
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEAVY = ("ml_dtypes", "scipy", "pandas", "matplotlib")
 
 
-def test_cli_import_skips_heavy_modules_and_leaves_numpy_intact():
+def _loaded(code: str) -> list[str]:
+    """The modules of HEAVY (and numpy, mpmath) that a fresh interpreter running CODE loaded."""
+    probe = (
+        f"{code}\nimport sys\n"
+        f"print(' '.join(m for m in {(*HEAVY, 'numpy', 'mpmath')!r} if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": ROOT, "COLUMNS": "80"}
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.splitlines()[-1].split()
+
+
+def test_cli_import_loads_no_numerical_library():
+    # every command module registered (audit.cli imports them all), nothing numerical
+    assert _loaded("import audit.cli\nassert len(audit.cli.app.registered_commands) > 10") == []
+
+
+def _main(argv: list[str]) -> str:
+    return (
+        "import contextlib, io\nfrom audit.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    assert main({argv!r}) in (0, 2)\n"
+    )
+
+
+def test_version_help_and_usage_errors_load_no_numerical_library():
+    usage = (["nope"], ["sweep", "gelu", "--dtype"], ["sweep", "--bogus"])
+    for argv in (["--version"], ["--help"], ["sweep", "--help"], ["report", "--help"], *usage):
+        assert _loaded(_main(argv)) == [], argv
+
+
+def test_errors_the_api_finds_load_no_scipy_nor_ml_dtypes():
+    for argv in (["sweep"], ["sweep", "gelu", "--dtype", "nope"], ["sweep", "nope.nope"]):
+        loaded = _loaded(_main(argv))
+        assert not set(loaded) & set(HEAVY), (argv, loaded)
+
+
+def test_fp16_sweep_imports_no_ml_dtypes_and_bf16_neither():
+    # the first command rounds by itself: numpy's float16 and integer views, no ml_dtypes
+    for dtype in ("fp16", "bf16"):
+        code = (
+            "import audit\n"
+            f"r = audit.sweep(['gelu.tanh'], {dtype!r}, {dtype!r})\n"
+            "assert r[0].summary.count > 60000, r[0].summary.count\n"
+        )
+        loaded = _loaded(code)
+        assert "ml_dtypes" not in loaded and "pandas" not in loaded and "matplotlib" not in loaded, loaded
+
+
+def test_numpy_namespace_intact_after_scipy_special():
+    # audit.numbers.special imports scipy.special with numpy's heavy submodules hidden: numpy's
+    # namespace is as it was before, those submodules are not loaded, and they import on use
     code = (
-        "import sys, audit.cli, numpy\n"
-        "heavy = [m for m in ('numpy.f2py', 'numpy.testing', 'numpy.ma', 'numpy.random', 'pandas', 'matplotlib')"
-        " if m in sys.modules]\n"
-        "assert not heavy, heavy\n"
-        "assert 'scipy.special' in sys.modules\n"
-        # numpy's namespace is as before: the lazy submodules are listed and import on use
-        "assert {'f2py', 'testing', 'ma'} <= set(dir(numpy)) and 'testing' in numpy.__all__\n"
-        "import numpy.testing, numpy.ma\n"
-        "import scipy.special as sc, math\n"
-        # scipy's own erf, against the C library's at a few points (both within 1 ulp of erf)
+        "import sys, math, numpy\n"
+        "before = (sorted(dir(numpy)), list(numpy.__all__))\n"
+        "hidden = [f'numpy.{n}' for n in ('f2py', 'testing', 'ma') if f'numpy.{n}' not in sys.modules]\n"
+        "from audit.numbers.special import sc\n"
         "for x in (0.1, 0.5, 1.0, 2.5):\n"
         "    assert abs(sc.erf(x) - math.erf(x)) <= 2 * math.ulp(math.erf(x))\n"
-        "print('ok')\n"
+        "assert (sorted(dir(numpy)), list(numpy.__all__)) == before\n"
+        "assert hidden and not [m for m in hidden if m in sys.modules], hidden\n"
+        "import numpy.testing, numpy.ma\n"
     )
-    env = {**os.environ, "PYTHONPATH": ROOT}
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
+    assert "scipy" in _loaded(code)

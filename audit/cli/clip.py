@@ -11,7 +11,6 @@ from audit.cli.app import app, terminal_width, write_json
 from audit.cli.progress import ProgressBar
 from audit.cli.sweep import api_sweep
 from audit.errors import BadOptionError
-from audit.targets.candidates import parse_params
 
 
 @app.command()
@@ -31,6 +30,7 @@ def clip(
 ):
     """Recommend a safe input clip range (and what to do beyond it) per candidate and format."""
     from audit.numbers.formats import parse_formats
+    from audit.targets.candidates import parse_params
 
     for f in parse_formats(dtype):
         if not f.enumerable:

@@ -8,7 +8,6 @@ import typer
 from audit.cli import options as opt
 from audit.cli.app import app, command_line, out, write_json
 from audit.errors import BadOptionError
-from audit.numbers.inputs import parse_range
 
 
 @app.command()
@@ -41,6 +40,7 @@ def consistency(
     """Consistency checks: a parameter that changes nothing, results that depend on the
     tensor's shape. Exit 1 when there is a finding."""
     from audit.compare import consistency as cons
+    from audit.numbers.inputs import parse_range
 
     if not param and not layout:
         raise BadOptionError("give --param NAME=V1,V2 (parameter effect) and/or --layout")

@@ -11,8 +11,6 @@ from audit.cli import options as opt
 from audit.cli.app import app, command_line, terminal_width, write_json
 from audit.cli.progress import ProgressBar
 from audit.errors import BadOptionError
-from audit.numbers.inputs import parse_range
-from audit.targets.candidates import parse_params
 
 
 @app.command("diff")
@@ -44,6 +42,8 @@ def diff_cmd(
     from audit.compare.diff import diff as run_diff
     from audit.compare.diff import document as diff_document
     from audit.numbers.formats import parse_formats
+    from audit.numbers.inputs import parse_range
+    from audit.targets.candidates import parse_params
 
     params, pb = parse_params(param), parse_params(param_b)
     for k, v in {**params, **pb}.items():

@@ -10,7 +10,6 @@ import typer
 from audit.cli import options as opt
 from audit.cli.app import app, command_line, write_json
 from audit.cli.progress import ProgressBar
-from audit.numbers.inputs import parse_range
 
 
 @app.command("engines")
@@ -27,6 +26,7 @@ def engines_cmd(
     """Every installed engine's ops for REFERENCE (ONNX Runtime, PyTorch, JAX, ...) and the
     catalog's best candidate, on the same inputs, in one table."""
     from audit.compare import matrix
+    from audit.numbers.inputs import parse_range
     from reports import engines_table
 
     with ProgressBar() as bar:

@@ -13,7 +13,6 @@ from audit.cli.app import app, out, write_json
 from audit.cli.progress import ProgressBar
 from audit.cli.sweep import summary
 from audit.errors import BadOptionError
-from audit.targets.candidates import parse_params
 
 
 @app.command()
@@ -62,6 +61,8 @@ def fit(
 ):
     """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
     as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
+    from audit.targets.candidates import parse_params
+
     if shape not in ("auto", "table", "vector"):
         raise BadOptionError(f"--shape: auto, table or vector; not {shape}")
     opt.positive(time_limit, "--time-limit")

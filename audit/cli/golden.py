@@ -8,8 +8,6 @@ import typer
 
 from audit.cli import options as opt
 from audit.cli.app import app, out
-from audit.targets import semantics as semantics_mod
-from audit.targets.candidates import parse_params
 
 
 @app.command()
@@ -29,6 +27,8 @@ def golden(
     """Write golden test vectors: inputs, correctly rounded outputs and exact values."""
     from audit.numbers.formats import get_format
     from audit.oracle.references import get_reference
+    from audit.targets import semantics as semantics_mod
+    from audit.targets.candidates import parse_params
     from audit.targets.dumps import read_inputs
     from audit.targets.golden import write_golden
 

@@ -9,8 +9,6 @@ import typer
 from audit.cli import options as opt
 from audit.cli.app import app, terminal_width
 from audit.io import dumps
-from audit.numbers.formats import FORMATS
-from audit.targets.candidates import catalog
 
 
 @app.command("list")
@@ -21,6 +19,9 @@ def list_(
     json_: bool = opt.json_flag(help="Print the candidates as JSON."),
 ):
     """List families, candidates (formula, source, parameters) and formats."""
+    from audit.numbers.formats import FORMATS
+    from audit.targets.candidates import catalog
+
     cands = sorted(catalog().values(), key=lambda c: c.family)  # stable: variants keep their order
     if family is not None:
         from audit.targets.candidates import of_family
@@ -48,6 +49,8 @@ def list_(
 @app.command()
 def formats(json_: bool = opt.json_flag(help="Print as JSON.")):
     """List the number formats and their parameters."""
+    from audit.numbers.formats import FORMATS
+
     if json_:
         sys.stdout.write(dumps([f.to_dict() for f in FORMATS.values()]))
         return

@@ -10,8 +10,6 @@ from audit.cli import options as opt
 from audit.cli.app import app, command_line, out
 from audit.cli.progress import ProgressBar
 from audit.cli.sweep import api_sweep, formats_sweep
-from audit.numbers.inputs import parse_range
-from audit.targets.candidates import parse_params
 
 
 @app.command()
@@ -53,6 +51,8 @@ def report(
 ):
     """Write an HTML report (self-contained) with one PNG per figure and the run's JSON."""
     from audit.measure import blocks, quant
+    from audit.numbers.inputs import parse_range
+    from audit.targets.candidates import parse_params
     from reports import html as html_report
 
     if blocks.is_block(out_dtype) or quant.is_quant(dtype) or quant.is_quant(out_dtype):

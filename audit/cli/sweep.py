@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -13,10 +14,9 @@ from audit.cli.app import app, command_line, terminal_width
 from audit.cli.progress import ProgressBar
 from audit.errors import BadOptionError
 from audit.io import dumps, write_text
-from audit.measure.sweep import SweepResult, document
-from audit.measure.sweep import sweep as run_sweep
-from audit.numbers.inputs import parse_range
-from audit.targets.candidates import parse_params
+
+if TYPE_CHECKING:
+    from audit.measure.sweep import SweepResult
 
 
 @app.command()
@@ -101,6 +101,10 @@ def sweep(
     ),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
+    from audit.measure.sweep import document
+    from audit.numbers.inputs import parse_range
+    from audit.targets.candidates import parse_params
+
     rng = parse_range(range_)
     params = parse_params(param)
     for name, v in (
@@ -210,6 +214,8 @@ def sweep(
 def api_sweep(targets, dtype, compute, *, semantics=(), dump=None, **options) -> list[SweepResult]:
     """The API's sweep of options as the command line has them: compute 'auto' where none
     is given, no --semantics as None, --dump's path as text (`sweep`, `clip`, `report`)."""
+    from audit.measure.sweep import sweep as run_sweep
+
     return run_sweep(
         targets,
         dtype,

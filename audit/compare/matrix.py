@@ -105,7 +105,9 @@ def versions() -> dict:
         try:
             out[mod] = importlib.import_module(mod).__version__
         except ImportError:
-            out[mod] = f'not installed: pip install "actaudit[{mod}]"'
+            from audit._version import install_hint
+
+            out[mod] = f"not installed: {install_hint(mod)}"
     return out
 
 

@@ -362,7 +362,9 @@ def _dask(fn, job, ranges, scheduler):
     try:
         from distributed import Client
     except ImportError:
-        raise BadOptionError("--executor dask needs Dask: pip install 'actaudit[dask]'") from None
+        from audit._version import install_hint
+
+        raise BadOptionError(f"--executor dask needs Dask: {install_hint('dask')}") from None
     try:
         client = Client(
             scheduler, timeout=float(os.environ.get("ACTAUDIT_DASK_TIMEOUT", "20")), set_as_default=False

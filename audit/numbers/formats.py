@@ -3,10 +3,14 @@
 A :class:`Format` is a binary floating-point format with precision ``p``
 (significand bits, the implicit bit included), exponent range ``emin..emax``
 and an overflow behaviour.  Rounding is implemented here, exactly, rather than
-through ``ml_dtypes`` casts: ml_dtypes converts float64 to bfloat16 and to the
-fp8 formats through float32, which rounds twice (1 + 2**-8 + 2**-30 becomes
-1.0 in bfloat16 instead of 1.0078125).  ml_dtypes provides the storage dtypes
-and bit layouts; the value a real number rounds to is decided here.
+through a library's casts: which float64 value a real number rounds to is decided here
+(ml_dtypes before 0.5 converted float64 to bfloat16 and to the fp8 formats through float32,
+which rounds twice: 1 + 2**-8 + 2**-30 became 1.0 in bfloat16 instead of 1.0078125; later
+versions round once, and nothing here depends on which).  The bit layouts of bf16 and of the
+OCP fp8 formats are numpy integer views too (bf16 is the top half of a float32, E5M2 the top
+byte of a float16, E4M3FN its fields): ``ml_dtypes`` (0.6 s to import) is imported only where
+an array of its types is really made, by :attr:`Format.dtype` (an engine's input, a user
+function's, a dump's).
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ import functools
 import math
 from dataclasses import dataclass, field
 
-import ml_dtypes
 import numpy as np
 
 from audit.errors import UnknownNameError
@@ -30,7 +33,9 @@ class Format:
     emin: int  # exponent of the smallest normal number
     emax: int  # exponent of the largest finite number
     has_inf: bool
-    dtype: np.dtype = field(repr=False)
+    # the storage dtype, by name: a numpy type ("float16") or one of ml_dtypes'
+    # ("ml_dtypes.bfloat16"), resolved by the property ``dtype`` on first use
+    dtype_name: str = field(repr=False)
     max_finite: float = field(repr=False)
     aliases: tuple[str, ...] = ()
     description: str = ""
@@ -52,10 +57,21 @@ class Format:
     def smallest_normal(self) -> float:
         return math.ldexp(1.0, self.emin)
 
+    @functools.cached_property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of the storage (ml_dtypes' for bf16, fp8, fp6, fp4, E8M0: imported
+        here, on first use)."""
+        module, _, name = self.dtype_name.rpartition(".")
+        if module == "ml_dtypes":
+            import ml_dtypes
+
+            return np.dtype(getattr(ml_dtypes, name))
+        return np.dtype(name)
+
     @property
     def uint(self) -> np.dtype:
         """The unsigned integer dtype of the storage container (uint8 for fp4/fp6, uint32 for tf32)."""
-        return np.dtype(f"uint{8 * self.dtype.itemsize}")
+        return np.dtype(f"uint{8 * _STORAGE_BYTES.get(self.dtype_name, 1)}")
 
     @property
     def overflow_threshold(self) -> float:
@@ -96,6 +112,13 @@ class Format:
                 # The hardware double->single conversion is correctly rounded
                 # (tests check it against round_mpf at midpoints).
                 return v.astype(np.float32).astype(np.float64)
+            if self.name == "fp16" and _numpy_rounds_fp16_once():
+                return v.astype(np.float16).astype(np.float64)
+            return self._round(v)
+
+    def _round(self, v: np.ndarray) -> np.ndarray:
+        """round() on the value: q = max(e, emin) - p + 1, rint of v / 2^q."""
+        with np.errstate(all="ignore"):
             _, k = np.frexp(v)
             q = np.maximum(k - 1, self.emin) - (self.p - 1)
             r = np.ldexp(np.rint(np.ldexp(v, -q)), q)
@@ -171,13 +194,35 @@ class Format:
         """Bit patterns of values that this format represents exactly."""
         if self.coded:
             return self._encode(values)
-        return np.asarray(values, dtype=np.float64).astype(self.dtype).view(self.uint)
+        v = np.asarray(values, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            if self.name in _HALF_OF:  # bf16: the top half of a float32; E5M2: of a float16
+                wide, shift = _HALF_OF[self.name]
+                nan = np.isnan(v)
+                if nan.any():  # the quiet NaN of its sign (a payload would reach the bits)
+                    v = np.where(nan, np.copysign(math.nan, v), v)
+                return (v.astype(wide).view(f"uint{2 * self.bits}") >> shift).astype(self.uint)
+            if self.name == "fp8_e4m3":  # E4M3FN: the IEEE fields; NaN is S.1111.111
+                a = np.abs(v)
+                fin = np.isfinite(a) & (a <= self.max_finite)
+                idx = np.where(fin, self._index(np.where(fin, a, 0.0)), 0x7F)
+                return (idx | (np.signbit(v).astype(np.int64) << 7)).astype(self.uint)
+            return v.astype(self.dtype).view(self.uint)
 
     def from_bits(self, bits) -> np.ndarray:
         if self.coded:
             return self._decode(bits)
         with np.errstate(all="ignore"):
-            return np.asarray(bits, dtype=self.uint).view(self.dtype).astype(np.float64)
+            b = np.asarray(bits, dtype=self.uint)
+            if self.name in _HALF_OF:
+                wide, shift = _HALF_OF[self.name]
+                u = np.dtype(f"uint{2 * self.bits}")
+                return (b.astype(u) << u.type(shift)).view(wide).astype(np.float64)
+            if self.name == "fp8_e4m3":
+                mag = (b & 0x7F).astype(np.int64)
+                v = np.where(mag == 0x7F, np.nan, self._from_index(np.minimum(mag, 0x7E)))
+                return np.where(b & 0x80, -v, v)
+            return b.view(self.dtype).astype(np.float64)
 
     # The value codec of the coded formats: sign bit on top (none in E8M0), then the
     # magnitude's position on the number line, which is the exponent and fraction fields
@@ -284,11 +329,7 @@ class Format:
         if math.isnan(value):
             if self.coded and not self.has_nan:
                 return "nan"  # no encoding (OCP MX FP6/FP4)
-            b = (
-                self._nan_bits
-                if self.coded
-                else int(np.array([np.nan]).astype(self.dtype).view(self.uint)[0])
-            )
+            b = self._nan_bits if self.coded else int(self.to_bits([math.nan])[0])
         else:
             b = int(self.to_bits([value])[0])
         return f"0x{b:0{(self.bits + 3) // 4}x}"
@@ -325,6 +366,64 @@ class Format:
         }
 
 
+# bytes of the storage container of each dtype (1 for the others: ml_dtypes' 8-, 6- and 4-bit types)
+_STORAGE_BYTES = {"float16": 2, "float32": 4, "float64": 8, "ml_dtypes.bfloat16": 2}
+# the formats whose bit pattern is the top half of a wider numpy float's (values exact in it)
+_HALF_OF = {"bf16": (np.float32, 16), "fp8_e5m2": (np.float16, 8)}
+
+
+@functools.cache
+def _numpy_rounds_fp16_once() -> bool:
+    """Whether numpy's float64 -> float16 cast rounds as fp16's round() does (see
+    _casts_like_round)."""
+    return _casts_like_round(lambda v: v.astype(np.float16).astype(np.float64))
+
+
+def _casts_like_round(cast) -> bool:
+    """Whether CAST (float64 array -> float64 values of fp16) rounds as fp16's round() does, decided at run
+    time (once per process, a few ms): the cast is numpy's, and its implementation depends on
+    the numpy version and the CPU (a conversion through float32 would round twice).  Checked at
+    the midpoints between consecutive fp16 values (every one among the subnormals and in the top
+    binade, every 29th elsewhere), the values themselves, both signs, each moved by one float64 ulp either way and by
+    2^-30 of its value (a float32 would round it to the tie), at the overflow threshold, around
+    it, and at the specials.  Where it differs anywhere, round() rounds on the
+    value (Format._round), as for every other format."""
+    fmt = FORMATS["fp16"]
+    vals = fmt.finite_values()
+    vals = vals[vals >= 0]
+    mid = (vals[:-1] + vals[1:]) / 2
+    mid = np.concatenate([mid[:1100], mid[1100:-1100:29], mid[-1100:]])
+    top = fmt.overflow_threshold
+    with np.errstate(all="ignore"):
+        probe = np.concatenate(
+            [
+                vals[::29],
+                mid,
+                np.nextafter(mid, 0),
+                np.nextafter(mid, np.inf),
+                mid * (1 + 2.0**-30),
+                mid * (1 - 2.0**-30),
+                [
+                    top,
+                    np.nextafter(top, 0),
+                    np.nextafter(top, np.inf),
+                    1e300,
+                    np.inf,
+                    np.nan,
+                    2.0**-26,
+                    2.0**-25,
+                ],
+                np.nextafter(2.0**-25, [0.0, np.inf]),
+            ]
+        )
+        probe = np.concatenate([probe, -probe])
+        fast = cast(probe)
+    exact = fmt._round(probe)
+    return bool(
+        np.array_equal(fast, exact, equal_nan=True) and np.array_equal(np.signbit(fast), np.signbit(exact))
+    )
+
+
 def _fmt(name, bits, p, emin, emax, has_inf, dtype, aliases, description, max_finite=None, **kw):
     if max_finite is None:
         max_finite = math.ldexp(2.0 - math.ldexp(1.0, 1 - p), emax)
@@ -335,7 +434,7 @@ def _fmt(name, bits, p, emin, emax, has_inf, dtype, aliases, description, max_fi
         emin,
         emax,
         has_inf,
-        np.dtype(dtype),
+        dtype if isinstance(dtype, str) else np.dtype(dtype).name,
         float(max_finite),
         tuple(aliases),
         description,
@@ -363,7 +462,7 @@ FORMATS: dict[str, Format] = {
             -6,
             8,
             False,
-            ml_dtypes.float8_e4m3fn,
+            "ml_dtypes.float8_e4m3fn",
             ("e4m3", "fp8_e4m3fn", "float8_e4m3fn", "fp8"),
             "OCP FP8 E4M3FN: no infinities, max 448, overflow gives NaN",
             max_finite=448.0,
@@ -375,11 +474,11 @@ FORMATS: dict[str, Format] = {
             -14,
             15,
             True,
-            ml_dtypes.float8_e5m2,
+            "ml_dtypes.float8_e5m2",
             ("e5m2", "float8_e5m2"),
             "OCP FP8 E5M2 (IEEE-like, with infinities)",
         ),
-        _fmt("bf16", 16, 8, -126, 127, True, ml_dtypes.bfloat16, ("bfloat16", "brain_float16"), "bfloat16"),
+        _fmt("bf16", 16, 8, -126, 127, True, "ml_dtypes.bfloat16", ("bfloat16", "brain_float16"), "bfloat16"),
         _fmt(
             "fp16",
             16,
@@ -421,7 +520,7 @@ FORMATS: dict[str, Format] = {
             -7,
             7,
             False,
-            ml_dtypes.float8_e4m3fnuz,
+            "ml_dtypes.float8_e4m3fnuz",
             ("e4m3fnuz", "float8_e4m3fnuz"),
             "AMD FP8 E4M3 fnuz: bias 8, max 240, one NaN (0x80), no -0, no inf; overflow gives NaN",
             coded=True,
@@ -435,7 +534,7 @@ FORMATS: dict[str, Format] = {
             -15,
             15,
             False,
-            ml_dtypes.float8_e5m2fnuz,
+            "ml_dtypes.float8_e5m2fnuz",
             ("e5m2fnuz", "float8_e5m2fnuz"),
             "AMD BF8 E5M2 fnuz: bias 16, max 57344, one NaN (0x80), no -0, no inf; overflow gives NaN",
             coded=True,
@@ -449,7 +548,7 @@ FORMATS: dict[str, Format] = {
             -2,
             4,
             False,
-            ml_dtypes.float6_e3m2fn,
+            "ml_dtypes.float6_e3m2fn",
             ("e3m2", "float6_e3m2fn", "fp6_e3m2fn"),
             "OCP MX FP6 E3M2: bias 3, max 28, no inf or NaN; conversion saturates",
             coded=True,
@@ -464,7 +563,7 @@ FORMATS: dict[str, Format] = {
             0,
             2,
             False,
-            ml_dtypes.float6_e2m3fn,
+            "ml_dtypes.float6_e2m3fn",
             ("e2m3", "float6_e2m3fn", "fp6_e2m3fn"),
             "OCP MX FP6 E2M3: bias 1, max 7.5, no inf or NaN; conversion saturates",
             coded=True,
@@ -479,7 +578,7 @@ FORMATS: dict[str, Format] = {
             0,
             2,
             False,
-            ml_dtypes.float4_e2m1fn,
+            "ml_dtypes.float4_e2m1fn",
             ("e2m1", "float4_e2m1fn", "fp4_e2m1fn", "fp4"),
             "OCP MX FP4 E2M1: bias 1, max 6, no inf or NaN; conversion saturates",
             coded=True,
@@ -494,7 +593,7 @@ FORMATS: dict[str, Format] = {
             -127,
             127,
             False,
-            ml_dtypes.float8_e8m0fnu,
+            "ml_dtypes.float8_e8m0fnu",
             ("fp8_e8m0", "float8_e8m0fnu", "e8m0fnu"),
             "OCP MX E8M0 block scale: 2^(k-127), k = 0..254, NaN 0xff; no zero, no sign (scales only)",
             coded=True,

@@ -123,13 +123,13 @@ def _read_columns(
 
             data = read_bytes(p, limit, "dump", regular)
             try:
-                df = pd.read_csv(_io.BytesIO(data))
+                df = pd.read_csv(_io.BytesIO(data), float_precision="round_trip")
             except Exception as e:
                 raise BadFileError(f"{p}: unreadable CSV ({type(e).__name__}: {e})") from None
             if inputs_only and "x" in df.columns:  # golden --inputs: the x column alone will do
                 return _parse_hex_or_float(df["x"], fmt, "column x", p), None
             if inputs_only and "y" not in df.columns and len(df.columns) == 1:  # one bare column
-                df = pd.read_csv(_io.BytesIO(data), header=None, names=["x"])
+                df = pd.read_csv(_io.BytesIO(data), header=None, names=["x"], float_precision="round_trip")
                 return _parse_hex_or_float(df["x"], fmt, "column x", p), None
             if "y" not in df.columns:
                 raise BadFileError(f"{p}: no column 'y' (columns: {list(df.columns)})")

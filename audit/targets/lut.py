@@ -244,7 +244,7 @@ def read_table(path) -> tuple[np.ndarray, dict]:
             meta["record"] = parse_record(first[len(RECORD) + 3 :].decode("utf-8", "replace"), where)
             data = rest
         try:
-            df = pd.read_csv(_io.BytesIO(data))
+            df = pd.read_csv(_io.BytesIO(data), float_precision="round_trip")
         except Exception as e:
             raise BadFileError(f"{p}: unreadable CSV ({type(e).__name__}: {e})") from None
         if "y_hex" in df.columns and "code" not in df.columns:  # bit patterns of a float output

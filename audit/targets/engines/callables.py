@@ -176,4 +176,6 @@ def _need(module: str, extra: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise BadOptionError(f'{module} is not installed: pip install "actaudit[{extra}]"') from None
+        from audit._version import install_hint
+
+        raise BadOptionError(f"{module} is not installed: {install_hint(extra)}") from None
