@@ -20,6 +20,7 @@ import numpy as np
 
 from audit._version import __version__
 from audit.io import dumps, format_number, write_files
+from audit.measure import clip as clip_mod
 from audit.measure.sweep import document
 from audit.oracle import oracle
 from audit.targets.candidates import catalog
@@ -451,8 +452,7 @@ def _candidate(rep: Report, r, color, index: int = 0) -> str:
         out.append(
             f"<p><b>Clip recommendation</b> (tolerance {num(tol['max_ulp'])} ULP"
             f"{'' if tol['atol'] is None else ' or ' + num(tol['atol']) + ' abs'}): "
-            f"below {num(c['lo'], 6)}: {e(c['lo_action'])}; above {num(c['hi'], 6)}: "
-            f"{e(c['hi_action'])}; max {num(c['max_ulp_inside'])} ULP after. {e(c['note'])}</p>"
+            f"{e(clip_mod.sentence(c))}</p>"
         )
     if r.saturation:
         s = r.saturation
