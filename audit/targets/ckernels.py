@@ -167,10 +167,42 @@ def _one_line(text: str, limit: int = 300) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
+# The compiler runs under resource limits (``#include "/dev/zero"`` makes cc1 read, and
+# grow, until the system's OOM killer acts): address space, CPU time, size of any file
+# it writes.  They are set by a tiny exec wrapper (a fresh interpreter that sets them and
+# execs the compiler), not by a preexec_fn: a preexec_fn runs Python in a fork of this
+# process, whose other threads (an engine's) may hold locks, and triggers its at-fork hooks.
+COMPILE_MEMORY = 2 << 30  # bytes of address space for the driver and each of its passes
+COMPILE_CPU_S = 300  # seconds of CPU time for each of them
+COMPILE_FILE = 1 << 28  # bytes of any file they write (objects, temporaries)
+_LIMITED = (
+    "import os, resource, sys\n"
+    "m, c, f = (int(v) for v in sys.argv[1:4])\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (m, m))\n"
+    "resource.setrlimit(resource.RLIMIT_CPU, (c, c))\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (f, f))\n"
+    "resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+    "try:\n"
+    "    os.execv(sys.argv[4], sys.argv[4:])\n"
+    "except OSError as e:\n"
+    "    sys.stderr.write(f'error: cannot run {sys.argv[4]}: {e.strerror}\\n')\n"
+    "    os._exit(127)\n"
+)
+
+
+def _limited(cmd: list[str]) -> list[str]:
+    """``cmd`` run under the compiler's resource limits (its first element resolved on PATH)."""
+    import sys
+
+    exe = shutil.which(cmd[0]) or cmd[0]
+    limits = [str(COMPILE_MEMORY), str(COMPILE_CPU_S), str(COMPILE_FILE)]
+    return [sys.executable, "-I", "-S", "-c", _LIMITED, *limits, exe, *cmd[1:]]
+
+
 def _run(cmd: list[str], stdin: bytes = b"", timeout: float = COMPILE_TIMEOUT_S) -> tuple[int, bytes, bytes]:
     env = {**os.environ, "LC_ALL": "C"}  # messages in one language, plain quotes
     try:
-        r = subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout, env=env)
+        r = subprocess.run(_limited(cmd), input=stdin, capture_output=True, timeout=timeout, env=env)
     except (OSError, subprocess.SubprocessError, ValueError) as e:
         raise KernelError(f"cannot run the C compiler '{cmd[0]}': {_one_line(str(e))}") from None
     return r.returncode, r.stdout, r.stderr
@@ -325,9 +357,17 @@ def compile_kernel(path: Path, cflags: str | None = None, func: str | None = Non
 
 
 def _first_error(err: bytes, rc: int) -> str:
-    lines = _text(err).splitlines()
-    pick = [ln for ln in lines if "error" in ln] or lines
-    return _one_line(pick[0]) if pick else f"exit status {rc}"
+    lines = [ln for ln in _text(err).splitlines() if ln.strip()]
+    pick = [ln for ln in lines if "error" in ln or "out of memory" in ln] or lines
+    if not pick:
+        return f"exit status {rc}"
+    text = _one_line(pick[0])
+    if "out of memory" in text or "Killed signal" in text or "CPU time limit" in text:
+        text += (
+            f" (the compiler runs with at most {COMPILE_MEMORY >> 20} MiB of address space "
+            f"and {COMPILE_CPU_S} s of CPU time)"
+        )
+    return text
 
 
 def _build(path, base, unit, flags, so: Path, key: str, func, ctype) -> bytes:
