@@ -370,7 +370,7 @@ def _summary(results) -> str:
 
 
 def _ptext(r, lead="") -> str:
-    p = ", ".join(f"{k}={v:g}" for k, v in r.params.items())
+    p = ", ".join(f"{k}={num(v, 6)}" for k, v in r.params.items())
     sem = getattr(r, "semantics", None)
     return (f"{lead}({p})" if p else "") + (f" [{sem.name}]" if sem is not None else "")
 
@@ -512,8 +512,8 @@ def _explorer(r, color, key: str) -> str:
     return (
         f"<div class='explorer' data-points='{key}'><canvas width='900' height='300'></canvas>"
         f"<div class='tip'></div><div class='hint'>hover: x, got, exact; drag: zoom; "
-        f"double-click: zoom out. Errors below {figures.FLOOR:g} ULP are drawn on the floor, "
-        f"above {figures.CAP:g} ULP on the top edge.</div></div><script type='application/json' id='{key}'>{blob}</script>"
+        f"double-click: zoom out. Errors below {num(figures.FLOOR)} ULP are drawn on the floor, "
+        f"above {num(figures.CAP)} ULP on the top edge.</div></div><script type='application/json' id='{key}'>{blob}</script>"
     )
 
 

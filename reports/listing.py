@@ -34,7 +34,7 @@ def candidates_text(cands, width: int = 80) -> str:
     """One record per candidate: id, reference and parameters; its formula; its source."""
     out = [f"{len(cands)} candidates (family.variant; --json for tools)", ""]
     for c in cands:
-        ps = ", ".join(f"{k}={v:g}" for k, v in c.params.items())
+        ps = ", ".join(f"{k}={format_number(v, 6)}" for k, v in c.params.items())
         out.append(f"{c.id}  [{c.reference}]" + (f"  {ps}" if ps else ""))
         out += _wrap(c.formula, width, "    ")
         out += _wrap(f"source: {c.source}", width, "    ")

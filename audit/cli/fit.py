@@ -13,6 +13,7 @@ from audit.cli.app import app, out, write_json
 from audit.cli.progress import ProgressBar
 from audit.cli.sweep import summary
 from audit.errors import BadOptionError
+from audit.io import format_number
 from audit.targets.candidates import parse_params
 
 
@@ -115,7 +116,7 @@ def fit(
     k = rep.kernel
     sym = f" ({k.symmetry} function: fitted on x >= 0)" if k.symmetry != "none" else ""
     out.print(
-        f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {1 / k.inv_w:g}{sym}; "
+        f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {format_number(1 / k.inv_w, 6)}{sym}; "
         f"ops per element: {cost_mod.describe(doc['ops_traced'])}",
         markup=False,
         highlight=False,
