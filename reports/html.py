@@ -217,7 +217,7 @@ class Report:
 
     def slim(self, r):
         """The result as a figure needs it: the figures it names, and its per-input arrays
-        cut to those the figures draw (x, x2, result, RN_F(f), ULP error, class; float32),
+        cut to those the figures draw (x, x2, result, RN_F(f) in float32; ULP error, class),
         so that a figure job sent to a worker carries a sixth of the bytes (a family
         figure: every result of the family)."""
         if getattr(r, "points", None) is None:
@@ -235,7 +235,7 @@ class Report:
                 p,
                 **small,
                 x2=None if p.x2 is None else p.x2.astype(f),
-                ulp_err=p.ulp_err.astype(np.float32),
+                ulp_err=p.ulp_err,  # (float64: errors reach 1e76 ULP)
                 exact=none,
                 exact_lo=none,
                 ulp_dist=none,
@@ -362,6 +362,18 @@ def build(results, out_dir, command: str = "", suggestions=None) -> Path:
     # half-written (index.html is moved last)
     write_files(out, [*images, ("run.json", dumps(document(results, command=command))), ("index.html", page)])
     return out / "index.html"
+
+
+def written(path: Path, results) -> str:
+    """What build wrote, for people (printed also when the output is piped): the page, how
+    many results and figures it holds, its size and what lies beside it."""
+    page = Path(path).read_text(encoding="utf-8")
+    figs = page.count('src="data:image/png;base64,')
+    mb = len(page.encode("utf-8")) / 1e6
+    return (
+        f"wrote {path}: {len(results)} results, {figs} figures\n"
+        f"  {num(mb)} MB, self-contained; beside it one PNG per figure and run.json"
+    )
 
 
 def _meta(results, command) -> str:
