@@ -1,7 +1,7 @@
 """Whole-process time and size of `actaudit report gelu --dtype fp16,bf16` (issue 35, item 9).
 
-Each figure is the median of RUNS runs of a fresh Python process, after one run that warms
-the oracle cache (the user's cache: the oracle of gelu in fp16 and bf16 is what a second
+Each figure is the median of RUNS runs (--runs, default 3) of a fresh Python process, after
+one run that warms the oracle cache (the user's cache: the oracle of gelu in fp16 and bf16 is what a second
 report reuses).  Printed: wall and CPU seconds (on a busy machine the wall time grows with
 the load, the CPU time much less: both, and the load average before and after), the size of
 index.html, the number of images written and the total size of the directory.
@@ -57,8 +57,7 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; {os.cpu_count()} cores")
     got: dict = {k: [] for k in trees}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, root in trees.items():  # warm the oracle cache
-            once(root, Path(tmp) / f"warm-{len(got[name])}-{name.replace(' ', '')}")
+        once(here, Path(tmp) / "warm")  # the oracle cache (the trees share it: one oracle version)
         for i in range(runs):
             for name, root in trees.items():
                 got[name].append(once(root, Path(tmp) / f"{name.replace(' ', '')}-{i}"))

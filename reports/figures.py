@@ -29,7 +29,7 @@ def color_of(names: list[str]) -> dict[str, str]:
     return {n: cmap(i % cmap.N) for i, n in enumerate(sorted(set(names)))}
 
 
-COLORS = 128  # palette entries of a written PNG: a plot has a few colors and their antialiasing
+COLORS = 32  # palette entries of a written PNG: a plot has a few colors and their antialiasing
 
 
 def _png(fig) -> bytes:
@@ -168,7 +168,7 @@ def error_map_figure(r, color="#1f77b4"):
     (symmetric-log x), failure regions shaded, saturation thresholds and clip range marked."""
     from . import weighted
 
-    fig, (lin, ax) = plt.subplots(2, 1, figsize=(9, 7.6))
+    fig, (lin, ax) = plt.subplots(2, 1, figsize=(8.4, 7.2))
     weighted.linear_panel(lin, r, color, FLOOR)
     lin.yaxis.set_minor_locator(NullLocator())
     lin.yaxis.set_major_formatter(FLOORED)

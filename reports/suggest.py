@@ -163,7 +163,7 @@ def text(doc: dict, width: int = 80) -> str:
         "",
     )
     if doc.get("left_out"):
-        by = {}
+        by: dict[str, list[str]] = {}
         for cid, c in sorted(doc["left_out"].items()):
             by.setdefault(c, []).append(cid)
         for c, ids in sorted(by.items()):
