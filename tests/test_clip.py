@@ -129,11 +129,13 @@ def test_the_clip_sentence_when_there_is_nothing_to_clip(tmp_path):
     from reports import html as html_report
 
     s = clip_mod.sentence(_clip())
-    assert s == "Nothing to clip: every input is within the tolerance (max 0.5 ULP)."
+    assert s == "Nothing to clip: every input is within the tolerance (max 0.500 ULP)."
     why = "hi side: f does not saturate in fp16: no clip helps"
-    assert clip_mod.sentence(_clip(note=why)) == f"Nothing to clip: {why} (max 0.5 ULP)."
+    assert clip_mod.sentence(_clip(note=why)) == f"Nothing to clip: {why} (max 0.500 ULP)."
     s = clip_mod.sentence(_clip("constant", "clamp", -17.5, 11.0859375))
-    assert s == "Return f's limit for x < -17.5 and clamp x to <= 11.0859: max 0.5 ULP left inside the range."
+    assert (
+        s == "Return f's limit for x < -17.5 and clamp x to <= 11.0859: max 0.500 ULP left inside the range."
+    )
     r = audit.sweep("relu.max", dtype="fp8_e4m3", keep_points=True)[0]
     assert r.clip["lo_action"] == r.clip["hi_action"] == "none"
     page = html_report.build([r], tmp_path, "t").read_text(encoding="utf-8")
