@@ -131,8 +131,9 @@ def gelu_fastgelu_v2(x, m):
     "gelu.safe_clip",
     reference="gelu",
     formula="0.5 xc (1 + tanh(RN(sqrt(2/pi)) (xc + 0.044715 xc^3))), xc = clip(x, -threshold, threshold)",
-    source="'safe_gelu' recipe of a blog post on CANN ops-nn (shared/seeds): "
-    "np.clip(x, -3, 3) before tanh-GELU",
+    source="'safe_gelu' recipe of the blog post 深度学习激活函数优化与CANN算子库实践 "
+    "('Activation function optimization and the CANN operator library in practice', "
+    "拓冰建站): np.clip(x, -3, 3) before tanh-GELU",
     threshold=3.0,
 )
 def gelu_safe_clip(x, m, threshold):

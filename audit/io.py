@@ -490,9 +490,12 @@ def dumps(doc) -> str:
     return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 
-def special_number_text(v) -> str | None:
-    """How every table writes a number with no digits to show: '-' for missing (None) or NaN,
-    'inf' and '-inf', '0' for a zero of either sign; None for any other number."""
+def format_number(v, digits: int = 3) -> str:
+    """Every number a text table or message shows, in one format: ``digits`` significant
+    digits (3 by default: 2040, 15.2, 0.251, 1.92e-3, 7.07e4, in at most 10 characters),
+    integers below 10^5 in full, an exponent without '+' or leading zeros; '-' for missing
+    or NaN, 'inf', '-inf'.  With more digits (an input x, a bound) trailing zeros are
+    dropped: -11.0938, 0.5.  reports/cells.py ``num`` is this function."""
     if v is None:
         return "-"
     v = float(v)
@@ -501,16 +504,22 @@ def special_number_text(v) -> str | None:
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
     if v == 0:
-        return "0"
-    return None
+        return "-0" if math.copysign(1.0, v) < 0 else "0"
+    a = abs(v)
+    if v == int(v) and a < 1e5:
+        return str(int(v))
+    if 1e-3 <= a < 1e5:
+        decimals = max(0, digits - 1 - math.floor(math.log10(a)))
+        s = f"{v:.{decimals}f}"
+        if abs(float(s)) >= 1e5:  # 99999.7 rounds up to 100000
+            return _exp(v, digits)
+        if digits > 3 and "." in s:
+            s = s.rstrip("0").rstrip(".")
+        return s
+    return _exp(v, digits)
 
 
-def format_number(v, digits: int = 3) -> str:
-    """A number for people: 3 significant digits, '-' for missing or NaN, 'inf'."""
-    special = special_number_text(v)
-    if special is not None:
-        return special
-    v = float(v)
-    if 1e-3 <= abs(v) < 1e5:
-        return f"{v:.{digits}g}"
-    return f"{v:.{digits - 1}e}"
+def _exp(v: float, digits: int) -> str:
+    m, _, e = f"{v:.{digits - 1}e}".partition("e")
+    m = m.rstrip("0").rstrip(".")
+    return f"{m}e{int(e)}"

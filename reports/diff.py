@@ -16,6 +16,7 @@ from audit.compare.diff import document
 from audit.io import dumps, format_number, write_files
 
 from . import figures
+from .cells import percent
 from .html import CSS, e
 
 COLORS = {1: ("#1b9e77", "A closer"), 2: ("#d95f02", "B closer"), 3: ("#7570b3", "equally far")}
@@ -77,7 +78,7 @@ def _section(r, img: str | None) -> str:
     return (
         f"<h2>{e(r.a)} vs {e(r.b)}: {e(r.dtype)} storage, {e(r.compute)} compute</h2>"
         f"<p><b>{e(r.verdict)}</b>: {r.same} of {r.count} inputs identical "
-        f"({100 * r.identical_fraction:.2f}%{'' if r.exhaustive else ', sampled'}); max distance "
+        f"({percent(r.identical_fraction)}%{'' if r.exhaustive else ', sampled'}); max distance "
         f"{r.max_distance} ULP; NaN in one only at {r.nan_mismatch}; A closer at {r.a_closer}, "
         f"B closer at {r.b_closer}, ties {r.ties}; max error A {n(r.a_max_ulp)} ULP, "
         f"B {n(r.b_max_ulp)} ULP.</p>"
@@ -135,7 +136,7 @@ def text(r, width: int = 80) -> str:
     nan = f"; NaN in one only at {r.nan_mismatch}" if r.nan_mismatch else ""
     out = wrap(f"{r.a} vs {r.b}: {r.dtype} storage, {r.compute} compute; {r.count} inputs{n}", "")
     out += wrap(
-        f"identical at {r.same} ({100 * r.identical_fraction:.2f}%); max distance {r.max_distance} ULP{nan}"
+        f"identical at {r.same} ({percent(r.identical_fraction)}%); max distance {r.max_distance} ULP{nan}"
     )
     out += wrap(
         f"closer to the exact value: A at {r.a_closer}, B at {r.b_closer}, ties {r.ties}; "

@@ -32,13 +32,25 @@ def color_of(names: list[str]) -> dict[str, str]:
     return {n: cmap(i % cmap.N) for i, n in enumerate(sorted(set(names)))}
 
 
+COLORS = 32  # palette entries of a written PNG: a plot has a few colors and their antialiasing
+
+
 def _png(fig) -> bytes:
+    """The figure as a palette PNG at the resolution it is shown (DPI): a few hundred colors
+    at most in a plot, so 8 bits a pixel lose nothing visible and a third of the bytes."""
+    from PIL import Image
+
     buf = io.BytesIO()
     fig.tight_layout()
     # bbox 'tight': legends placed outside the axes stay in the picture
     fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None}, bbox_inches="tight")
     plt.close(fig)
-    return buf.getvalue()
+    buf.seek(0)
+    img = Image.open(buf).convert("RGB")
+    pal = img.quantize(colors=COLORS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    pal.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def _xaxis(ax, fmt_name: str, small: bool = False):
@@ -80,7 +92,20 @@ PLAIN = FuncFormatter(
 def _logy(ax):
     ax.set_yscale("log")
     ax.yaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_major_formatter(PLAIN)
+    ax.yaxis.set_major_formatter(FLOORED)
+
+
+def floor_ticks(ax, top: float) -> None:
+    """Decade ticks of a log y axis from the floor to ``top``, at most 6, the floor's always
+    among them (its label: '<0.001')."""
+    lo, hi = int(round(np.log10(FLOOR))), int(np.ceil(np.log10(max(top, 1.0)) - 1e-9))
+    step = max(1, int(np.ceil((hi - lo) / 5)))
+    ax.yaxis.set_major_locator(FixedLocator([10.0**k for k in range(lo, hi + 1, step)]))
+
+
+# the floor's tick says what the floor holds (a label inside the axes would be crossed by the
+# points drawn on the floor)
+FLOORED = FuncFormatter(lambda v, p: f"<{FLOOR:g}" if np.isclose(v, FLOOR) else PLAIN(v, p))
 
 
 CAP = 1e6  # the y axis of error maps stops here: larger errors are drawn on the top edge
@@ -88,22 +113,14 @@ CAP = 1e6  # the y axis of error maps stops here: larger errors are drawn on the
 
 def _bound_y(ax, u, label_floor: bool = True):
     """y from the floor to the largest error (at most CAP), whole decades; the floor is
-    labelled as what it is: correctly rounded or nearly exact results."""
+    labelled as what it is (its tick: errors below FLOOR, correctly rounded or nearly exact
+    results)."""
     top = float(np.max(u)) if len(u) else 1.0
     top = 10.0 ** np.ceil(np.log10(max(min(top, CAP), 1.0)) - 1e-9)
     ax.set_ylim(FLOOR / 2, top * 1.5)
-    if label_floor:
+    floor_ticks(ax, top)
+    if label_floor:  # the line; its tick reads "<0.001" (FLOORED), outside the data
         ax.axhline(FLOOR, color="#888", lw=0.8, ls="-")
-        ax.annotate(
-            f"floor: error < {FLOOR:g} ULP",
-            (0.005, FLOOR),
-            xycoords=("axes fraction", "data"),
-            xytext=(0, 2),
-            textcoords="offset points",
-            fontsize=7,
-            color="#555",
-            va="bottom",
-        )
     return top
 
 
@@ -126,11 +143,14 @@ def _plot_capped(ax, x, u, top, color, ms, label=None):
 ENVELOPE = 2500  # points drawn per curve: the worst input of each run of consecutive inputs
 
 
-def _errors(r, envelope: bool = True):
-    """(x, ULP error) of finite results; with envelope, the worst of each of ENVELOPE runs
-    of consecutive inputs (the maximum is what the eye needs; every run is represented)."""
+def _errors(r, envelope: bool = True, region=None):
+    """(x, ULP error) of finite results (``region``: those with x in [lo, hi]); with
+    envelope, the worst of each of ENVELOPE runs of consecutive inputs (the maximum is what
+    the eye needs; every run is represented)."""
     e = r.points
     ok = e.cls == 0
+    if region is not None:
+        ok &= (e.x >= region[0]) & (e.x <= region[1])
     x, u = e.x[ok], np.maximum(e.ulp_err[ok], FLOOR)
     if not envelope or len(x) <= ENVELOPE:
         return x, u
@@ -140,12 +160,22 @@ def _errors(r, envelope: bool = True):
 
 
 def error_map(r, color="#1f77b4") -> bytes:
-    """ULP error against input over the whole domain, with failure regions shaded and the
-    saturation thresholds and clip range marked; below it the active region on a linear
-    axis, with the input density when the result is weighted (reports/weighted.py)."""
+    """The candidate's error map (:func:`error_map_figure`) as PNG bytes."""
+    return _png(error_map_figure(r, color))
+
+
+def error_map_figure(r, color="#1f77b4"):
+    """Two panels: first the active region on a linear x axis (where the findings begin and
+    the function saturates: reports/weighted.py active_region), every input drawn, with the
+    input density when the result is weighted; then the ULP error over the whole format
+    (symmetric-log x), failure regions shaded, saturation thresholds and clip range marked."""
     from . import weighted
 
-    fig, (ax, lin) = plt.subplots(2, 1, figsize=(9, 7.6))
+    fig, (lin, ax) = plt.subplots(2, 1, figsize=(8.4, 7.2))
+    weighted.linear_panel(lin, r, color, FLOOR)
+    lin.yaxis.set_minor_locator(NullLocator())
+    lin.yaxis.set_major_formatter(FLOORED)
+    floor_ticks(lin, lin.get_ylim()[1] / 1.5)
     x, u = _errors(r)
     _logy(ax)
     top = _bound_y(ax, u)
@@ -176,13 +206,15 @@ def error_map(r, color="#1f77b4") -> bytes:
     ax.set_ylabel("ULP error")
     _xaxis(ax, r.dtype)
     kind = "exhaustive" if r.domain.exhaustive else "sampled"
-    ax.set_title(
+    lin.set_title(
         f"{r.candidate}: {r.formats_label} storage, {r.compute} compute ({kind}, {r.domain.count} inputs)"
+        f"\n{lin.get_title()}",
+        fontsize=10,
     )
+    ax.set_title("the whole format, symmetric-log x", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=7)
-    weighted.linear_panel(lin, r, color, FLOOR)
-    return _png(fig)
+    return fig
 
 
 def histogram(r, color="#1f77b4") -> bytes:
@@ -190,18 +222,10 @@ def histogram(r, color="#1f77b4") -> bytes:
     _, u = _errors(r, envelope=False)
     bins = np.logspace(np.log10(FLOOR), np.log10(max(u.max(), 1.0)) + 0.01, 40)
     ax.hist(u, bins=bins, color=color)
-    ax.axvline(FLOOR * 1.5, color="#888", lw=0.8)
-    ax.annotate(
-        f"first bar: error < {FLOOR:g} ULP",
-        (FLOOR * 1.6, 0.97),
-        xycoords=("data", "axes fraction"),
-        fontsize=7,
-        color="#555",
-        va="top",
-    )
     ax.set_xscale("log")
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(PLAIN)
+    ax.xaxis.set_major_formatter(FLOORED)  # the first bar: errors below the floor, '<0.001'
+    ax.xaxis.set_major_locator(FixedLocator([10.0**k for k in range(-3, int(np.log10(bins[-1])) + 1)]))
     _logy(ax)
     ax.set_xlabel("ULP error")
     ax.set_ylabel("inputs")
@@ -209,15 +233,30 @@ def histogram(r, color="#1f77b4") -> bytes:
     return _png(fig)
 
 
-def family_map(results, colors) -> bytes:
+def family_map(results, colors, full: bool = False) -> bytes:
+    """The family's small multiples (:func:`family_figure`) as PNG bytes."""
+    return _png(family_figure(results, colors, full))
+
+
+def region_of(results) -> tuple[float, float]:
+    """The active region of several results: the union of theirs (reports/weighted.py)."""
+    from . import weighted
+
+    spans = [weighted.active_region(r) for r in results]
+    return min(a for a, _ in spans), max(b for _, b in spans)
+
+
+def family_figure(results, colors, full: bool = False):
     """Small multiples: one panel per candidate of a family in one path, the same axes in
-    every panel (x over the whole format, y from the floor to the family's largest error)."""
+    every panel: x over the family's active region, linear (``full``: over the whole format,
+    symmetric-log), y from the floor to the family's largest error."""
     n = len(results)
     cols = min(4, n)
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(
         rows, cols, figsize=(3.1 * cols, 2.3 * rows), squeeze=False, sharex=True, sharey=True
     )
+    lo, hi = region_of(results)
     top = max(
         float(np.max(_errors(r)[1])) if r.points is not None and (r.points.cls == 0).any() else 1.0
         for r in results
@@ -227,40 +266,53 @@ def family_map(results, colors) -> bytes:
             ax.set_visible(False)
             continue
         r = results[i]
-        x, u = _errors(r)
+        x, u = _errors(r, region=None if full else (lo, hi))
         _logy(ax)
-        t = _bound_y(ax, np.array([top]), label_floor=(i == 0))
-        if i:
-            ax.axhline(FLOOR, color="#888", lw=0.8)
+        t = _bound_y(ax, np.array([top]))
         _plot_capped(ax, x, u, t, colors[r.candidate], 1.5)
-        _xaxis(ax, r.dtype, small=True)
+        if full:
+            _xaxis(ax, r.dtype, small=True)
+        else:
+            ax.set_xlim(lo, hi)
+            ax.tick_params(labelsize=7)
+            ax.set_xlabel("x (linear)", fontsize=8)
         bad = f", {r.nan_count} NaN" if r.nan_count else ""
         ax.set_title(f"{r.candidate}: max {r.max_ulp:.3g}{bad}", fontsize=8)
         ax.grid(True, alpha=0.3)
         if i % cols == 0:
             ax.set_ylabel("ULP error", fontsize=8)
     r0 = results[0]
+    where = "the whole format, symmetric-log x" if full else f"active region [{lo:.3g}, {hi:.3g}], linear x"
     fig.suptitle(
-        f"family {r0.candidate.split('.')[0]}: {r0.formats_label} storage, {r0.compute} compute", fontsize=10
+        f"family {r0.candidate.split('.')[0]}: {r0.formats_label} storage, {r0.compute} compute ({where})",
+        fontsize=10,
     )
-    return _png(fig)
+    return fig
 
 
 def formats_side_by_side(results, color) -> bytes:
-    """One candidate in several paths, side by side."""
+    """One candidate in several paths, side by side (:func:`formats_figure`), as PNG bytes."""
+    return _png(formats_figure(results, color))
+
+
+def formats_figure(results, color):
+    """One candidate in several paths, side by side, over the paths' active region (linear
+    x; each path's own error map also shows the whole format)."""
     n = len(results)
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.4), squeeze=False, sharey=True)
+    lo, hi = region_of(results)
     for ax, r in zip(axes[0], results):
-        x, u = _errors(r)
+        x, u = _errors(r, region=(lo, hi))
         _logy(ax)
         t = _bound_y(ax, np.array([max(float(np.max(_errors(q)[1])) for q in results)]))
         _plot_capped(ax, x, u, t, color, 1.5)
-        _xaxis(ax, r.dtype, small=True)
+        ax.set_xlim(lo, hi)
+        ax.set_xlabel("x (linear)", fontsize=8)
         ax.set_title(f"{r.formats_label} / {r.compute}: max {r.max_ulp:.3g} ULP", fontsize=9)
         ax.grid(True, alpha=0.3)
     axes[0][0].set_ylabel("ULP error")
-    fig.suptitle(f"{results[0].candidate} across formats")
-    return _png(fig)
+    fig.suptitle(f"{results[0].candidate} across formats (active region [{lo:.3g}, {hi:.3g}], linear x)")
+    return fig
 
 
 def heatmap(r) -> bytes:

@@ -22,6 +22,7 @@ from audit.measure import blocks as blocks_mod
 from audit.measure import quant as quant_mod
 from audit.targets.candidates import catalog
 
+from .cells import percent
 from .html import CSS, EXPLORER_JS, JS, e, slug
 
 # tiers of the code error (quantized) and element ULP error (block-scaled): the classes of
@@ -44,7 +45,7 @@ ULP_TIERS = [
 
 def _pct(frac: float) -> str:
     """Percent truncated to 2 decimals, as the tables: 100.00 only when every code is correct."""
-    return "-" if not np.isfinite(frac) else f"{np.floor(frac * 10000) / 100:.2f}"
+    return percent(frac)
 
 
 def num(v, digits: int = 5) -> str:

@@ -15,15 +15,13 @@ from audit.io import format_number
 from audit.measure import blocks as blocks_mod
 from audit.measure import quant as quant_mod
 
-from .cells import md_text, num
+from .cells import md_text, num, percent
 from .table import GAP, _line, _wrap
 
 
 def _pct(frac: float) -> str:
-    """Truncated, as table.percent: 100.00 only when every code is correct."""
-    import math
-
-    return "-" if math.isnan(frac) else f"{math.floor(frac * 10000) / 100:.2f}"
+    """Truncated, as every table's percent: 100.00 only when every code is correct."""
+    return percent(frac)
 
 
 def _fit(heads, aligns, rows, extras, width) -> list[str]:

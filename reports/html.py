@@ -20,6 +20,7 @@ import numpy as np
 
 from audit._version import __version__
 from audit.io import dumps, format_number, write_files
+from audit.measure import clip as clip_mod
 from audit.measure.sweep import document
 from audit.oracle import oracle
 from audit.targets.candidates import catalog
@@ -68,22 +69,36 @@ EXPLORER_JS = """
 var errs=[];window.addEventListener('error',function(ev){errs.push(String(ev.message));});
 function sl(v,l){var a=Math.abs(v);return (v<0?-1:1)*(a<=l?a/l:1+Math.log10(a/l));}
 function isl(t,l){var a=Math.abs(t);return (t<0?-1:1)*(a<=1?a*l:l*Math.pow(10,a-1));}
+function unpack(b,A){var s=atob(b),a=new Uint8Array(s.length);for(var i=0;i<s.length;i++)a[i]=s.charCodeAt(i);return Array.from(new A(a.buffer));}
 function fmt(v){if(v===0)return '0';var a=Math.abs(v);return (a>=1e4||a<1e-3)?v.toExponential(2).replace(/\\.?0+e/,'e').replace('e+','e'):String(+v.toPrecision(4));}
 function setup(div){
   var d=JSON.parse(document.getElementById(div.dataset.points).textContent);
+  var F=d.xbytes===8?Float64Array:Float32Array;
+  d.x=unpack(d.x,F);d.got=unpack(d.got,F);d.exact=unpack(d.exact,F).map(function(e,i){return d.got[i]+e;});d.u=unpack(d.u,d.ubytes===8?Float64Array:Float32Array);
   var cv=div.querySelector('canvas'),tip=div.querySelector('.tip'),g=cv.getContext('2d');
+  var btn=div.querySelector('button.mode'),mode='lin';
   var W=cv.width,H=cv.height,L=58,R=10,T=22,B=30,n=d.x.length;
-  var tx=d.x.map(function(v){return sl(v,d.lin);});
+  function tr(x){return mode==='lin'?x:sl(x,d.lin);}
+  function itr(t){return mode==='lin'?t:isl(t,d.lin);}
+  var tx=d.x.map(tr);
   var ty=d.u.map(function(v){return Math.log10(Math.max(v,d.floor));});
-  var full=[sl(-d.xmax,d.lin),sl(d.xmax,d.lin)],y0=Math.log10(d.floor)-0.3,y1=Math.log10(d.top)+0.15;
+  var full=d.region.slice(),y0=Math.log10(d.floor)-0.3,y1=Math.log10(d.top)+0.15;
   var v=full.slice(),drag=null;
+  function setMode(m){mode=m;tx=d.x.map(tr);full=mode==='lin'?d.region.slice():[sl(-d.xmax,d.lin),sl(d.xmax,d.lin)];
+    v=full.slice();div.dataset.mode=mode;
+    if(btn)btn.textContent=mode==='lin'?'show the whole format (symlog x)':'show the active region (linear x)';draw();}
+  if(btn)btn.addEventListener('click',function(){setMode(mode==='lin'?'log':'lin');});
   function X(t){return L+(t-v[0])/(v[1]-v[0])*(W-L-R);}
   function Y(t){return H-B-(Math.min(t,y1)-y0)/(y1-y0)*(H-T-B);}
+  function drawX(ts){for(var i2=0;i2<ts.length;i2++){var t=ts[i2],x=X(t);g.beginPath();g.moveTo(x,T);g.lineTo(x,H-B);g.stroke();
+      var s=fmt(itr(t));g.fillText(s,Math.min(Math.max(x-g.measureText(s).width/2,L),W-R-g.measureText(s).width),H-B+14);}}
   function draw(sel){
     g.clearRect(0,0,W,H);g.font='11px sans-serif';g.fillStyle='#333';g.strokeStyle='#ddd';
     var ys=Math.max(1,Math.ceil((y1-y0)/8));
     for(var k=Math.ceil(y0);k<=Math.floor(y1);k++){if(k!==Math.log10(d.floor)&&(k%ys)!==0)continue;var y=Y(k);g.beginPath();g.moveTo(L,y);g.lineTo(W-R,y);g.stroke();
       g.fillText(k===Math.log10(d.floor)?'floor':(Math.abs(k)>=4?'1e'+k:String(Math.pow(10,k))),4,y+4);}
+    if(mode==='lin'){var sp=(v[1]-v[0])/6,m=Math.pow(10,Math.floor(Math.log10(sp))),st=sp/m>5?10*m:sp/m>2?5*m:sp/m>1?2*m:m,tl=[];
+      for(var q=Math.ceil(v[0]/st)*st;q<=v[1];q+=st)tl.push(Math.abs(q)<st*1e-9?0:q);drawX(tl);}else{
     var ts=[0],kmax=Math.floor(Math.log10(d.xmax)),kmin=Math.ceil(Math.log10(d.lin));
     for(var k2=kmin;k2<=kmax;k2++){ts.push(sl(Math.pow(10,k2),d.lin));ts.push(sl(-Math.pow(10,k2),d.lin));}
     var one=sl(1,d.lin),wide=v[0]<-one&&v[1]>one;
@@ -91,9 +106,8 @@ function setup(div){
     var kstep=Math.max(1,Math.ceil(ts.length/9)),step=1;
     ts=ts.filter(function(t){if(t===0)return true;var k=Math.round(Math.log10(Math.abs(isl(t,d.lin))));return k===0||k%kstep===0;});
     if(ts.length<3){ts=[];for(var i=0;i<=4;i++)ts.push(v[0]+(v[1]-v[0])*i/4);}
-    for(var i2=0;i2<ts.length;i2+=step){var t=ts[i2],x=X(t);g.beginPath();g.moveTo(x,T);g.lineTo(x,H-B);g.stroke();
-      var s=fmt(isl(t,d.lin));g.fillText(s,Math.min(Math.max(x-g.measureText(s).width/2,L),W-R-g.measureText(s).width),H-B+14);}
-    g.fillText('ULP error (log)',4,12);g.fillText('x (symlog)',W-R-60,H-4);
+    drawX(ts);}
+    g.fillText('ULP error (log)',4,12);g.fillText(mode==='lin'?'x (linear)':'x (symlog)',W-R-60,H-4);
     g.fillStyle=d.color;
     for(var j=0;j<n;j++){if(tx[j]<v[0]||tx[j]>v[1])continue;var px=X(tx[j]),py=Y(ty[j]);g.fillRect(px-1,py-1,2.5,2.5);}
     if(sel){g.fillStyle='rgba(30,90,200,.15)';g.fillRect(Math.min(sel[0],sel[1]),T,Math.abs(sel[1]-sel[0]),H-T-B);}
@@ -112,7 +126,7 @@ function setup(div){
     if(a!==null&&Math.abs(b-a)>4){var t0=v[0]+(Math.min(a,b)-L)/(W-L-R)*(v[1]-v[0]),t1=v[0]+(Math.max(a,b)-L)/(W-L-R)*(v[1]-v[0]);v=[t0,t1];}
     draw();});
   cv.addEventListener('dblclick',function(){v=full.slice();draw();});
-  draw();
+  setMode('lin');
 }
 function openTarget(){var h=decodeURIComponent(location.hash.slice(1));if(!h)return;
   var only=h.indexOf('only:')===0;if(only)h=h.slice(5);var el=document.getElementById(h);
@@ -199,10 +213,58 @@ class Report:
     def __init__(self, out: Path):
         self.out = out
         self.jobs: list[tuple[str, str, tuple]] = []  # (file name, figure function, args)
+        self._slim: dict = {}
+
+    def slim(self, r):
+        """The result as a figure needs it: the figures it names, and its per-input arrays
+        cut to those the figures draw (x, x2, result, RN_F(f) in float32; ULP error, class),
+        so that a figure job sent to a worker carries a sixth of the bytes (a family
+        figure: every result of the family)."""
+        if getattr(r, "points", None) is None:
+            return r
+        if id(r) not in self._slim:
+            from dataclasses import replace
+
+            from audit.numbers.formats import get_format
+
+            p, none = r.points, np.empty(0)
+            # the format's values are exact in float32 up to 32 bits; the errors are drawn
+            f = np.float32 if get_format(r.dtype).bits <= 32 else np.float64
+            small = {k: getattr(p, k).astype(f) for k in ("x", "got", "rounded")}
+            pts = replace(
+                p,
+                **small,
+                x2=None if p.x2 is None else p.x2.astype(f),
+                ulp_err=p.ulp_err,  # (float64: errors reach 1e76 ULP)
+                exact=none,
+                exact_lo=none,
+                ulp_dist=none,
+                abs_err=none,
+                rel_err=none,
+                correct=none,
+            )
+            from types import SimpleNamespace
+
+            keep = (
+                "candidate dtype compute formats_label saturation clip findings reference nan_count "
+                "inf_count max_ulp mean_ulp p99_ulp correctly_rounded_fraction"
+            ).split()
+            light = SimpleNamespace(
+                **{k: getattr(r, k) for k in keep},
+                weighted=getattr(r, "weighted", None),
+                domain=SimpleNamespace(exhaustive=r.domain.exhaustive, count=r.domain.count),
+                points=pts,
+            )
+            self._slim[id(r)] = (r, light)
+        return self._slim[id(r)][1]
 
     def img(self, name: str, job: tuple, alt: str) -> str:
         fname = f"{len(self.jobs):03d}-{slug(name)}.png"
-        self.jobs.append((fname, job[0].__name__, job[1:]))
+        args = tuple(
+            [self.slim(x) for x in a] if isinstance(a, list) else self.slim(a) if hasattr(a, "points") else a
+            for a in job[1:]
+        )
+        self.jobs.append((fname, job[0].__name__, args))
         return f'<img alt="{e(alt)}" title="{e(fname)}" src="@@{fname}@@">'
 
     def render(self) -> list[tuple[str, bytes]]:
@@ -257,16 +319,20 @@ def build(results, out_dir, command: str = "", suggestions=None) -> Path:
     if fam:
         parts.append(
             "<h2 id='families'>Families</h2><p class='note'>One panel per candidate "
-            "(the same axes in each panel of a figure): the worst input of each run of "
-            "consecutive inputs. Triangles on the top edge: errors beyond the axis.</p>"
+            "(the same axes in each panel of a figure) over the family's active region (where "
+            "its findings begin and the function saturates; linear x), the whole format below "
+            "it: the worst input of each run of consecutive inputs. Triangles on the top edge: "
+            "errors beyond the axis.</p>"
         )
         for g in fam:
+            name = f"family-{g[0].candidate.split('.')[0]}-{g[0].dtype}-{g[0].compute}"
+            parts.append(rep.img(name, (figures.family_map, g, colors), "family error map, active region"))
             parts.append(
-                rep.img(
-                    f"family-{g[0].candidate.split('.')[0]}-{g[0].dtype}-{g[0].compute}",
-                    (figures.family_map, g, colors),
-                    "family error map",
+                "<details><summary>the same panels over the whole format (symmetric-log x)</summary>"
+                + rep.img(
+                    f"{name}-full", (figures.family_map, g, colors, True), "family error map, whole format"
                 )
+                + "</details>"
             )
     # the same candidate across formats
     by_cand = defaultdict(list)
@@ -296,6 +362,18 @@ def build(results, out_dir, command: str = "", suggestions=None) -> Path:
     # half-written (index.html is moved last)
     write_files(out, [*images, ("run.json", dumps(document(results, command=command))), ("index.html", page)])
     return out / "index.html"
+
+
+def written(path: Path, results) -> str:
+    """What build wrote, for people (printed also when the output is piped): the page, how
+    many results and figures it holds, its size and what lies beside it."""
+    page = Path(path).read_text(encoding="utf-8")
+    figs = page.count('src="data:image/png;base64,')
+    mb = len(page.encode("utf-8")) / 1e6
+    return (
+        f"wrote {path}: {len(results)} results, {figs} figures\n"
+        f"  {num(mb)} MB, self-contained; beside it one PNG per figure and run.json"
+    )
 
 
 def _meta(results, command) -> str:
@@ -369,7 +447,7 @@ def _summary(results) -> str:
 
 
 def _ptext(r, lead="") -> str:
-    p = ", ".join(f"{k}={v:g}" for k, v in r.params.items())
+    p = ", ".join(f"{k}={num(v, 6)}" for k, v in r.params.items())
     sem = getattr(r, "semantics", None)
     return (f"{lead}({p})" if p else "") + (f" [{sem.name}]" if sem is not None else "")
 
@@ -407,8 +485,9 @@ def _candidate(rep: Report, r, color, index: int = 0) -> str:
     else:
         out.append(_explorer(r, color, f"pts{index}"))
         out.append(
-            f"<details{' open' if getattr(r, 'weighted', None) else ''}><summary>Error map as a picture (with failure "
-            "regions, saturation and clip marked; below: the active region, linear)</summary>"
+            f"<details{' open' if getattr(r, 'weighted', None) else ''}><summary>Error map as a picture (first "
+            "the active region, linear x; then the whole format, failure regions, saturation and clip "
+            "marked)</summary>"
             + rep.img(
                 f"errmap-{r.candidate}-{r.dtype}-{r.compute}{_ptext(r)}",
                 (figures.error_map, r, color),
@@ -451,8 +530,7 @@ def _candidate(rep: Report, r, color, index: int = 0) -> str:
         out.append(
             f"<p><b>Clip recommendation</b> (tolerance {num(tol['max_ulp'])} ULP"
             f"{'' if tol['atol'] is None else ' or ' + num(tol['atol']) + ' abs'}): "
-            f"below {num(c['lo'], 6)}: {e(c['lo_action'])}; above {num(c['hi'], 6)}: "
-            f"{e(c['hi_action'])}; max {num(c['max_ulp_inside'])} ULP after. {e(c['note'])}</p>"
+            f"{e(clip_mod.sentence(c))}</p>"
         )
     if r.saturation:
         s = r.saturation
@@ -479,8 +557,29 @@ def _semantics_section(r) -> str:
     return f"<div class='semantics'><b>Semantics</b><ul>{items}</ul></div>"
 
 
+def _packed(a, dtype) -> str:
+    """An array as base64 of its little-endian bytes (the explorer's typed arrays read it)."""
+    return base64.b64encode(
+        np.ascontiguousarray(a, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()
+    ).decode("ascii")
+
+
+def _envelope(idx: np.ndarray, u: np.ndarray, runs: int) -> np.ndarray:
+    """Of the inputs idx (in order), the one with the largest error u in each of ``runs``
+    runs of consecutive ones (all of them when there are fewer)."""
+    if len(idx) <= runs:
+        return idx
+    edges = np.linspace(0, len(idx), runs + 1).astype(int)
+    v = u[idx]
+    return np.array([idx[a + int(np.argmax(v[a:b]))] for a, b in zip(edges[:-1], edges[1:]) if b > a])
+
+
 def _explorer(r, color, key: str) -> str:
-    """An interactive error map: the worst input of each of figures.ENVELOPE runs."""
+    """An interactive error map: the worst input of each of figures.ENVELOPE runs; it opens
+    on the active region (linear x), a button shows the whole format (symmetric-log x).
+    x and the results travel as float32 (exact for formats of 32 bits and fewer; float64
+    above), the exact values as their difference from the result (float32: 7 digits of the
+    error, where the tooltip needs them), the errors as float32, base64-packed."""
     import json
 
     from matplotlib.colors import to_hex
@@ -488,18 +587,25 @@ def _explorer(r, color, key: str) -> str:
     from audit.numbers.formats import get_format
 
     p = r.points
-    ok = np.flatnonzero(p.cls == 0)
-    if len(ok) > figures.ENVELOPE:
-        edges = np.linspace(0, len(ok), figures.ENVELOPE + 1).astype(int)
-        u = p.ulp_err[ok]
-        ok = np.array([ok[a + int(np.argmax(u[a:b]))] for a, b in zip(edges[:-1], edges[1:]) if b > a])
+    lo, hi = weighted.active_region(r)
+    fin = p.cls == 0
+    inside = np.flatnonzero(fin & (p.x >= lo) & (p.x <= hi))
+    # the worst of each run: 900 runs over the active region (the view it opens on, about one
+    # a pixel of its 830-pixel plot), 400 over the whole format (the symlog view)
+    ok = np.union1d(_envelope(inside, p.ulp_err, 900), _envelope(np.flatnonzero(fin), p.ulp_err, 400))
     fmt = get_format(r.dtype)
     u = p.ulp_err[ok]
+    xb = 4 if fmt.bits <= 32 else 8
+    ub = 4 if not len(u) or float(np.max(u)) < 3e38 else 8  # errors beyond float32's range
     data = {
-        "x": [float(v) for v in p.x[ok]],
-        "got": [float(v) for v in p.got[ok]],
-        "exact": [float(f"{v:.9g}") for v in p.exact[ok]],
-        "u": [float(f"{v:.4g}") for v in u],
+        "xbytes": xb,
+        "x": _packed(p.x[ok], f"f{xb}"),
+        "got": _packed(p.got[ok], f"f{xb}"),
+        # exact - got: small where the error is, in float32 (float64 for fp64)
+        "exact": _packed(p.exact[ok] - p.got[ok], f"f{xb}"),
+        "ubytes": ub,
+        "u": _packed(u, f"f{ub}"),
+        "region": [float(lo), float(hi)],
         "lin": max(fmt.smallest_normal, 1e-30),
         "xmax": fmt.max_finite,
         "floor": figures.FLOOR,
@@ -510,10 +616,11 @@ def _explorer(r, color, key: str) -> str:
     }
     blob = json.dumps(data, allow_nan=False).replace("<", "\\u003c")
     return (
-        f"<div class='explorer' data-points='{key}'><canvas width='900' height='300'></canvas>"
+        f"<div class='explorer' data-points='{key}'><button type='button' class='mode'></button>"
+        "<canvas width='900' height='300'></canvas>"
         f"<div class='tip'></div><div class='hint'>hover: x, got, exact; drag: zoom; "
-        f"double-click: zoom out. Errors below {figures.FLOOR:g} ULP are drawn on the floor, "
-        f"above {figures.CAP:g} ULP on the top edge.</div></div><script type='application/json' id='{key}'>{blob}</script>"
+        f"double-click: zoom out. Errors below {num(figures.FLOOR)} ULP are drawn on the floor, "
+        f"above {num(figures.CAP)} ULP on the top edge.</div></div><script type='application/json' id='{key}'>{blob}</script>"
     )
 
 

@@ -4,27 +4,37 @@ types (a candidate id, a format name) is ever cut or broken, at 80 columns and u
 
 from __future__ import annotations
 
-import textwrap
+import unicodedata
 
 from audit.io import format_number
 
 
+def columns(text: str) -> int:
+    """The columns a terminal gives the text: wide (CJK) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def _wrap(text: str, width: int, indent: str) -> list[str]:
-    return textwrap.wrap(
-        text,
-        width=max(30, width),
-        initial_indent=indent,
-        subsequent_indent=indent,
-        break_on_hyphens=False,
-        break_long_words=False,
-    ) or [indent.rstrip()]
+    """Words filled to ``width`` terminal columns (wide characters count twice), never broken."""
+    width = max(30, width)
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        cand = f"{line} {word}" if line else indent + word
+        if line and columns(cand) > width:
+            lines.append(line)
+            cand = indent + word
+        line = cand
+    if line:
+        lines.append(line)
+    return lines or [indent.rstrip()]
 
 
 def candidates_text(cands, width: int = 80) -> str:
     """One record per candidate: id, reference and parameters; its formula; its source."""
     out = [f"{len(cands)} candidates (family.variant; --json for tools)", ""]
     for c in cands:
-        ps = ", ".join(f"{k}={v:g}" for k, v in c.params.items())
+        ps = ", ".join(f"{k}={format_number(v, 6)}" for k, v in c.params.items())
         out.append(f"{c.id}  [{c.reference}]" + (f"  {ps}" if ps else ""))
         out += _wrap(c.formula, width, "    ")
         out += _wrap(f"source: {c.source}", width, "    ")

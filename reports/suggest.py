@@ -7,7 +7,10 @@ fragment (its own scoped style), :func:`page` a whole HTML page around it.
 
 from __future__ import annotations
 
+import textwrap
 from html import escape
+
+from .cells import num, percent
 
 STYLE = """
 .aa-suggest table { border-collapse: collapse; font: 13px/1.4 system-ui, sans-serif; }
@@ -21,13 +24,7 @@ STYLE = """
 
 
 def _num(v) -> str:
-    if isinstance(v, str):
-        return escape(v)
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+    return escape(num(v))
 
 
 def _ops(ops: dict) -> str:
@@ -92,7 +89,18 @@ def section(doc: dict, level: int = 2) -> str:
         if front
         else ""
     )
-    return f'<section class="aa-suggest"><style>{STYLE}</style>{head}{table}{front_html}{rec_html}</section>'
+    by: dict = {}
+    for cid, c in sorted(doc.get("left_out", {}).items()):
+        by.setdefault(c, []).append(cid)
+    left_html = "".join(
+        f"<p>Not ranked here (they always compute in {escape(c)}; rank them with --compute "
+        f"{escape(c)}): {escape(', '.join(ids))}</p>"
+        for c, ids in sorted(by.items())
+    )
+    return (
+        f'<section class="aa-suggest"><style>{STYLE}</style>{head}{table}{left_html}{front_html}'
+        f"{rec_html}</section>"
+    )
 
 
 def page(doc: dict) -> str:
@@ -102,3 +110,117 @@ def page(doc: dict) -> str:
         f'<!doctype html><html><head><meta charset="utf-8"><title>{title}</title></head>'
         f"<body>{section(doc)}</body></html>\n"
     )
+
+
+def _wrap(text: str, width: int, first: str, rest: str | None = None) -> list[str]:
+    return textwrap.wrap(
+        text,
+        width=max(40, width),
+        initial_indent=first,
+        subsequent_indent=first if rest is None else rest,
+        break_on_hyphens=False,
+        break_long_words=False,
+    ) or [first.rstrip()]
+
+
+COLS = (("max ULP", 9), ("p99", 8), ("NaN", 6), ("inf", 5), ("spec", 5), ("cost", 6))  # with a gap
+
+
+def text(doc: dict, width: int = 80) -> str:
+    """The ranking, the Pareto front and the recommendations of one suggest document
+    (:meth:`audit.repair.suggest.Suggestion.to_dict`) as plain text fitting ``width``
+    columns (80 and up), numbers in the one format of every table (reports/cells.py)."""
+    how = "every input" if doc["inputs"]["exhaustive"] else "a sample (a lower bound on the errors)"
+    sem = doc.get("semantics", "ieee")
+    on = "" if sem == "ieee" else f", semantics {sem}"
+    out = _wrap(
+        f"suggest {doc['reference']} {doc['dtype']} (compute {doc['compute']}{on}): "
+        f"{doc['inputs']['count']} inputs, {how}",
+        width,
+        "",
+        "  ",
+    )
+    ranking = doc["ranking"]
+    cw = max([len("candidate")] + [len(r["candidate"]) for r in ranking])
+    fixed = 4 + 2 + sum(w for _, w in COLS) + len("  front")
+    alone = fixed + cw > width  # an id too long for the row: on its own line
+    cw = 0 if alone else cw
+    head = f"{'rank':>4}  {'candidate' if cw else '':{cw}}" + "".join(f" {h:>{w - 1}}" for h, w in COLS)
+    out += ["", head.rstrip() + "  front"]
+    for r in ranking:
+        vals = (r["max_ulp"], r["p99_ulp"], r["nan_count"], r["inf_count"], r["special_failures"], r["cost"])
+        cells = "".join(f" {num(v):>{w - 1}}" for v, (_, w) in zip(vals, COLS))
+        if alone:
+            out.append(f"{r['rank']:>4}  {r['candidate']}")
+            out.append(f"{'':4}  {cells}  {'*' if r['pareto'] else ''}".rstrip())
+        else:
+            out.append(f"{r['rank']:>4}  {r['candidate']:{cw}}{cells}  {'*' if r['pareto'] else ''}".rstrip())
+        out += _wrap(_ops(r["ops"]), width, " " * 6)
+    out += _wrap(
+        "spec: wrong special inputs (+-inf, NaN); cost: weighted operation count; front (*): the "
+        "Pareto front of accuracy and cost",
+        width,
+        "",
+    )
+    if doc.get("left_out"):
+        by: dict[str, list[str]] = {}
+        for cid, c in sorted(doc["left_out"].items()):
+            by.setdefault(c, []).append(cid)
+        for c, ids in sorted(by.items()):
+            out += _wrap(
+                f"Not ranked here (they always compute in {c}; rank them with --compute {c}): {', '.join(ids)}",
+                width,
+                "",
+                "  ",
+            )
+    if doc.get("distribution"):
+        out += [
+            "",
+            *_wrap(
+                f"Weighted by {doc['distribution']} (ranked by {doc['rank']} after correctness):", width, ""
+            ),
+        ]
+        for r in ranking:
+            wd = r.get("weighted") or {}
+            out += _wrap(
+                f"{r['rank']:>4}  {r['candidate']}: mean {num(wd.get('mean_ulp'))}, p99 {num(wd.get('p99_ulp'))}, "
+                f"CR {percent(wd.get('correctly_rounded'))} %",
+                width,
+                "",
+                " " * 6,
+            )
+    timed = [r for r in ranking if r.get("ns_per_element") is not None]
+    if timed:
+        out += [""] + _wrap(
+            "Measured C kernels (this machine, gcc -O2, median ns per element): "
+            + "; ".join(f"{r['candidate']} {num(r['ns_per_element'])} ns" for r in timed),
+            width,
+            "",
+            "  ",
+        )
+    front = sorted((r for r in ranking if r["pareto"]), key=lambda r: (r["cost"], r["candidate"]))
+    acc = lambda r: r["max_ulp"] if not (r["nan_count"] or r["inf_count"]) else "inf"  # noqa: E731
+    out += [""] + _wrap(
+        "Pareto front (cost, max ULP): "
+        + "; ".join(f"{r['candidate']} ({num(r['cost'])}, {num(acc(r))})" for r in front),
+        width,
+        "",
+        "  ",
+    )
+    recs = doc.get("recommendations", [])
+    if recs:
+        out += ["", "Recommendations (each verified by a sweep over the same inputs):"]
+    told = set()  # fit commands already explained
+    for rec in recs:
+        out += _wrap(f"{rec['candidate']}: {rec['problem']}", width, "  ", "    ")
+        for rep in rec["repairs"]:
+            said = rep["text"]
+            if rep["action"] == "fit":
+                said = f"`{rep['command']}` (above)" if rep["command"] in told else said
+                told.add(rep["command"])
+            out += _wrap(f"{rep['action']}: {said}", width, "    -> ", "       ")
+        if not rec["repairs"]:
+            out += _wrap(
+                "no verified repair among the catalog's candidates and clips", width, "  -> ", "     "
+            )
+    return "\n".join(line.rstrip() for line in out) + "\n"

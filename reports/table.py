@@ -93,7 +93,7 @@ def name(r) -> str:
     from audit.targets.candidates import catalog
 
     defaults = catalog()[r.candidate].params if r.candidate in catalog() else {}
-    return r.candidate + "".join(f" {k}={v:g}" for k, v in r.params.items() if v != defaults.get(k))
+    return r.candidate + "".join(f" {k}={num(v, 6)}" for k, v in r.params.items() if v != defaults.get(k))
 
 
 def where(r, digits: int = 6, bits: bool = True) -> str:

@@ -57,7 +57,9 @@ def any_weighted(results) -> bool:
 def active_region(r) -> tuple[float, float]:
     """The x range of the linear panel: where the distribution puts 99.9% of its mass
     (central interval) when the result is weighted, else where the exact function neither
-    saturates nor flushes (between its saturation thresholds in the format), padded 5%."""
+    saturates nor flushes (between its saturation thresholds in the format) and where its
+    findings begin (each finding interval's end nearest 0: a NaN from x = 11.1 on widens it
+    to 11.1, not to the format's max), padded 5%."""
     from audit.measure import weighting
     from audit.numbers.formats import get_format
 
@@ -72,6 +74,14 @@ def active_region(r) -> tuple[float, float]:
     lo_s = sat.get("low", {}) or {}
     hi_s = sat.get("high", {}) or {}
     lo, hi = weighting.active_region(d, fmt, lo_s.get("x"), hi_s.get("x"))
+    if d is None:
+        starts = [
+            a if abs(a) <= abs(b) else b
+            for f in r.findings
+            for a, b in f.intervals[:200]
+            if math.isfinite(a) and math.isfinite(b) and f.kind != "special"
+        ]
+        lo, hi = min([lo, *starts]), max([hi, *starts])
     pad = 0.05 * (hi - lo)
     return lo - pad, hi + pad
 
@@ -109,6 +119,9 @@ def linear_panel(ax, r, color, floor: float) -> None:
             lw=1.2,
             label=f"p99 weighted: {num(w['p99_ulp'])}",
         )
+    for s in (r.saturation or {}).values():
+        if s and lo <= s["x"] <= hi:
+            ax.axvline(s["x"], color="black", ls=":", lw=1)
     ax.set_xlim(lo, hi)
     top = float(np.max(u)) if len(u) else 1.0
     ax.set_ylim(floor / 2, 10.0 ** np.ceil(np.log10(max(top, 1.0)) + 1e-9) * 1.5)

@@ -223,3 +223,23 @@ def test_side_of_a_power_of_two_far_beyond_any_precision():
     assert r.points.ulp_err[0] == 84.0
     (r,) = audit.sweep("erf.libm", dtype="fp16", range=(948, 948))
     assert r.max_ulp <= 0.5
+
+
+def test_sources_cite_no_path_outside_the_project():
+    """A source cites an article by its title, never a path of the machine it was written on
+    (issue 35, item 15); ``list`` shows it within 80 terminal columns (wide characters count
+    twice)."""
+    import unicodedata
+
+    from reports.listing import candidates_text
+
+    for c in audit.catalog().values():
+        for bad in ("shared/", "seeds", "/work", "/home", "/tmp"):
+            assert bad not in c.source, (c.id, c.source)
+    safe = audit.catalog()["gelu.safe_clip"]
+    assert "深度学习激活函数优化与CANN算子库实践" in safe.source
+    text = candidates_text([safe], width=80)
+    for line in text.splitlines():
+        cols = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+        assert cols <= 80, line
+    assert "深度学习激活函数优化与CANN算子库实践" in text

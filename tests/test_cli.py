@@ -145,3 +145,25 @@ def test_checkpointed_sweep_reruns_from_its_checkpoint(capsys, tmp_path, monkeyp
     # and without the checkpoint directory the same command does need the oracle
     with pytest.raises(AssertionError, match="recomputed"):
         main(plain)
+
+
+def test_distribution_defaults_as_blocks_does_and_a_dump_target_is_a_dump(capsys, tmp_path, monkeypatch):
+    """--distribution normal is normal:std=1, the --blocks default, and a refused spelling
+    shows the syntax; 'sweep dump:FILE' is the dump FILE, as diff takes it: a missing file is
+    'dump not found', never an import of a module 'dump' (issue 35, item 7)."""
+    from audit.measure import blocks, weighting
+
+    d = weighting.parse("normal")
+    assert (d.kind, d.a, d.b) == ("normal", 0.0, 1.0) and d.label == "normal:std=1.0"
+    assert blocks.parse_dist("normal") == ("normal", 0.0, 1.0)
+    assert weighting.parse("laplace:mean=2").b == 1.0
+    code, _, err = run(capsys, "sweep", "relu.max", "--dtype", "fp8_e4m3", "--distribution", "normal:std=0")
+    assert code == 2 and "normal:std=S[,mean=M]" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "sweep", "relu.max", "--dtype", "fp8_e4m3", "--distribution", "uniform")
+    assert code == 2 and "uniform:lo=A,hi=B" in err
+    monkeypatch.chdir(tmp_path)
+    for cmd in (["sweep", "dump:x.npz"], ["diff", "dump:x.npz", "gelu.erf"]):
+        code, _, err = run(capsys, *cmd, "--dtype", "fp16", "--reference", "gelu")
+        assert code == 2 and err.strip() == "actaudit: error: x.npz: dump not found", cmd
+    code, _, err = run(capsys, "sweep", "dump:x.npz", "--dtype", "fp16")
+    assert code == 2 and "module" not in err and "--reference" in err

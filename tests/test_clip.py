@@ -109,3 +109,34 @@ def test_to_json_writes_non_finite_bounds_as_strings():
     }
     assert c["lo"] == -math.inf  # the argument is not changed
     assert clip_mod.to_json(None) is None
+
+
+def _clip(lo_a="none", hi_a="none", lo=None, hi=None, note=""):
+    return {
+        "lo": lo,
+        "hi": hi,
+        "lo_action": lo_a,
+        "hi_action": hi_a,
+        "max_ulp_inside": 0.5,
+        "tolerance": {"max_ulp": 2.0, "atol": None},
+        "note": note,
+    }
+
+
+def test_the_clip_sentence_when_there_is_nothing_to_clip(tmp_path):
+    """Nothing to clip reads as a sentence, never 'below -: none; above -: none' (issue 35,
+    item 12), in the sentence and in the HTML report of a candidate that needs no clip."""
+    from reports import html as html_report
+
+    s = clip_mod.sentence(_clip())
+    assert s == "Nothing to clip: every input is within the tolerance (max 0.500 ULP)."
+    why = "hi side: f does not saturate in fp16: no clip helps"
+    assert clip_mod.sentence(_clip(note=why)) == f"Nothing to clip: {why} (max 0.500 ULP)."
+    s = clip_mod.sentence(_clip("constant", "clamp", -17.5, 11.0859375))
+    assert (
+        s == "Return f's limit for x < -17.5 and clamp x to <= 11.0859: max 0.500 ULP left inside the range."
+    )
+    r = audit.sweep("relu.max", dtype="fp8_e4m3", keep_points=True)[0]
+    assert r.clip["lo_action"] == r.clip["hi_action"] == "none"
+    page = html_report.build([r], tmp_path, "t").read_text(encoding="utf-8")
+    assert "Nothing to clip" in page and ": none;" not in page and "below -" not in page

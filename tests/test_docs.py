@@ -523,3 +523,33 @@ def test_ci_runs_the_readme_test_command_then_the_slow_stage():
         assert step in ci[: ci.index(readme)], step
     assert "export CI=true PIP_NO_CACHE_DIR=1" in ci and any(" -m venv " in x for x in ci)
     assert len(README.read_text().splitlines()) <= 200
+
+
+def test_figures_the_pages_quote_are_the_tools():
+    """Issue 35, item 14: the figures that reading-the-table quotes in its prose are those of
+    the line they explain (gelu.tanh's max ULP in both paths and its fp16 findings), computed
+    here by a sweep; the README defines p99 and evaluation path before the first output shows
+    them."""
+    import audit
+    from reports import table
+
+    page = (ROOT / "docs" / "getting-started" / "reading-the-table.md").read_text()
+    m = re.search(r"`gelu\.tanh` is off by (\S+) ULP\s+when it computes in fp16 and by (\S+) ULP", page)
+    assert m, "reading-the-table no longer quotes gelu.tanh's figures"
+    res = {
+        (r.candidate, r.compute): r
+        for r in audit.sweep(["gelu.tanh", "gelu.erf"], dtype="fp16", compute="fp16,fp32")
+    }
+    assert m.group(1) == table.num(res["gelu.tanh", "fp16"].max_ulp)
+    assert m.group(2) == table.num(res["gelu.tanh", "fp32"].max_ulp)
+    m2 = re.search(r"\(`gelu\.erf`: (\S+) and (\S+) ULP\)", page)
+    assert m2 and m2.groups() == (
+        table.num(res["gelu.erf", "fp16"].max_ulp),
+        table.num(res["gelu.erf", "fp32"].max_ulp),
+    )
+    found = table.findings_summary(res["gelu.tanh", "fp16"])
+    for quoted in re.findall(r"`((?:unf|spec|hidden) \d+)`", page):
+        assert quoted in found.split(", "), (quoted, found)
+    readme = README.read_text()
+    before = readme[: readme.index("<!-- --8<-- [start:first-output] -->")]
+    assert "p99" in before and "evaluation path" in before

@@ -122,7 +122,9 @@ def test_html_section(tmp_path, capsys):
     text = page.read_text()
     from audit.targets.candidates import catalog
 
-    n = sum(c.reference == "sigmoid" for c in catalog().values())  # the catalog's sigmoid candidates
+    # the catalog's sigmoid candidates, less those pinned to fp32 (not ranked in fp8_e4m3)
+    n = sum(c.reference == "sigmoid" and c.compute in (None, "fp8_e4m3") for c in catalog().values())
+    assert "Not ranked here" in text and "sigmoid.mlas" in text
     assert text.startswith("<!doctype html>") and text.count("<tr") == 1 + n  # a header + each
     assert "sigmoid.naive" in text and 'class="pareto"' in text
     from reports.suggest import section
@@ -225,12 +227,15 @@ def test_report_embeds_suggest_sections(tmp_path):
     assert [(d.reference, d.dtype) for d in docs] == [("gelu", "fp8_e4m3"), ("sigmoid", "fp8_e4m3")]
     path = html_report.build(res, tmp_path, "test", suggestions=docs)
     page = path.read_text()
-    # every catalog candidate of each reference has a row in its section
+    # every catalog candidate of each reference that runs in fp8_e4m3 has a row in its
+    # section; those pinned to fp32 compute are named as not ranked
     for ref in ("gelu", "sigmoid"):
         sec = page[page.index(f"id='suggest-{ref}-fp8_e4m3-fp8_e4m3'") :]
         sec = sec[: sec.index("</section>")]
-        names = {c.id for c in catalog().values() if c.reference == ref}
+        names = {c.id for c in catalog().values() if c.reference == ref and c.compute in (None, "fp8_e4m3")}
         assert set(re.findall(r'<td class="l">([\w.]+)</td>', sec)) == names
+        pinned = {c.id for c in catalog().values() if c.reference == ref and c.compute == "fp32"}
+        assert all(p in sec.split("Not ranked here")[1] for p in pinned)
         assert "Pareto front" in sec
     # the recommendation table links to the sections; the nav too
     for ref in ("gelu", "sigmoid"):
@@ -263,6 +268,102 @@ def test_report_embeds_suggest_sections(tmp_path):
 def test_cli_report_suggest(tmp_path, capsys):
     assert main(["report", "sigmoid.naive", "--dtype", "fp8_e4m3", "--suggest", "-o", str(tmp_path)]) == 0
     page = (tmp_path / "index.html").read_text()
-    n = sum(c.reference == "sigmoid" for c in catalog().values())
+    n = sum(c.reference == "sigmoid" and c.compute in (None, "fp8_e4m3") for c in catalog().values())
     sec = page[page.index("id='suggest-sigmoid-fp8_e4m3-fp8_e4m3'") :]
     assert sec[: sec.index("</section>")].count("<tr") == 1 + n
+
+
+def test_suggest_fits_80_columns_proposes_fit_and_leaves_out_pinned_candidates(tmp_path, monkeypatch):
+    """Issue 35, item 5: the text fits 80 columns; a finding that no catalog candidate, clip or
+    guard repairs gets the fitted kernel (the command to run; once fitted, its operations and
+    time from the fit cache); candidates pinned to fp32 (engine models) are not ranked under
+    compute fp16, and are under compute fp32."""
+    from audit.repair import fit_cache
+    from reports import suggest as suggest_report
+
+    monkeypatch.setattr(fit_cache, "cache_dir", lambda: tmp_path)
+    pinned = {c.id for c in catalog().values() if c.reference == "sigmoid" and c.compute == "fp32"}
+    assert pinned  # sigmoid.mlas, sigmoid.fast_exp
+    s = suggest.suggest("sigmoid", "fp16")
+    ranked = {e.cand.id for e in s.entries}
+    assert not ranked & pinned and s.left_out == dict.fromkeys(pinned, "fp32")
+    doc = s.to_dict()
+    text = suggest_report.text(doc, 80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for c in pinned:
+        assert c in text.split("Not ranked here")[1].split("\n\n")[0]
+    # sigmoid.stable's monotonicity: no candidate has fewer such inputs, no clip: fit
+    (rec,) = [r for r in doc["recommendations"] if r["candidate"] == "sigmoid.stable"]
+    (rep,) = rec["repairs"]
+    assert rep["action"] == "fit" and not rep["cached"] and rep["ops"] is None
+    assert "run `actaudit fit sigmoid --dtype fp16`" in " ".join(text.split())
+    # once fitted (as actaudit fit records it): its operations, cost and time are quoted
+    fit_cache.record("sigmoid", "fp16", {}, {"add": 5, "mul": 4, "select": 6}, 1.9312)
+    doc = suggest.suggest("sigmoid", "fp16").to_dict()
+    (rec,) = [r for r in doc["recommendations"] if r["candidate"] == "sigmoid.stable"]
+    (rep,) = rec["repairs"]
+    assert rep["cached"] and rep["ops"] == {"add": 5, "mul": 4, "select": 6} and rep["cost"] == 15.0
+    flat = " ".join(suggest_report.text(doc, 80).split())
+    assert "5 add, 4 mul, 6 select (cost 15), 1.93 ns per element" in flat
+    # a record that is not exactly a record of this kernel is a miss, never trusted in part
+    p = fit_cache.path("sigmoid", "fp16")
+    bad = json.loads(p.read_text())
+    bad["ops"]["add"] = -1
+    p.write_text(json.dumps(bad))
+    assert fit_cache.lookup("sigmoid", "fp16") is None
+    p.write_text("{")
+    assert fit_cache.lookup("sigmoid", "fp16") is None
+    # under compute fp32 the fp32 models are ranked
+    s32 = suggest.suggest("sigmoid", "fp16", "fp32", repairs=False)
+    assert pinned <= {e.cand.id for e in s32.entries} and not s32.left_out
+
+
+def test_fit_records_its_kernel_for_suggest(tmp_path, monkeypatch):
+    """A verified `actaudit fit` writes the fit cache: its kernel's operations and a measured
+    time per element (gcc present) under the command that fits it."""
+    import shutil
+
+    from audit.repair import fit as fit_mod
+    from audit.repair import fit_cache
+
+    monkeypatch.setattr(fit_cache, "cache_dir", lambda: tmp_path / "cache")
+
+    class Quiet:
+        def start(self, *a):
+            pass
+
+        def __call__(self, *a):
+            pass
+
+    rep, results, _, _ = fit_mod.fit_and_verify("sigmoid", "fp8_e4m3", "fp32", tmp_path, Quiet())
+    assert rep.ok and results[0].correctly_rounded_fraction == 1.0
+    hit = fit_cache.lookup("sigmoid", "fp8_e4m3")
+    assert hit is not None and hit["ops"] == rep.kernel.ops()
+    assert hit["command"] == "actaudit fit sigmoid --dtype fp8_e4m3"
+    if shutil.which("gcc"):
+        assert 0 < hit["ns_per_element"] < 1e4
+
+
+def test_one_number_format_for_every_table():
+    """Issue 35, item 8: reports/cells.py num is audit/io.py format_number (3 significant
+    digits, exponent without '+'); suggest, diff and the sweep table print the same cell for
+    the same number; no table module formats a number with its own format spec."""
+    import pathlib
+    import re
+
+    from audit.io import format_number
+    from reports import cells
+
+    assert cells.num is format_number
+    assert format_number(255.2) == "255" and format_number(1.678e7) == "1.68e7"
+    assert format_number(-11.09375, 6) == "-11.0938" and format_number(0.5, 6) == "0.5"
+    assert format_number(-0.0, 6) == "-0" and format_number(3.9e-5, 6) == "3.9e-5"
+    root = pathlib.Path(__file__).resolve().parents[1]
+    files = [*root.glob("reports/*.py"), *root.glob("audit/cli/*.py"), root / "audit/repair/suggest.py"]
+    spec = re.compile(r"\{[^{}]*:[<>^]?\d*(\.\d+)?[gef]\}")
+    for f in files:
+        if f.name in ("figures.py", "weighted.py", "progress.py", "cells.py"):  # axes, a rate
+            continue
+        for i, line in enumerate(f.read_text().splitlines(), 1):
+            if 'float(f"' not in line:  # (a value rounded for the explorer's data, not shown)
+                assert not spec.search(line), f"{f.name}:{i}: {line.strip()}"

@@ -13,6 +13,8 @@ from audit.cli.app import app, out, write_json
 from audit.cli.progress import ProgressBar
 from audit.cli.sweep import summary
 from audit.errors import BadOptionError
+from audit.io import format_number
+from audit.targets.candidates import parse_params
 
 
 @app.command()
@@ -61,7 +63,6 @@ def fit(
 ):
     """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
     as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
-    from audit.targets.candidates import parse_params
 
     if shape not in ("auto", "table", "vector"):
         raise BadOptionError(f"--shape: auto, table or vector; not {shape}")
@@ -150,7 +151,7 @@ def fit(
     k = rep.kernel
     sym = f" ({k.symmetry} function: fitted on x >= 0)" if k.symmetry != "none" else ""
     out.print(
-        f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {1 / k.inv_w:g}{sym}; "
+        f"kernel {k.name}: degree {k.degree}, {k.pieces} pieces of width {format_number(1 / k.inv_w, 6)}{sym}; "
         f"ops per element: {cost_mod.describe(doc['ops_traced'])}",
         markup=False,
         highlight=False,

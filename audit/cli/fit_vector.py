@@ -7,6 +7,7 @@ from pathlib import Path
 
 from audit.cli.app import write_json
 from audit.errors import BadOptionError
+from audit.io import format_number
 from audit.repair import fit_shapes as fs
 from audit.repair.emit import TARGETS
 
@@ -73,7 +74,7 @@ def run(
         say(
             f"  variant a1={v['a1']} exceptions<={v['max_exceptions']}: "
             + (
-                f"{v['ops']} ops, {v['ns_per_element']:.2f} ns/element (fastest of 7)"
+                f"{v['ops']} ops, {format_number(v['ns_per_element'])} ns/element (fastest of 7)"
                 if v["ok"]
                 else "no fit"
             )
@@ -85,7 +86,7 @@ def run(
             r = c[v]
             say(
                 f"  compiled {c['build']:<6} {v}: {'vectorized' if r['vectorized'] else 'scalar':<10} "
-                f"{r['wrong']} wrong of every input; {r['ns_per_element']:.2f} ns/element (this machine, now)"
+                f"{r['wrong']} wrong of every input; {format_number(r['ns_per_element'])} ns/element (this machine, now)"
             )
     for pth in paths:
         say(f"wrote {pth}")

@@ -7,6 +7,8 @@ from pathlib import Path
 from audit.cli import options as opt
 from audit.cli.app import app, out
 from audit.io import format_number
+from audit.targets.candidates import parse_params
+from reports.cells import percent
 
 
 @app.command()
@@ -24,7 +26,6 @@ def lut(
     from audit.measure import lut_audit
     from audit.oracle.references import get_reference
     from audit.targets import lut as lut_mod
-    from audit.targets.candidates import parse_params
 
     ref = get_reference(reference)
     params = opt.known_params(reference, ref, parse_params(param))
@@ -45,7 +46,7 @@ def lut(
     else:
         found = ", ".join(f"{f['kind']} {f['count']}" for f in a.findings) or "none"
         out.print(
-            f"audit (read back): {a.count} codes, {100 * a.correct_fraction:.2f}% correct, "
+            f"audit (read back): {a.count} codes, {percent(a.correct_fraction)}% correct, "
             f"max code error {format_number(a.max_code_err)}, findings: {found}",
             highlight=False,
         )

@@ -101,7 +101,7 @@ def report(
 
             sugg = suggest_mod.for_results(results, samples=samples, seed=seed, progress=bar)
     path = html_report.build(results, out_dir, command_line(), suggestions=sugg)
-    out.print(f"wrote {path}", highlight=False)
+    out.print(html_report.written(path, results), highlight=False, markup=False, soft_wrap=True)
 
 
 def _is_default(ctx: typer.Context, name: str) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from audit.cli import options as opt
-from audit.cli.app import app, out, write_json
+from audit.cli.app import app, out, terminal_width, write_json
 from audit.cli.progress import ProgressBar
 from audit.io import write_text
 
@@ -79,4 +79,12 @@ def suggest(
         write_text(html_out, suggest_report.page(s.to_dict()))
     if json_out and write_json(s.to_dict(), json_out):
         return
-    out.print(suggest_mod.text(s), markup=False, highlight=False, soft_wrap=True)
+    from reports import suggest as suggest_report
+
+    out.print(
+        suggest_report.text(s.to_dict(), terminal_width()),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+        end="",
+    )

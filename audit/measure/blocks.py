@@ -268,11 +268,16 @@ def parse_dist(spec: str):
     if kind == "normal":
         extra = set(kv) - {"std", "mean"}
         if extra or kv.get("std", 1.0) <= 0:
-            raise BadOptionError(f"distribution '{spec}': normal takes std > 0 and mean")
+            raise BadOptionError(
+                f"distribution '{spec}': normal takes std > 0 (1 when left out) and optionally "
+                "mean: normal:std=S[,mean=M] (e.g. normal:std=2,mean=0.5)"
+            )
         return ("normal", kv.get("mean", 0.0), kv.get("std", 1.0))
     if kind == "uniform":
         if set(kv) != {"lo", "hi"} or not kv["lo"] < kv["hi"]:
-            raise BadOptionError(f"distribution '{spec}': uniform takes lo < hi")
+            raise BadOptionError(
+                f"distribution '{spec}': uniform takes lo < hi: uniform:lo=A,hi=B (e.g. uniform:lo=-4,hi=4)"
+            )
         return ("uniform", kv["lo"], kv["hi"])
     raise BadOptionError(f"unknown distribution '{kind}' (normal:std=S, uniform:lo=A,hi=B, npy:PATH)")
 

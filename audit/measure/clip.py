@@ -23,7 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from audit.io import json_number
+from audit.io import format_number, json_number
 from audit.measure.metrics import finite_result, point_errors
 from audit.numbers.formats import Format
 from audit.oracle import oracle
@@ -209,3 +209,25 @@ def document(results: list) -> dict:
             for r in results
         ],
     }
+
+
+def sentence(c: dict) -> str:
+    """The clip recommendation as one sentence for people: what to do past each side, or that
+    nothing needs clipping (and why no clip helps, where that is so)."""
+    num = format_number
+    parts = []
+    for side, cmp_, past in (("lo", ">=", "<"), ("hi", "<=", ">")):
+        a, b = c[f"{side}_action"], c[side]
+        if a == "clamp":
+            parts.append(f"clamp x to {cmp_} {num(b, 6)}")
+        elif a == "identity":
+            parts.append(f"return x for x {past} {num(b, 6)} (f(x) = x there)")
+        elif a == "constant":
+            parts.append(f"return f's limit for x {past} {num(b, 6)}")
+    inside = num(c["max_ulp_inside"])
+    if not parts:
+        why = c["note"] or "every input is within the tolerance"
+        return f"Nothing to clip: {why} (max {inside} ULP)."
+    text = " and ".join(parts)
+    more = f" ({c['note']})" if c["note"] else ""
+    return f"{text[0].upper()}{text[1:]}: max {inside} ULP left inside the range{more}."

@@ -168,6 +168,12 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
             # f = 0 exactly: 0 or inf; f nonzero below float64's range (hi = 0 and lo the
             # +-5e-324 stand-in) against a zero result: |0 - f| / |f| = 1
             rel_err[zero] = zero_relative_error(got[zero], lo[zero] != 0)
+            # a zero result of such an f: |0 - f| and |0 - f| / ulp are below float64's
+            # smallest subnormal, so their float64 roundings are 0 -- not the stand-in's
+            # 5e-324 (nor 5e-324 / ulp, a denormal that no input has as its error)
+            tiny = zero[got[zero] == 0]
+            abs_err[tiny] = 0.0
+            ulp_err[tiny] = 0.0
         # an exact value (or an error) beyond float64's range is still a finite real: its
         # figures come from mpmath, never inf/inf = NaN
         big = notfin if all_finite else np.flatnonzero(~np.isfinite(abs_err))

@@ -691,6 +691,7 @@ def sweep(
     (audit/measure/weighting.py); enumerable formats and fp32 --exhaustive, one-input functions.
     """
     names, funcs, objs = arguments.split_targets(targets)
+    names, dump = _dump_target(names, dump)
     range, params = arguments.input_range(range), arguments.params(params)
     samples, seed = arguments.integer("samples", samples, 1), arguments.integer("seed", seed, 0, 2**63 - 1)
     grid, workers = arguments.integer("grid", grid), arguments.integer("workers", workers, 1, MAX_WORKERS)
@@ -804,6 +805,19 @@ def _check_texts(**texts) -> None:
     """The options that are strings or None, in the order given."""
     for k, v in texts.items():
         arguments.text(k, v)
+
+
+def _dump_target(names: list, dump):
+    """A target 'dump:FILE' is the dump FILE (as diff takes it, and as --dump FILE): one at a
+    time.  (names without it, the dump)."""
+    dumps_named = [n for n in names if n.startswith("dump:")]
+    if not dumps_named:
+        return names, dump
+    if len(dumps_named) > 1 or dump is not None:
+        raise BadOptionError("one dump at a time: a target dump:FILE or --dump FILE")
+    if not dumps_named[0][5:]:
+        raise BadOptionError("dump: needs a file, dump:FILE")
+    return [n for n in names if n != dumps_named[0]], dumps_named[0][5:]
 
 
 def _resolve_targets(names, funcs, objs, params, reference, grad, backward, dump) -> _Targets:

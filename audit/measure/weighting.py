@@ -137,12 +137,17 @@ def parse(spec: str) -> Distribution:
     kv = _kv(spec, rest)
     if kind == "uniform":
         if set(kv) != {"lo", "hi"} or not kv["lo"] < kv["hi"]:
-            raise BadOptionError(f"--distribution '{spec}': uniform takes lo < hi")
+            raise BadOptionError(
+                f"--distribution '{spec}': uniform takes lo < hi: uniform:lo=A,hi=B (e.g. uniform:lo=-4,hi=4)"
+            )
         return Distribution("uniform", kv["lo"], kv["hi"], label=f"uniform:lo={kv['lo']!r},hi={kv['hi']!r}")
     width = "std" if kind == "normal" else "scale"
-    if set(kv) - {width, "mean"} or width not in kv or not kv[width] > 0:
-        raise BadOptionError(f"--distribution '{spec}': {kind} takes {width} > 0 and optionally mean")
-    m, s = kv.get("mean", 0.0) + 0.0, kv[width]
+    if set(kv) - {width, "mean"} or not kv.get(width, 1.0) > 0:
+        raise BadOptionError(
+            f"--distribution '{spec}': {kind} takes {width} > 0 (1 when left out) and optionally "
+            f"mean: {kind}:{width}=S[,mean=M] (e.g. {kind}:{width}=2,mean=0.5)"
+        )
+    m, s = kv.get("mean", 0.0) + 0.0, kv.get(width, 1.0)  # the --blocks default: normal:std=1
     return Distribution(kind, m, s, label=f"{kind}:{width}={s!r}" + (f",mean={m!r}" if m else ""))
 
 

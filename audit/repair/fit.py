@@ -814,8 +814,28 @@ def fit_and_verify(reference: str, dtype: str, compute: str, out_dir, progress, 
         results = [run_candidate(cand, st, get_format(compute), domain(st), progress=progress)]
         paths = write(rep.kernel, out_dir)
     doc = to_dict(rep)
+    if rep.kernel is not None and rep.ok and _verified(results) and not options.get("semantics"):
+        _remember(rep.kernel, options.get("params"), paths)
     if rep.kernel is not None:
         doc["files"] = paths
         doc["ops_traced"] = cost_mod.counts(cand, get_format(compute))
         doc["audit"] = document(results)["results"]
     return rep, results, paths, doc
+
+
+def _verified(results) -> bool:
+    """The kernel's sweep found it correctly rounded at every input, with no NaN."""
+    return bool(results) and results[0].correctly_rounded_fraction == 1.0 and results[0].nan_count == 0
+
+
+def _remember(k: Kernel, params: dict | None, paths: dict) -> None:
+    """Record the verified kernel in the fit cache (its operations, its C version's measured
+    time per element on this machine) for `suggest` to quote."""
+    from pathlib import Path
+
+    from audit.repair import fit_cache
+    from audit.repair.suggest import time_c_file
+
+    c = next((Path(p) for p in paths.values() if str(p).endswith(".c")), None)
+    ns = None if c is None else time_c_file(c, k.name, get_format(k.dtype))
+    fit_cache.record(k.reference, k.dtype, params, k.ops(), None if ns is None else float(ns))

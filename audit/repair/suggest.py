@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from audit.errors import BadOptionError, UnknownNameError
+from audit.io import format_number as num
 from audit.io import json_number
 from audit.measure import clip as clip_mod
 from audit.measure import weighting as weighting_mod
@@ -43,6 +44,7 @@ from audit.numbers.formats import Format, get_format
 from audit.numbers.inputs import domain
 from audit.oracle.references import get_reference
 from audit.repair import cost as cost_mod
+from audit.repair import fit_cache
 from audit.targets.candidates import Candidate, catalog
 
 SCHEMA = "actaudit.suggest/1"
@@ -120,6 +122,9 @@ class Suggestion:
     semantics: object = None  # audit.targets.semantics.Semantics (None: ieee)
     rank: str = "max_ulp"  # the accuracy figure ranked by (weighted_p99, weighted_mean: --distribution)
     distribution: str | None = None
+    # candidates that always compute in another format (engine models pinned to fp32): not
+    # ranked in this path, {id: their compute format}
+    left_out: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         from audit._version import __version__
@@ -136,6 +141,7 @@ class Suggestion:
             **({"rank": self.rank, "distribution": self.distribution} if self.distribution else {}),
             "ranking": [e.to_dict() for e in self.entries],
             "pareto": [e.cand.id for e in self.entries if e.pareto],
+            "left_out": self.left_out,
             "recommendations": self.recommendations,
         }
 
@@ -195,14 +201,14 @@ def _delta_text(d: dict) -> str:
 
 def _finding_text(f) -> str:
     iv = f.intervals[0] if f.intervals else None
-    where = f" for x in [{iv[0]:.6g}, {iv[1]:.6g}]" if iv is not None else ""
+    where = f" for x in [{num(iv[0], 6)}, {num(iv[1], 6)}]" if iv is not None else ""
     more = f" (+{f.intervals_total - 1} more intervals)" if f.intervals_total > 1 else ""
     return f"{f.kind} at {f.count} inputs{where}{more}"
 
 
 def _effect_text(r: SweepResult) -> str:
     kinds = ", ".join(f"{f.kind} {f.count}" for f in r.findings) or "no finding"
-    return f"{r.nan_count} NaN, {r.inf_count} inf, max {r.max_ulp:.4g} ULP, p99 {r.p99_ulp:.4g}; {kinds}"
+    return f"{r.nan_count} NaN, {r.inf_count} inf, max {num(r.max_ulp)} ULP, p99 {num(r.p99_ulp)}; {kinds}"
 
 
 def load_extra(target: str) -> Candidate:
@@ -256,6 +262,15 @@ def suggest(
     cands = [c.with_semantics(sem) for c in cands]
     if not cands:
         raise UnknownNameError(f"no candidate approximates {reference}")
+    # a candidate pinned to another compute format (an engine's fp32 kernel) does not run in
+    # this path: ranking it under "compute C" would misstate what it computes in
+    left_out = {c.id: c.compute for c in cands if c.compute and c.compute != cf.name}
+    cands = [c for c in cands if c.id not in left_out]
+    if not cands:
+        pinned = ", ".join(sorted(set(left_out.values())))
+        raise BadOptionError(
+            f"every candidate of {reference} computes in {pinned}: rank them with --compute {pinned}"
+        )
     dom = domain(st, None, samples=None if st.enumerable else samples, seed=seed)
     if dist is not None:
         weighting_mod.check_sweep([st], False, None, None, None)
@@ -272,7 +287,9 @@ def suggest(
     for i, e in enumerate(entries, 1):
         e.rank = i
     pareto(entries)
-    s = Suggestion(reference, st.name, cf.name, dom.exhaustive, dom.count, w, entries, semantics=sem)
+    s = Suggestion(
+        reference, st.name, cf.name, dom.exhaustive, dom.count, w, entries, semantics=sem, left_out=left_out
+    )
     if dist is not None:
         s.rank, s.distribution = rank, dist.label
     if repairs:
@@ -341,8 +358,42 @@ def _recommend(entries: list[Entry], st: Format, cf: Format, dom, w: dict, progr
                         f"{_delta_text(_delta(e.counts, alt.counts))}",
                     }
                 )
+            if not rec["repairs"] and st.enumerable:
+                rec["repairs"].append(_fit_repair(e.cand.reference, st, w))
             out.append(rec)
     return out
+
+
+def _fit_repair(reference: str, st: Format, w: dict) -> dict:
+    """Where no catalog candidate, clip or guard repairs a finding: the correctly rounded
+    kernel `actaudit fit` synthesizes (fp32 compute, verified by the fit at every input), with
+    its operation count and measured time per element when this machine has fitted it (the
+    fit cache), else the command to run."""
+    cmd = fit_cache.command(reference, st.name)
+    hit = fit_cache.lookup(reference, st.name)
+    if hit is None:
+        return {
+            "action": "fit",
+            "command": cmd,
+            "cached": False,
+            "ops": None,
+            "cost": None,
+            "ns_per_element": None,
+            "text": f"run `{cmd}` for a correctly rounded kernel (fp32 compute, verified at "
+            "every input); suggest quotes its operation count and time per element once it has run",
+        }
+    ns = hit["ns_per_element"]
+    t = "" if ns is None else f", {num(ns)} ns per element (its C version, measured at fit time)"
+    return {
+        "action": "fit",
+        "command": cmd,
+        "cached": True,
+        "ops": hit["ops"],
+        "cost": cost_mod.cost(hit["ops"], w),
+        "ns_per_element": ns,
+        "text": f"`{cmd}`: a correctly rounded kernel (fp32 compute), verified at every input; "
+        f"fitted on this machine: {cost_mod.describe(hit['ops'])} (cost {num(cost_mod.cost(hit['ops'], w))}){t}",
+    }
 
 
 def _clip_fix(e: Entry, st: Format, cf: Format, dom, progress):
@@ -369,7 +420,7 @@ def _special_fix(e: Entry, st: Format, cf: Format, dom, progress):
         c[side], c[f"{side}_action"] = (-m if side == "lo" else m), "constant"
         sat[key] = {"x": s["x"], "value": s["expected"]}
     fixed = clip_mod.apply(e.cand, c, sat)
-    what = "; ".join(f"return {s['expected']:g} at x = {s['x']:g}" for s in bad)
+    what = "; ".join(f"return {num(s['expected'], 6)} at x = {num(s['x'], 6)}" for s in bad)
     fixed = replace(fixed, id=f"{e.cand.id}+guard", formula=f"{e.cand.formula}, guarded: {what}")
     r = run_candidate(fixed, st, cf, dom, e.result.params, progress=progress)
     return fixed, r, cost_mod.counts(fixed, cf, e.result.params)
@@ -395,6 +446,15 @@ def c_time(cand: Candidate, fmt: Format, repeat: int = 7) -> float | None:
     """Median ns per element of the candidate's C version (gcc -O2 -ffp-contract=off, called
     through ctypes) over every finite value of fmt, repeated to about 2^20 elements; None
     when it has no C version or gcc is missing.  A measurement: not deterministic."""
+    found = c_source_of(cand)
+    if found is None:
+        return None
+    return time_c_file(found[0], found[1], fmt, repeat)
+
+
+def time_c_file(c, name: str, fmt: Format, repeat: int = 7) -> float | None:
+    """Median ns per element of ``void NAME(const float *x, float *y, size_t n)`` in the C
+    file c (as c_time measures it); None when gcc is missing or the file has no NAME."""
     import ctypes
     import shutil
     import statistics
@@ -402,10 +462,8 @@ def c_time(cand: Candidate, fmt: Format, repeat: int = 7) -> float | None:
     import tempfile
     import time
 
-    found = c_source_of(cand)
-    if found is None or shutil.which("gcc") is None:
+    if shutil.which("gcc") is None:
         return None
-    c, name = found
     with tempfile.TemporaryDirectory(prefix="actaudit-c-") as tmp:
         so = f"{tmp}/{name}.so"
         r = subprocess.run(
@@ -478,11 +536,11 @@ def clip_text(c: dict) -> str:
     for side, rel in (("lo", ">="), ("hi", "<=")):
         a, b = c[f"{side}_action"], c[side]
         if a == "clamp":
-            parts.append(f"clamp x to {rel} {b:.6g}")
+            parts.append(f"clamp x to {rel} {num(b, 6)}")
         elif a in ("identity", "constant"):
             parts.append(
                 f"return {'x' if a == 'identity' else 'the saturation value'} "
-                f"for x {'<' if side == 'lo' else '>'} {b:.6g}"
+                f"for x {'<' if side == 'lo' else '>'} {num(b, 6)}"
             )
     return "; ".join(parts) + " (f has saturated there)"
 
@@ -511,52 +569,3 @@ def _alternative(e: Entry, kind: str, entries: list[Entry]) -> Entry | None:
     if not e.clean:
         return min(ok, key=lambda o: (fails(o), o.accuracy, o.cost, o.cand.id))
     return None
-
-
-def text(s: Suggestion) -> str:
-    """The ranking, the Pareto front and the recommendations, as plain text."""
-    how = "every input" if s.exhaustive else "a sample (a lower bound on the errors)"
-    on = "" if s.semantics is None else f", semantics {_sem_label(s.semantics)}"
-    lines = [
-        f"suggest {s.reference} {s.dtype} (compute {s.compute}{on}): {s.inputs} inputs, {how}",
-        "",
-        f"{'rank':>4}  {'candidate':24} {'max ULP':>9} {'p99':>8} {'NaN':>5} {'inf':>5} "
-        f"{'spec':>4} {'cost':>6}  pareto  ops",
-    ]
-    for e in s.entries:
-        r = e.result
-        lines.append(
-            f"{e.rank:>4}  {e.cand.id:24} {r.max_ulp:>9.4g} {r.p99_ulp:>8.4g} "
-            f"{r.nan_count:>5} {r.inf_count:>5} {r.special_failures:>4} {e.cost:>6g}  "
-            f"{'*' if e.pareto else ' ':^6}  {cost_mod.describe(e.counts)}"
-        )
-    if s.distribution:
-        lines += ["", f"Weighted by {s.distribution} (ranked by {s.rank} after correctness):"]
-        lines += [
-            f"{e.rank:>4}  {e.cand.id:24} mean {float(e.result.weighted['mean_ulp']):.4g}, "
-            f"p99 {float(e.result.weighted['p99_ulp']):.4g}, "
-            f"CR {100 * float(e.result.weighted['correctly_rounded']):.4g} %"
-            for e in s.entries
-        ]
-    timed = [e for e in s.entries if e.ns_per_element is not None]
-    if timed:
-        lines += [
-            "",
-            "Measured C kernels (this machine, gcc -O2, median ns per element): "
-            + "; ".join(f"{e.cand.id} {e.ns_per_element:.2f} ns" for e in timed),
-        ]
-    front = sorted((e for e in s.entries if e.pareto), key=lambda e: e.cost)
-    lines += [
-        "",
-        "Pareto front (cost, max ULP): "
-        + "; ".join(f"{e.cand.id} ({e.cost:g}, {e.accuracy:.4g})" for e in front),
-    ]
-    if s.recommendations:
-        lines += ["", "Recommendations (each verified by a sweep over the same inputs):"]
-    for rec in s.recommendations:
-        lines.append(f"  {rec['candidate']}: {rec['problem']}")
-        for rep in rec["repairs"]:
-            lines.append(f"    -> {rep['action']}: {rep['text']}")
-        if not rec["repairs"]:
-            lines.append("    -> no verified repair among the catalog's candidates and clips")
-    return "\n".join(lines)
