@@ -324,7 +324,10 @@ def read_bytes(path, limit: int, what: str = "file", regular: bool = True, nofol
                 ) from None
             raise e
         try:
-            if regular and not stat.S_ISREG(os.fstat(fd).st_mode):
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise BadFileError(f"{p}: is a directory, not a {what}")
+            if regular and not stat.S_ISREG(mode):
                 raise BadFileError(f"{p}: not a regular file (a {what} is read from a regular file only)")
             os.set_blocking(fd, True)
         except BaseException:
