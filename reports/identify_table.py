@@ -9,6 +9,8 @@ best: identical on every input compared
 
 from __future__ import annotations
 
+from reports.cells import percent
+
 WIDTH = 80
 
 
@@ -17,10 +19,9 @@ def _cut(s: str, n: int) -> str:
 
 
 def _pct(f: float) -> str:
-    if f >= 1:
-        return "100%"
-    s = f"{100 * f:.3f}%"
-    return ">99.999%" if s == "100.000%" else s
+    """The share of identical outputs as every table writes a share (truncated: 100 only when
+    every output is identical)."""
+    return "100%" if f >= 1 else f"{percent(f)}%"
 
 
 def table(doc: dict) -> str:

@@ -9,7 +9,7 @@ import math
 from html import escape
 from pathlib import Path
 
-from reports.cells import num
+from reports.cells import num, percent
 from reports.model_table import engine_op, risks, verdict
 
 W, H, PAD = 760, 300, 56
@@ -113,7 +113,7 @@ def _effect_svg(doc: dict) -> str:
             out.append(
                 f'<rect x="{lw}" y="{y + 3}" width="{max(2.0, pw * frac):.1f}" height="{rh - 8}" fill="{color}"/>'
             )
-        txt = ("inf" if math.isinf(v) else num(v)) + (f", argmax {100 * arg:.2g}%" if arg else "")
+        txt = ("inf" if math.isinf(v) else num(v)) + (f", argmax {num(100 * arg, 2)}%" if arg else "")
         out.append(f'<text x="{lw + pw + 8}" y="{y + 15}" font-size="12">{escape(txt)}</text>')
     out.append(
         f'<text x="{lw}" y="{h - 6}" font-size="11">1e{lo - 1} at the left edge; red: a top-1 answer '
@@ -168,7 +168,7 @@ def page(doc: dict, curves: dict) -> str:
             figures = (
                 f"<p>weighted by {num((d.get('inputs') or {}).get('count'))} observed inputs: mean "
                 f"{num(_f(w.get('mean_ulp')))}, p99 {num(_f(w.get('p99_ulp')))}, p99.9 {num(_f(w.get('p999_ulp')))} ULP; "
-                f"correctly rounded {100 * _f(w['correctly_rounded']):.2f} %. Worst on an observed input "
+                f"correctly rounded {percent(_f(w['correctly_rounded']))} %. Worst on an observed input "
                 f"{num(_f(wo.get('observed_ulp')))} ULP at x = {num(_f(wo.get('observed_x')))}; over the observed "
                 f"range {escape(rtext)} ULP.</p>"
             )

@@ -13,7 +13,7 @@ why the site is not audited.
 
 from __future__ import annotations
 
-from reports.cells import num
+from reports.cells import num, percent
 
 WIDTH = 80
 
@@ -45,13 +45,8 @@ def _f(v):
 
 
 def _pct(v: float) -> str:
-    """A probability in percent, 2 significant digits: 10%, 0.27%, 1.2e-3%."""
-    p = 100 * v
-    if p >= 10:
-        return f"{p:.0f}%"
-    if p >= 0.01:
-        return f"{p:.2g}%"
-    return f"{p:.1e}%"
+    """A probability in percent, in the one number format of every table: 10%, 0.27%, 1.2e-3%."""
+    return f"{num(100 * v, 2)}%"
 
 
 def risks(d: dict) -> str:
@@ -96,7 +91,7 @@ def _second(d: dict) -> str:
         return "    " + parts[0]
     parts.append(f"{d['dtype']}, {i['count']:,} in" if i.get("count") else str(d["dtype"]))
     if w:
-        parts.append(f"CR {100 * _f(w['correctly_rounded']):.1f}%")
+        parts.append(f"CR {percent(_f(w['correctly_rounded']))}%")
     if wo.get("observed_ulp") is not None:
         rng = wo.get("range_bound_ulp")
         r = f"bound {num(_f(rng))}" if rng is not None else f"~{num(_f(wo.get('range_sampled_ulp')))}"

@@ -467,7 +467,7 @@ def test_public_signature_unchanged():
     sig = inspect.signature(audit.sweep)
     assert list(sig.parameters) == [
         "targets", "dtype", "compute", "range", "samples", "seed", "exhaustive", "params", "grad",
-        "backward", "grid", "keep_points", "analyze", "max_ulp", "atol", "reference", "device",
+        "backward", "grid", "default_grid", "keep_points", "analyze", "max_ulp", "atol", "reference", "device",
         "dump", "dump_dtype", "workers", "executor", "scheduler", "checkpoint", "progress",
         "timeout", "semantics", "cflags", "out_dtype", "distribution",
     ]  # fmt: skip

@@ -14,7 +14,6 @@ from audit.cli.progress import ProgressBar
 from audit.cli.sweep import summary
 from audit.errors import BadOptionError
 from audit.io import format_number
-from audit.targets.candidates import parse_params
 
 
 @app.command()
@@ -102,6 +101,7 @@ def fit(
         max_degree = 6
     from audit.repair import cost as cost_mod
     from audit.repair import fit as fit_mod
+    from audit.targets.candidates import parse_params
 
     fit_mod.check_out_dir(out_dir)  # before the fit, not after it
     from audit.signals import ready

@@ -7,7 +7,6 @@ from pathlib import Path
 from audit.cli import options as opt
 from audit.cli.app import app, out
 from audit.io import format_number
-from audit.targets.candidates import parse_params
 from reports.cells import percent
 
 
@@ -26,6 +25,7 @@ def lut(
     from audit.measure import lut_audit
     from audit.oracle.references import get_reference
     from audit.targets import lut as lut_mod
+    from audit.targets.candidates import parse_params
 
     ref = get_reference(reference)
     params = opt.known_params(reference, ref, parse_params(param))
