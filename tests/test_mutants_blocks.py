@@ -584,9 +584,7 @@ def test_inputs_npy(tmp_path):
     # only a regular file: a directory (or a FIFO) is refused before anything is read
     with pytest.raises(BadFileError) as e:
         blocks.inputs(f"npy:{tmp_path}", 0, 0, fp16, 16)
-    assert (
-        str(e.value) == f"{tmp_path}: not a regular file (a file of inputs is read from a regular file only)"
-    )
+    assert str(e.value) == f"{tmp_path}: is a directory, not a file of inputs"
     with pytest.raises(BadFileError) as e:
         blocks.inputs(f"npy:{tmp_path / 'none.npy'}", 0, 0, fp16, 16)
     assert str(e.value) == f"{tmp_path / 'none.npy'}: file of inputs not found"
