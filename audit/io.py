@@ -474,6 +474,8 @@ def load_json(
         raise BadFileError(f"{path}: corrupted JSON ({e.msg} at line {e.lineno})") from None
     except RecursionError:
         raise BadFileError(f"{path}: nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than Python converts (4300)
+        raise BadFileError(f"{path}: corrupted JSON ({' '.join(str(e).split())})") from None
 
 
 # -------------------------------------------------------------------- JSON

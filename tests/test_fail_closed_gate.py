@@ -554,3 +554,44 @@ def test_an_npy_distribution_is_bound_to_its_digest_not_its_path(tmp_path, monke
     np.save(sub / "w.npy", np.linspace(-4.0, 4.0, 1003))  # another sample at the same path
     code, out, _ = _run(capsys, "check", "--spec", "sub/actaudit.toml")
     assert code == 1 and "re-record" in out
+
+
+def test_a_baseline_number_beyond_float64_or_python_is_one_line(tmp_path, capsys):
+    """Found by the hostile review: 10^400 (an integer no float64 holds) and an integer of
+    5000 digits (more than Python converts) in a baseline ended in tracebacks."""
+    import json
+
+    from audit.cli import main
+
+    spec = tmp_path / "actaudit.toml"
+    spec.write_text(
+        'baseline = "base.json"\nslack = 0.0\n[[audit]]\nname = "a"\ntargets = ["gelu.tanh"]\n'
+        'dtype = "fp8_e4m3"\ntolerance = { max_ulp = 20 }\n'
+    )
+    assert main(["baseline", "--spec", str(spec)]) == 0
+    doc = json.loads((tmp_path / "base.json").read_text())
+    (key,) = doc["entries"]
+    capsys.readouterr()
+    for field, text in (("max_ulp", str(10**400)), ("inf_count", "9" * 5000)):
+        raw = json.dumps(doc).replace(
+            f'"{field}": {json.dumps(doc["entries"][key][field])}', f'"{field}": {text}', 1
+        )
+        assert text in raw
+        bad = tmp_path / f"bad-{field}.json"
+        bad.write_text(raw)
+        code = main(["check", "--spec", str(spec), "--baseline", str(bad)])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith("actaudit: error:") and err.count("\n") == 1, (field, err)
+
+
+def test_an_npy_distribution_wholly_beyond_the_format_is_one_line(tmp_path, capsys):
+    """Found by the hostile review: every sample beyond fp16's range (1e6, 2e6) left the
+    bound distribution without a value and ended in an IndexError; no input has mass."""
+    import numpy as np
+
+    from audit.cli import main
+
+    np.save(tmp_path / "d.npy", np.array([1e6, 2e6]))
+    code = main(["sweep", "relu", "-d", "fp16", "-q", "--distribution", f"npy:{tmp_path / 'd.npy'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("actaudit: error:") and "no mass" in err and err.count("\n") == 1

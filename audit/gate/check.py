@@ -229,8 +229,11 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
 
 
 def _is_num(v) -> bool:
-    """A finite int or float (TOML has no other numbers; bools are not numbers)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite int or float (TOML has no other numbers; bools are not numbers); an integer
+    beyond float64's range is not one (no figure can hold it)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return abs(v) < 2**1024 if isinstance(v, int) else math.isfinite(v)
 
 
 def _audit(p: Path, raw, where: str) -> Audit:

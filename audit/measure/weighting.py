@@ -317,8 +317,9 @@ def masses(d: Distribution, fmt: Format, x: np.ndarray) -> np.ndarray:
         assert d.bits is not None and d.counts is not None  # npy: set by bind
         b = fmt.to_bits(x).astype(np.uint64)
         i = np.minimum(np.searchsorted(d.bits, b), max(len(d.bits) - 1, 0))
-        hit = (d.bits[i] == b) if len(d.bits) else np.zeros(len(b), bool)
-        return np.where(hit, d.counts[i], 0) / float(d.total)
+        if not len(d.bits):  # every sample beyond the format (or not finite): no input has mass
+            return np.zeros(len(b))
+        return np.where(d.bits[i] == b, d.counts[i], 0) / float(d.total)
     lo, hi = edges(fmt, x)
     return interval_mass(d, lo, hi)
 
