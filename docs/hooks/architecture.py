@@ -44,6 +44,7 @@ COLORS = [
     "#dbeafe",
     "#dcfce7",
     "#dbeafe",
+    "#e0e7ff",
     "#fef3c7",
     "#fef3c7",
     "#fde68a",
@@ -77,7 +78,7 @@ def draw() -> str:
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
         f'<rect width="{W}" height="{H}" fill="white"/>',
     ]
-    for i, ((_title, paths, what), fill) in enumerate(zip(STAGES, COLORS)):
+    for i, ((_title, paths, what), fill) in enumerate(zip(STAGES, COLORS, strict=True)):
         y = 10 + i * (band + gap)
         cols = len(paths)
         w = (W - 2 * left - 60 - 10 * (cols - 1)) / cols
