@@ -157,11 +157,15 @@ def test_hostile_user_functions_are_one_line(user_module, capsys, fn, ref, needl
     assert "Traceback" not in err and (needle in err or (fn == "ragged" and "ValueError" in err))
 
 
-def test_a_hanging_user_function_times_out(user_module, capsys):
-    code, _, err = run(
-        capsys, "sweep", "userfns:hangs", "--reference", "gelu", "--dtype", "fp16", "--timeout", "0.5"
-    )
-    assert code == 2 and "did not return within 0.5 s" in err and err.count("\n") == 1
+def test_a_hanging_user_function_times_out(user_module, tmp_path, capsys):
+    # in a process of its own: SIGALRM interrupting the user's loop in a pytest process that
+    # has loaded OpenVINO or LiteRT before killed that process with SIGSEGV (noted in
+    # docs/contributing.md; the command line loads an engine only for an engine target)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+    argv = ["sweep", "userfns:hangs", "--reference", "gelu", "--dtype", "fp16", "--timeout", "0.5"]
+    r = subprocess.run([sys.executable, "-m", "audit.cli", *argv], capture_output=True, text=True, env=env)
+    code, err = r.returncode, r.stderr
+    assert code == 2 and "did not return within 0.5 s" in err and err.count("\n") == 1, err
     code, _, err = run(capsys, "sweep", "userfns:hangs", "--reference", "gelu", "--timeout", "nan")
     assert code == 2 and "--timeout" in err
 
