@@ -81,6 +81,46 @@ def handlers():
             signal.signal(s, h)
 
 
+@contextlib.contextmanager
+def own_signal_stack(size: int = 1 << 16):
+    """The calling thread's alternate signal stack is one of ours (``size`` bytes, mapped
+    here) for the duration; the previous one is restored after.
+
+    Python's handlers run on the alternate stack (CPython installs them with SA_ONSTACK),
+    and a library may leave a dangling one: OpenVINO's CPU plugin installs its own in the
+    thread that compiles a model and puts the previous one back when its Core is torn down,
+    so two Cores torn down out of order leave the thread with a stack that is no longer
+    mapped, and the next signal handled there (a SIGALRM deadline) writes its frame into
+    freed memory: SIGSEGV.  Where it cannot (no libc, not Linux/macOS) it changes nothing."""
+    import ctypes
+    import mmap
+
+    class _Stack(ctypes.Structure):
+        _fields_ = [("ss_sp", ctypes.c_void_p), ("ss_flags", ctypes.c_int), ("ss_size", ctypes.c_size_t)]
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        sigaltstack = libc.sigaltstack
+    except (OSError, AttributeError):
+        yield
+        return
+    buf = mmap.mmap(-1, size)
+    mine = _Stack(ctypes.addressof(ctypes.c_char.from_buffer(buf)), 0, size)
+    old = _Stack()
+    if sigaltstack(ctypes.byref(mine), ctypes.byref(old)) != 0:
+        del mine
+        buf.close()
+        yield
+        return
+    try:
+        yield
+    finally:
+        sigaltstack(ctypes.byref(old), None)
+        mine = None  # (the buffer's export is released before it is unmapped)
+        with contextlib.suppress(BufferError):
+            buf.close()
+
+
 _READY_DONE: set = set()
 
 

@@ -170,6 +170,44 @@ def test_a_hanging_user_function_times_out(user_module, tmp_path, capsys):
     assert code == 2 and "--timeout" in err
 
 
+DANGLING_STACK = """
+import ctypes, sys
+libc = ctypes.CDLL(None)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+
+
+class Stack(ctypes.Structure):
+    _fields_ = [("sp", ctypes.c_void_p), ("flags", ctypes.c_int), ("size", ctypes.c_size_t)]
+
+
+# what a library may leave (OpenVINO's CPU plugin, two Cores torn down out of order): the
+# thread's alternate signal stack installed, then freed (here: made inaccessible, so that
+# no later allocation can take the place and hide it)
+size = 1 << 16
+addr = libc.mmap(None, size, 3, 0x22, -1, 0)  # PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS
+assert libc.sigaltstack(ctypes.byref(Stack(addr, 0, size)), None) == 0
+assert libc.mmap(addr, size, 0, 0x32, -1, 0) == addr  # PROT_NONE, ... | MAP_FIXED
+from audit.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sigaltstack through ctypes: Linux")
+def test_a_deadline_survives_a_dangling_signal_stack(user_module, tmp_path):
+    # CPython runs its signal handlers on the alternate stack (SA_ONSTACK): with a dangling
+    # one, the SIGALRM of --timeout wrote its frame into freed memory (SIGSEGV, rc -11)
+    (tmp_path / "dangling.py").write_text(DANGLING_STACK)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+    argv = ["sweep", "userfns:hangs", "--reference", "gelu", "--dtype", "fp16", "--timeout", "0.3"]
+    r = subprocess.run(
+        [sys.executable, str(tmp_path / "dangling.py"), *argv], capture_output=True, text=True, env=env
+    )
+    assert r.returncode == 2 and "did not return within 0.3 s" in r.stderr, (r.returncode, r.stderr)
+
+
 def test_a_printing_user_function_does_not_corrupt_json_on_stdout(user_module, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
     r = subprocess.run(

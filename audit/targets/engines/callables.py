@@ -35,7 +35,9 @@ class _Timeout(BaseException):
 
 class _deadline:
     """SIGALRM after ``seconds`` raises _Timeout in the call (main thread only; elsewhere,
-    and with seconds None, no limit)."""
+    and with seconds None, no limit).  The handler runs on a signal stack of ours
+    (audit.signals.own_signal_stack): an engine loaded earlier may have left the thread a
+    dangling one."""
 
     def __init__(self, seconds):
         import threading
@@ -49,6 +51,10 @@ class _deadline:
             def ring(signum, frame):
                 raise _Timeout()
 
+            from audit.signals import own_signal_stack
+
+            self.stack = own_signal_stack()
+            self.stack.__enter__()
             self.old = signal.signal(signal.SIGALRM, ring)
             signal.setitimer(signal.ITIMER_REAL, self.seconds)
         return self
@@ -59,6 +65,7 @@ class _deadline:
 
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self.old)
+            self.stack.__exit__(None, None, None)
         return False
 
 
