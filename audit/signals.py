@@ -87,11 +87,11 @@ def own_signal_stack(size: int = 1 << 16):
     here) for the duration; the previous one is restored after.
 
     Python's handlers run on the alternate stack (CPython installs them with SA_ONSTACK),
-    and a library may leave a dangling one: OpenVINO's CPU plugin installs its own in the
-    thread that compiles a model and puts the previous one back when its Core is torn down,
-    so two Cores torn down out of order leave the thread with a stack that is no longer
-    mapped, and the next signal handled there (a SIGALRM deadline) writes its frame into
-    freed memory: SIGSEGV.  Where it cannot (no libc, not Linux/macOS) it changes nothing."""
+    and a library may leave a dangling one: OpenVINO's CPU plugin installs an 11,568-byte
+    stack of its own in the thread that compiles a model and changes it again when its Core
+    goes; after several Cores came and went in one process (the tests' own sessions beside
+    the adapter's), the stack left was no longer valid, and the next signal handled there
+    (a SIGALRM deadline) wrote its frame into    freed memory: SIGSEGV.  Where it cannot (no libc, not Linux/macOS) it changes nothing."""
     import ctypes
     import mmap
 
