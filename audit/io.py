@@ -354,6 +354,53 @@ def read_text(path, limit: int, what: str = "file", regular: bool = True, nofoll
         raise BadFileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
+_DECIMAL = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)", re.IGNORECASE)
+
+
+def read_csv(data: bytes, where: str, header: bool = True) -> dict[str, list[str]]:
+    """The columns of a CSV file's bytes, as text cells: {name: cells} (``header``: the first
+    row names them; else one column, 'x').  Refused, in one line naming ``where``: bytes that
+    are not UTF-8, a duplicate or empty column name, a row with more or fewer cells than the
+    header, no rows.  (The csv module, not pandas: a row with an extra cell is not silently
+    dropped or shifted, and the cells stay text until :func:`decimal_floats` reads them.)"""
+    import csv
+
+    try:
+        text = data.decode("utf-8-sig")
+        rows = [r for r in csv.reader(_io.StringIO(text, newline=""), strict=True) if r]
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise BadFileError(f"{where}: unreadable CSV ({type(e).__name__}: {e})") from None
+    if header:
+        if not rows:
+            raise BadFileError(f"{where}: an empty CSV file")
+        names, rows = [c.strip() for c in rows[0]], rows[1:]
+        if any(not n for n in names) or len(set(names)) != len(names):
+            raise BadFileError(f"{where}: CSV column names must be distinct and not empty: {names}")
+    else:
+        names = ["x"]
+    if not rows:
+        raise BadFileError(f"{where}: a CSV file with no rows")
+    for i, r in enumerate(rows):
+        if len(r) != len(names):
+            line = i + 1 + header
+            raise BadFileError(f"{where}: CSV row {line} has {len(r)} cells, the header {len(names)}")
+    return {n: [r[j].strip() for r in rows] for j, n in enumerate(names)}
+
+
+def decimal_floats(cells, where: str):
+    """Decimal text cells (as ``float()`` reads them: correctly rounded to float64, 'inf',
+    'nan') as a float64 array; a cell of any other shape (hex, '1_000', empty) is refused."""
+    import numpy as np
+
+    out = np.empty(len(cells), dtype=np.float64)
+    for i, c in enumerate(cells):
+        if not _DECIMAL.fullmatch(c):
+            shown = c if len(c) <= 40 else c[:40] + "..."
+            raise BadFileError(f"{where} has entries that are not numbers (row {i + 1}: {shown!r})")
+        out[i] = float(c)
+    return out
+
+
 def _npy(fh, limit: int, where: str):
     """One .npy array from a file object, its header checked first: no object dtype, at
     most ``limit`` bytes of data."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from audit.errors import BadFileError, BadOptionError
-from audit.io import load_npy, load_npz, read_bytes
+from audit.io import decimal_floats, load_npy, load_npz, read_bytes, read_csv
 from audit.numbers.formats import Format, get_format
 
 MAX_DUMP_BYTES = 1 << 30  # decoded bytes of a dump or an input list
@@ -59,20 +59,17 @@ def _values(fmt: Format, a: np.ndarray, what: str, path) -> np.ndarray:
     return v
 
 
-def _parse_hex_or_float(col, fmt: Format, what: str, path) -> np.ndarray:
-    s = col.astype(str)
-    if s.str.startswith("0x").all():
+def _parse_hex_or_float(cells: list[str], fmt: Format, what: str, path) -> np.ndarray:
+    """A CSV column's text cells: all bit patterns ('0x...') or all decimal numbers."""
+    if all(c.startswith("0x") for c in cells):
         try:
-            bits = np.array([int(t, 16) for t in s], dtype=np.uint64)
-        except ValueError:
+            bits = np.array([int(t, 16) for t in cells], dtype=np.uint64)
+        except (ValueError, OverflowError):
             raise BadFileError(f"{path}: {what} has malformed hex bits") from None
         if bits.max(initial=0) >> np.uint64(fmt.bits):
             raise BadFileError(f"{path}: {what} has bit patterns wider than {fmt.bits} bits")
         return fmt.from_bits(bits.astype(fmt.uint))
-    try:
-        return _values(fmt, col.astype(float).to_numpy(), what, path)
-    except ValueError:
-        raise BadFileError(f"{path}: {what} has values that are not numbers") from None
+    return _values(fmt, decimal_floats(cells, f"{path}: {what}"), what, path)
 
 
 def dump_limit(fmt: Format) -> int:
@@ -89,7 +86,6 @@ def _read_columns(
     """(x or None, y) of a dump or input file, every read bounded by dump_limit(fmt) bytes
     of decoded data (a device such as /dev/zero, a zip bomb, a huge .npy header: refused);
     ``regular``: only from a regular file (a FIFO or device refused at once)."""
-    import io as _io
 
     limit = dump_limit(fmt)
     suffix = p.suffix.lower()
@@ -119,23 +115,18 @@ def _read_columns(
             else:
                 y = _values(fmt, a, "the array", p)
         elif suffix == ".csv":
-            import pandas as pd
-
             data = read_bytes(p, limit, "dump", regular)
-            try:
-                df = pd.read_csv(_io.BytesIO(data), float_precision="round_trip")
-            except Exception as e:
-                raise BadFileError(f"{p}: unreadable CSV ({type(e).__name__}: {e})") from None
-            if inputs_only and "x" in df.columns:  # golden --inputs: the x column alone will do
-                return _parse_hex_or_float(df["x"], fmt, "column x", p), None
-            if inputs_only and "y" not in df.columns and len(df.columns) == 1:  # one bare column
-                df = pd.read_csv(_io.BytesIO(data), header=None, names=["x"], float_precision="round_trip")
-                return _parse_hex_or_float(df["x"], fmt, "column x", p), None
-            if "y" not in df.columns:
-                raise BadFileError(f"{p}: no column 'y' (columns: {list(df.columns)})")
-            y = _parse_hex_or_float(df["y"], fmt, "column y", p)
-            if "x" in df.columns:
-                x = _parse_hex_or_float(df["x"], fmt, "column x", p)
+            cols = read_csv(data, str(p))
+            if inputs_only and "x" in cols:  # golden --inputs: the x column alone will do
+                return _parse_hex_or_float(cols["x"], fmt, "column x", p), None
+            if inputs_only and "y" not in cols and len(cols) == 1:  # one bare column
+                cols = read_csv(data, str(p), header=False)
+                return _parse_hex_or_float(cols["x"], fmt, "column x", p), None
+            if "y" not in cols:
+                raise BadFileError(f"{p}: no column 'y' (columns: {list(cols)})")
+            y = _parse_hex_or_float(cols["y"], fmt, "column y", p)
+            if "x" in cols:
+                x = _parse_hex_or_float(cols["x"], fmt, "column x", p)
         else:
             dt = get_format(raw_dtype) if raw_dtype else fmt
             if dt != fmt:

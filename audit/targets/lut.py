@@ -29,12 +29,21 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 
 from audit.errors import BadFileError, BadOptionError
-from audit.io import atomic_path, load_npz, npy_from_bytes, npy_header_text, read_bytes
+from audit.io import (
+    atomic_path,
+    decimal_floats,
+    load_npz,
+    npy_from_bytes,
+    npy_header_text,
+    read_bytes,
+    read_csv,
+)
 from audit.numbers.formats import Format, element_format
 from audit.numbers.quant import QuantFormat, is_quant, parse_quant
 from audit.oracle import oracle
@@ -234,33 +243,24 @@ def read_table(path) -> tuple[np.ndarray, dict]:
         if mark >= 0:
             meta["record"] = parse_record(head[mark + len(RECORD) + 3 :].strip(), where)
     else:
-        import io as _io
-
-        import pandas as pd
-
         data = read_bytes(p, MAX_BYTES, "table", regular=True)
         first, nl, rest = data.partition(b"\n")
         if first.startswith(b"# " + RECORD.encode() + b" "):
             meta["record"] = parse_record(first[len(RECORD) + 3 :].decode("utf-8", "replace"), where)
             data = rest
-        try:
-            df = pd.read_csv(_io.BytesIO(data), float_precision="round_trip")
-        except Exception as e:
-            raise BadFileError(f"{p}: unreadable CSV ({type(e).__name__}: {e})") from None
-        if "y_hex" in df.columns and "code" not in df.columns:  # bit patterns of a float output
-            cells = df["y_hex"].astype(str)
-            if not cells.str.fullmatch(r"0x[0-9a-fA-F]{1,8}").all():
+        cols = read_csv(data, str(p))
+        if "y_hex" in cols and "code" not in cols:  # bit patterns of a float output
+            cells = cols["y_hex"]
+            if not all(re.fullmatch(r"0x[0-9a-fA-F]{1,8}", c) for c in cells):
                 raise BadFileError(f"{p}: column 'y_hex' has entries that are not hexadecimal bit patterns")
             a = np.array([int(v, 16) for v in cells], dtype=np.int64)
         else:
-            col = next((c for c in ("code", "y", "output") if c in df.columns), None)
+            col = next((c for c in ("code", "y", "output") if c in cols), None)
             if col is None:
-                if len(df.columns) != 1:
-                    raise BadFileError(
-                        f"{p}: no column 'code', 'y' or 'output' (columns: {list(df.columns)})"
-                    )
-                col = df.columns[0]
-            a = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=np.float64)
+                if len(cols) != 1:
+                    raise BadFileError(f"{p}: no column 'code', 'y' or 'output' (columns: {list(cols)})")
+                (col,) = cols
+            a = decimal_floats(cols[col], f"{p}: column '{col}'")
             if np.isnan(a).any():
                 raise BadFileError(f"{p}: column '{col}' has entries that are not numbers")
     if a.dtype.kind not in "iuf":
