@@ -116,7 +116,7 @@ def own_signal_stack(size: int = 1 << 16):
         yield
     finally:
         sigaltstack(ctypes.byref(old), None)
-        mine = None  # (the buffer's export is released before it is unmapped)
+        del mine  # (the buffer's export is released before it is unmapped)
         with contextlib.suppress(BufferError):
             buf.close()
 

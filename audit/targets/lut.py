@@ -255,11 +255,12 @@ def read_table(path) -> tuple[np.ndarray, dict]:
                 raise BadFileError(f"{p}: column 'y_hex' has entries that are not hexadecimal bit patterns")
             a = np.array([int(v, 16) for v in cells], dtype=np.int64)
         else:
-            col = next((c for c in ("code", "y", "output") if c in cols), None)
+            col: str | None = next((c for c in ("code", "y", "output") if c in cols), None)
             if col is None:
                 if len(cols) != 1:
                     raise BadFileError(f"{p}: no column 'code', 'y' or 'output' (columns: {list(cols)})")
                 (col,) = cols
+            assert col is not None
             a = decimal_floats(cols[col], f"{p}: column '{col}'")
             if np.isnan(a).any():
                 raise BadFileError(f"{p}: column '{col}' has entries that are not numbers")
