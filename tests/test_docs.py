@@ -53,6 +53,7 @@ EXEMPT = {
     "pip install .": "installs the package: this test runs the source tree itself",
     'pip install -e ".[test]" torch==2.13.0': "installs the test dependencies: already installed",
     "python -m pytest": "the test suite, which this test is part of",
+    "python -m pytest -n auto": "the test suite on every core, which this test is part of",
 }
 _EXEMPT = {shlex.join(shlex.split(k)) for k in EXEMPT}  # as _commands writes them
 PLACEHOLDER_SCHEDULER = "tcp://host:8786"
@@ -517,8 +518,8 @@ def test_ci_runs_the_readme_test_command_then_the_slow_stage():
     stage and the certification."""
     ci = [x for x in (ROOT / ".ci" / "run").read_text().splitlines() if x.strip()]
     readme = BLOCKS[0][1][1]
-    assert readme.endswith("python -m pytest") and ci.count(readme) == 1
-    assert ci[ci.index(readme) + 1 :] == ["python -m pytest -m slow", "actaudit selftest --certify"]
+    assert readme.endswith("python -m pytest -n auto") and ci.count(readme) == 1
+    assert ci[ci.index(readme) + 1 :] == ["python -m pytest -m slow -n auto", "actaudit selftest --certify"]
     for step in ("ruff check .", "ruff format --check .", "mypy", "mkdocs build --strict"):
         assert step in ci[: ci.index(readme)], step
     assert "export CI=true PIP_NO_CACHE_DIR=1" in ci and any(" -m venv " in x for x in ci)
