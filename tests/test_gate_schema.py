@@ -527,3 +527,39 @@ def test_a_diff_entry_is_bound_to_its_identity(tmp_path, monkeypatch, capsys):
     code, out, _ = run(capsys, "check")
     (line,) = fail_lines(out)
     assert code == 1 and "diff/d/fp8_e4m3" in line and "range [-1.0, 1.0] (baseline [-8.0, 8.0])" in line
+
+
+@pytest.mark.parametrize(
+    "body,needle",
+    [
+        # math.isfinite(10**400) raises OverflowError: the [[diff]] and [[model]] checks used it
+        (
+            RELU
+            + '[[diff]]\nname = "d"\na = "relu.max"\nb = "relu.max"\ndtype = "fp16"\nrange = [0, 1'
+            + "0" * 400
+            + "]\n",
+            "range",
+        ),
+        (
+            RELU
+            + '[[diff]]\nname = "d"\na = "elu.expm1"\nb = "elu.expm1"\ndtype = "fp16"\nparams = { alpha = 1'
+            + "0" * 400
+            + " }\n",
+            "params",
+        ),
+        (
+            '[[model]]\nname = "m"\npath = "m.onnx"\ndata = "random:x=4x8"\ntolerance = { p99_ulp = 1'
+            + "0" * 400
+            + " }\n",
+            "tolerance.p99_ulp",
+        ),
+    ],
+    ids=["diff-range", "diff-params", "model-tolerance"],
+)
+def test_an_integer_beyond_float64_in_a_diff_or_model_entry_is_one_line(
+    tmp_path, monkeypatch, capsys, body, needle
+):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, body)
+    code, _, err = run(capsys, "check")
+    one_error(code, err, needle)

@@ -59,6 +59,7 @@ from audit.errors import ActauditError, BadFileError, BadOptionError
 from audit.gate import identity as gate_identity
 from audit.gate import verdict as gate_verdict
 from audit.gate.schema import SPEC_KEYS, refuse_unknown
+from audit.gate.schema import is_number as _is_num
 from audit.gate.shared import (  # noqa: F401  (resolve_target, compare_findings: the entry kinds' too)
     _covered,
     _num,
@@ -226,14 +227,6 @@ def load_spec(path: str | Path | None = None, reference: str | None = None) -> S
         require_certified=cert,
         models=parse_models(p, doc.get("model"), key("model")),
     )
-
-
-def _is_num(v) -> bool:
-    """A finite int or float (TOML has no other numbers; bools are not numbers); an integer
-    beyond float64's range is not one (no figure can hold it)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return False
-    return abs(v) < 2**1024 if isinstance(v, int) else math.isfinite(v)
 
 
 def _audit(p: Path, raw, where: str) -> Audit:

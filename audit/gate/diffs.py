@@ -22,15 +22,10 @@ from pathlib import Path
 from audit.errors import ActauditError, BadFileError
 from audit.gate import identity as gate_identity
 from audit.gate.schema import SPEC_KEYS, refuse_unknown
+from audit.gate.schema import is_number as _num
 
 DIFF_KEYS = set(SPEC_KEYS["diff"])
 EXPECT = SPEC_KEYS["diff"]["expect"].allowed
-
-
-def _num(v) -> bool:
-    import math
-
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def parse(p: Path, raws, where: str) -> list[dict]:

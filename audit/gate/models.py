@@ -29,15 +29,12 @@ from pathlib import Path
 
 from audit.errors import ActauditError, BadFileError
 from audit.gate.schema import SPEC_KEYS, refuse_unknown
+from audit.gate.schema import is_number as _num
 
 MODEL_KEYS = set(SPEC_KEYS["model"])
 TOLERANCES = tuple(SPEC_KEYS["model_tolerance"])
 NOTHING = "no audited site to gate (zero sites prove nothing)"
 FIGURES = ("mean_ulp", "p99_ulp", "nan", "inf", "underflow", "correctly_rounded")
-
-
-def _num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def parse(p: Path, raws, where: str) -> list[dict]:

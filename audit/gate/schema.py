@@ -11,6 +11,7 @@ can be generated from ``SPEC_KEYS``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -253,3 +254,11 @@ IDENTITY_FIELDS: dict[str, tuple[str, ...]] = {
         "engine_op",
     ),
 }
+
+
+def is_number(v) -> bool:
+    """A finite int or float (TOML has no other numbers; bools are not numbers); an integer
+    beyond float64's range is not one (no figure can hold it; math.isfinite would raise)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return abs(v) < 2**1024 if isinstance(v, int) else math.isfinite(v)
