@@ -563,3 +563,26 @@ def test_an_integer_beyond_float64_in_a_diff_or_model_entry_is_one_line(
     write(tmp_path, body)
     code, _, err = run(capsys, "check")
     one_error(code, err, needle)
+
+
+@pytest.mark.parametrize(
+    "body,needle",
+    [
+        ('[[audit]]\nname = "t\\u001b[2K ok"\ntargets = ["relu.max"]\ndtype = "fp8_e4m3"\n', "audit[0].name"),
+        (
+            '[[audit]]\nname = "t"\ntargets = ["relu.max\\nPASS all"]\ndtype = "fp8_e4m3"\n',
+            "audit[0].targets",
+        ),
+        ('[[audit]]\nname = "t\\u202e"\ntargets = ["relu.max"]\ndtype = "fp8_e4m3"\n', "audit[0].name"),
+        (RELU + '[[diff]]\nname = "d\\r"\na = "relu.max"\nb = "relu.max"\ndtype = "fp16"\n', "diff[0].name"),
+        ('[[model]]\nname = "m"\npath = "m\\u0007.onnx"\ndata = "random:x=4x8"\n', "model[0].path"),
+    ],
+    ids=["esc-in-name", "newline-in-target", "bidi-override", "cr-in-diff", "bell-in-model-path"],
+)
+def test_a_name_or_target_with_control_characters_is_refused(tmp_path, monkeypatch, capsys, body, needle):
+    # the gate prints names and targets: ESC, CR or a newline in one would forge its lines
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, body)
+    code, _, err = run(capsys, "check")
+    one_error(code, err, needle, "printable")
+    assert "\x1b" not in err and "\r" not in err and "\u202e" not in err

@@ -58,7 +58,7 @@ from audit._version import __version__
 from audit.errors import ActauditError, BadFileError, BadOptionError
 from audit.gate import identity as gate_identity
 from audit.gate import verdict as gate_verdict
-from audit.gate.schema import SPEC_KEYS, refuse_unknown
+from audit.gate.schema import PRINTABLE, SPEC_KEYS, is_text, refuse_unknown
 from audit.gate.schema import is_number as _is_num
 from audit.gate.shared import (  # noqa: F401  (resolve_target, compare_findings: the entry kinds' too)
     _covered,
@@ -241,6 +241,8 @@ def _audit(p: Path, raw, where: str) -> Audit:
             bad(k, "is missing")
     if not isinstance(raw["name"], str) or not raw["name"]:
         bad("name", "must be a non-empty string")
+    if not is_text(raw["name"]):
+        bad("name", PRINTABLE)
 
     def strings(k):
         v = raw.get(k)
@@ -248,12 +250,16 @@ def _audit(p: Path, raw, where: str) -> Audit:
             v = [v]
         if not isinstance(v, list) or not v or not all(isinstance(s, str) and s for s in v):
             bad(k, "must be a string or a non-empty list of strings")
+        if not all(is_text(s) for s in v):
+            bad(k, PRINTABLE)
         return v
 
     def string(k):
         v = raw.get(k)
         if v is not None and not (isinstance(v, str) and v):
             bad(k, "must be a non-empty string")
+        if v is not None and not is_text(v):
+            bad(k, PRINTABLE)
         return v
 
     rng = raw.get("range")

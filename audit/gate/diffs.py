@@ -21,7 +21,7 @@ from pathlib import Path
 
 from audit.errors import ActauditError, BadFileError
 from audit.gate import identity as gate_identity
-from audit.gate.schema import SPEC_KEYS, refuse_unknown
+from audit.gate.schema import PRINTABLE, SPEC_KEYS, is_text, refuse_unknown
 from audit.gate.schema import is_number as _num
 
 DIFF_KEYS = set(SPEC_KEYS["diff"])
@@ -51,6 +51,8 @@ def parse(p: Path, raws, where: str) -> list[dict]:
         for k in ("name", "a", "b"):
             if not isinstance(raw[k], str) or not raw[k]:
                 bad(k, "must be a non-empty string")
+            if not is_text(raw[k]):
+                bad(k, PRINTABLE)
         if raw["name"] in names:
             bad("name", f"duplicate name '{raw['name']}'")
         names.add(raw["name"])

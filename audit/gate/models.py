@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 
 from audit.errors import ActauditError, BadFileError
-from audit.gate.schema import SPEC_KEYS, refuse_unknown
+from audit.gate.schema import PRINTABLE, SPEC_KEYS, is_text, refuse_unknown
 from audit.gate.schema import is_number as _num
 
 MODEL_KEYS = set(SPEC_KEYS["model"])
@@ -57,6 +57,8 @@ def parse(p: Path, raws, where: str) -> list[dict]:
                 bad(k, "is missing")
             if not isinstance(raw[k], str) or not raw[k]:
                 bad(k, "must be a non-empty string")
+            if not is_text(raw[k]):
+                bad(k, PRINTABLE)
         if raw["name"] in names:
             bad("name", f"duplicate name '{raw['name']}'")
         names.add(raw["name"])

@@ -262,3 +262,12 @@ def is_number(v) -> bool:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return False
     return abs(v) < 2**1024 if isinstance(v, int) else math.isfinite(v)
+
+
+PRINTABLE = "must be printable (no control or format characters: a newline or ESC would forge lines)"
+
+
+def is_text(v) -> bool:
+    """A non-empty string of printable characters: a name or a target the gate prints (a
+    newline, ESC or a bidirectional override would forge or hide lines of its report)."""
+    return isinstance(v, str) and bool(v) and v.isprintable()
