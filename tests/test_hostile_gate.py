@@ -101,6 +101,11 @@ def test_a_baseline_of_nans_does_not_pass(tmp_path, monkeypatch, capsys):
         ("finding_counts", {"nan": 1.5}, "integer count"),
         ("clip", {"lo": "x", "hi": 1.0, "lo_action": "none", "hi_action": "none"}, "clip.lo"),
         ("clip", [], "clip"),
+        (
+            "clip",
+            {"lo": 1.0, "hi": 2.0, "lo_action": "none", "hi_action": "none", "zzz": 1},
+            "clip.zzz' is unknown in a clip",
+        ),
         ("params", {"limit": "8"}, "params"),
         ("candidate", 3, "candidate"),
     ],

@@ -78,6 +78,7 @@ BASELINE_SCHEMA = "actaudit.baseline/4"
 MAX_FILE = 1 << 24  # bytes of a spec or a baseline
 METRICS = ("max_ulp", "p99_ulp", "mean_ulp", "max_abs", "max_rel")
 COUNTS = ("nan_count", "inf_count", "special_failures")
+CLIP_KEYS = ("lo", "hi", "lo_action", "hi_action", "lo_safe", "hi_safe", "note")
 BASELINE_KEYS = ("schema", "actaudit", "spec", "verdict", "entries")
 FLOAT_ENTRY_KEYS = (
     "candidate",
@@ -514,17 +515,7 @@ def entry(r: SweepResult, a: Audit | None = None) -> dict:
         **weighting_mod.baseline_entry(r.weighted),
         "findings": {f["kind"]: f["intervals"] for f in d["findings"]},
         "finding_counts": {f["kind"]: f["count"] for f in d["findings"]},
-        "clip": None
-        if d["clip"] is None
-        else {
-            "lo": d["clip"]["lo"],
-            "hi": d["clip"]["hi"],
-            "lo_action": d["clip"]["lo_action"],
-            "hi_action": d["clip"]["hi_action"],
-            "lo_safe": d["clip"]["lo_safe"],
-            "hi_safe": d["clip"]["hi_safe"],
-            "note": d["clip"]["note"],
-        },
+        "clip": None if d["clip"] is None else {k: d["clip"][k] for k in CLIP_KEYS},
     }
 
 
@@ -672,6 +663,9 @@ def _check_entry(path, where: str, e) -> None:
     if c is not None:
         if not isinstance(c, dict) or not all(k in c for k in ("lo", "hi", "lo_action", "hi_action")):
             bad("clip", "must be null or an object with lo, hi, lo_action, hi_action")
+        for k in c:
+            if k not in CLIP_KEYS:
+                bad(f"clip.{k}", f"is unknown in a clip (known: {', '.join(CLIP_KEYS)})")
         for k in ("lo", "hi", "lo_safe", "hi_safe"):
             if c.get(k) is not None and not _is_num(c[k]):
                 bad(f"clip.{k}", "must be null or a finite number")
