@@ -130,6 +130,11 @@ def _checkpointed(tmp_path, monkeypatch):
         (lambda d: d["summary"].update(sums=[float("nan")]), "sums"),
         (lambda d: d.update(findings=[{"kind": "nan", "count": -5}]), "finding"),
         (lambda d: d.update(arrays="../../etc/passwd"), "arrays"),
+        (lambda d: d.update(zzz=1), "key 'zzz' is unknown in a checkpoint"),
+        (lambda d: d["summary"].update(zzz=1), "key 'summary.zzz' is unknown"),
+        (lambda d: d.update(mono_last=[[float("nan"), 0.5, 0.5]]), "'mono_last' entries"),
+        (lambda d: d.update(mono_last=[[1.0, 0.5]]), "'mono_last' entries"),
+        (lambda d: d.update(mono_last=["x"]), "'mono_last' entries"),
     ],
 )
 def test_a_tampered_checkpoint_is_refused(tmp_path, monkeypatch, edit, needle):

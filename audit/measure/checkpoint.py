@@ -34,6 +34,18 @@ from audit.errors import BadFileError, ExecutorError
 from audit.io import atomic_path, load_json, load_npz
 
 SCHEMA = "actaudit.checkpoint/1"
+# what save() writes: the run's state (Merged.state) beside the schema, fingerprint and arrays
+TOP_KEYS = (
+    "schema",
+    "fingerprint",
+    "arrays",
+    "done",
+    "n_mpmath",
+    "summary",
+    "mono_last",
+    "findings",
+    "hidden",
+)
 SAVE_EVERY = 30.0  # seconds between saves during a run
 MAX_STATE = 1 << 26  # bytes of a state's JSON
 MAX_ARRAYS = (1 << 24) * 8 + (1 << 20)  # the error arrays of an exact p99: at most 2^24 float64
@@ -60,10 +72,16 @@ def validate(doc: dict, n_chunks: int, chunk_counts: list[int] | None = None) ->
         if not ok:
             raise ValueError(what)
 
+    from audit.measure.metrics import STATE_FIELDS
+
+    for k in doc:
+        need(k in TOP_KEYS, f"key '{k}' is unknown in a checkpoint")
     need(_int(doc.get("done"), 0, n_chunks), f"'done' must be an integer in [0, {n_chunks}]")
     need(_int(doc.get("n_mpmath")), "'n_mpmath' must be an integer >= 0")
     s = doc.get("summary")
     need(isinstance(s, dict), "'summary' is missing")
+    for k in s:
+        need(k in STATE_FIELDS or k in ("sums", "hist"), f"key 'summary.{k}' is unknown in a checkpoint")
     for k in ("count", "finite", "correct", "nan_count", "inf_count", "overflow_ok", "max_ulp_distance"):
         need(_int(s.get(k)), f"'summary.{k}' must be an integer >= 0")
     need(
@@ -121,6 +139,19 @@ def validate(doc: dict, n_chunks: int, chunk_counts: list[int] | None = None) ->
     )
     ml = doc.get("mono_last")
     need(ml is None or isinstance(ml, list), "'mono_last' must be null or a list")
+    for e in ml or []:  # per monotone piece: None or [x, got, exact] (x and got finite)
+        need(
+            e is None
+            or (
+                isinstance(e, list)
+                and len(e) == 3
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in e)
+                and math.isfinite(e[0])
+                and math.isfinite(e[1])
+                and not math.isnan(e[2])
+            ),
+            "'mono_last' entries must be null or [x, got, exact] numbers (x and got finite)",
+        )
 
 
 def fingerprint(job, n_chunks: int) -> dict:
