@@ -147,3 +147,36 @@ def test_a_tampered_checkpoint_is_refused(tmp_path, monkeypatch, edit, needle):
     state.write_text(json.dumps(doc))
     with pytest.raises(BadFileError, match=needle):
         audit.sweep("gelu.tanh", dtype="fp32", range=rng, exhaustive=True, checkpoint=tmp_path)
+
+
+@pytest.mark.parametrize(
+    "members,needle",
+    [
+        ({"extra": np.zeros(3)}, "unknown member(s) ['extra']"),
+        ({"format": np.str_("bf16")}, "member 'format' says 'bf16', not fp16"),
+        # bits and values of the same side both read: a disagreement is refused, not resolved
+        ({"y": np.array([0.25, 0.5, 1.0], np.float16)}, "members 'y_bits' and 'y' disagree"),
+        ({"x": np.array([0.5, 1.0, 2.0], np.float16)}, "members 'x_bits' and 'x' disagree"),
+    ],
+    ids=["unknown", "format", "y-pair", "x-pair"],
+)
+def test_a_dump_npz_is_bound_to_what_it_holds(tmp_path, capsys, members, needle):
+    x = np.array([0.5, 1.0, 1.5], np.float16)
+    y = np.array([0.25, 0.75, 1.25], np.float16)  # (not GELU: the members are what is tested)
+    doc = {"x_bits": x.view(np.uint16), "y_bits": y.view(np.uint16), **members}
+    np.savez(tmp_path / "d.npz", **doc)
+    code, _, err = run(
+        capsys, "sweep", f"dump:{tmp_path / 'd.npz'}", "--reference", "gelu", "--dtype", "fp16"
+    )
+    assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_a_dump_npz_whose_pairs_agree_is_read(tmp_path, capsys):
+    x = np.array([0.5, 1.0, np.nan], np.float16)
+    y = np.array([0.25, 0.75, np.nan], np.float16)
+    doc = {"x_bits": x.view(np.uint16), "x": x, "y_bits": y.view(np.uint16), "y": y.astype(np.float64)}
+    np.savez(tmp_path / "d.npz", **doc, format=np.str_("fp16"), reference=np.str_("gelu"))
+    code, out, err = run(
+        capsys, "sweep", f"dump:{tmp_path / 'd.npz'}", "--reference", "gelu", "--dtype", "fp16"
+    )
+    assert code == 0, err

@@ -72,6 +72,36 @@ def _parse_hex_or_float(cells: list[str], fmt: Format, what: str, path) -> np.nd
     return _values(fmt, decimal_floats(cells, f"{path}: {what}"), what, path)
 
 
+# the members a dump .npz may hold: inputs and outputs (bits, values or both) and what
+# `actaudit golden` writes beside them
+NPZ_MEMBERS = ("x_bits", "x", "inputs", "y_bits", "y", "outputs", "exact", "exact_lo", "format", "reference")
+
+
+def _check_members(p, z, fmt: Format) -> None:
+    """Refuse a member the format does not know, a 'format' that is not ``fmt``, and bits
+    and values of the same side that disagree (both are read; neither may be ignored)."""
+    unknown = sorted(set(z) - set(NPZ_MEMBERS))
+    if unknown:
+        raise BadFileError(f"{p}: unknown member(s) {unknown} (known: {', '.join(NPZ_MEMBERS)})")
+    if "format" in z:
+        named = z["format"]
+        if named.dtype.kind != "U" or named.shape != () or str(named) != fmt.name:
+            raise BadFileError(f"{p}: member 'format' says {str(named)[:40]!r}, not {fmt.name}")
+    for side in (("x_bits", "x", "inputs"), ("y_bits", "y", "outputs")):
+        held = [k for k in side if k in z]
+        if len(held) > 1:
+            vals = [_values(fmt, z[k], f"'{k}'", p) for k in held]
+            for k, v in zip(held[1:], vals[1:]):
+                a, nan = vals[0], np.isnan(vals[0])  # (a NaN's payload is not compared)
+                same = (
+                    v.shape == a.shape
+                    and bool(np.array_equal(np.isnan(v), nan))
+                    and bool(np.array_equal(fmt.to_bits(v[~nan]), fmt.to_bits(a[~nan])))
+                )
+                if not same:
+                    raise BadFileError(f"{p}: members '{held[0]}' and '{k}' disagree")
+
+
 def dump_limit(fmt: Format) -> int:
     """Bytes a dump of ``fmt`` may hold (decoded): for a format of 16 bits or fewer, what
     every finite value as x and y in float64 or in CSV text can take; else MAX_DUMP_BYTES."""
@@ -94,6 +124,7 @@ def _read_columns(
         if suffix == ".npz":
             z = load_npz(p, limit, "dump", regular=regular)
             keys = set(z)
+            _check_members(p, z, fmt)
             xk = next((k for k in ("x_bits", "x", "inputs") if k in keys), None)
             yk = next((k for k in ("y_bits", "y", "outputs") if k in keys), None)
             if inputs_only and xk is not None:  # golden --inputs: the x key alone will do
