@@ -1,6 +1,9 @@
 """actaudit model --fix: an fp16 erf-GELU whose 1 + erf cancels, rewritten to ORT's GELU
-kernel; the written model's site and output are better on the data, measured by the tool
-and here (our own ORT sessions of both models, mpmath for the correct GELU)."""
+kernel; an fp16 written-out softplus whose Exp overflows, rewritten to ORT's Softplus;
+the written model's site and output are better on the data, measured by the tool and here
+(our own ORT sessions of both models, mpmath for the correctly rounded activation).  And
+the rule: a rewrite that is worse on the data (an fp64 softplus, whose only kernel is
+fp32's) is not written."""
 
 from __future__ import annotations
 
@@ -46,13 +49,26 @@ def _cli(args):
     return code, out.getvalue()
 
 
-def _cr16_gelu(x: np.ndarray) -> np.ndarray:
+def _gelu(v):
+    import mpmath
+
+    return v / 2 * (1 + mpmath.erf(v / mpmath.sqrt(2)))
+
+
+def _softplus(v):
+    import mpmath
+
+    return mpmath.log1p(mpmath.exp(v))
+
+
+def _cr16_gelu(x: np.ndarray, f=_gelu) -> np.ndarray:
+    """RN_fp16(f(x)) elementwise, f evaluated by mpmath at 80 bits."""
     import mpmath
 
     mpmath.mp.prec = 80
     out = np.empty(x.shape, np.float16)
     for i, v in np.ndenumerate(x.astype(np.float64)):
-        g = mpmath.mpf(v) / 2 * (1 + mpmath.erf(mpmath.mpf(v) / mpmath.sqrt(2)))
+        g = f(mpmath.mpf(v))
         a = np.float16(float(g))  # then the nearest of its neighbours, decided exactly
         cands = [c for c in (np.nextafter(a, np.float16(-1e4)), a, np.nextafter(a, np.float16(1e4)))]
         out[i] = min(
@@ -120,3 +136,124 @@ def test_fix_rewrites_a_cancelling_fp16_erf_gelu_and_both_site_and_output_improv
     d0 = np.abs(z0.astype(np.float64) - ideal)
     d1 = np.abs(z1.astype(np.float64) - ideal)
     assert d1.max() <= d0.max() and d1.mean() < d0.mean(), (d0.max(), d1.max(), d0.mean(), d1.mean())
+
+
+class _Softplus:  # torch's export of log(1 + exp(16 x)) (log1p(exp(.)) exports the same)
+    @staticmethod
+    def export(path, dtype):
+        torch = optional("torch")
+
+        class SP(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(8, 4)
+
+            def forward(self, x):
+                return self.lin(torch.log(1 + torch.exp(x * 16.0)))
+
+        torch.manual_seed(0)
+        net = SP().to(dtype).eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                net, (torch.randn(4, 8).to(dtype),), str(path), dynamo=False, opset_version=17,
+                input_names=["x"], dynamic_axes={"x": {0: "batch"}},
+            )  # fmt: skip
+        return path
+
+
+def _sess(m, extra=()):
+    import onnx
+    import onnxruntime as ort
+
+    m2 = onnx.ModelProto()
+    m2.CopyFrom(m)
+    for t in extra:
+        m2.graph.output.append(onnx.helper.make_empty_tensor_value_info(t))
+    return ort.InferenceSession(m2.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def test_fix_rewrites_an_overflowing_fp16_softplus_and_both_site_and_output_improve(tmp_path):
+    optional("torch")
+    pytest.importorskip("onnxruntime")
+    import onnx
+
+    from audit.model import scan as scan_mod
+
+    src = _Softplus.export(tmp_path / "sp16.onnx", optional("torch").float16)
+    x = (np.random.default_rng(3).standard_normal((64, 8)) * 4).astype(np.float16)
+    np.savez(tmp_path / "data.npz", x=x)
+    out = tmp_path / "fixed.onnx"
+    args = [str(src), "--data", str(tmp_path / "data.npz")]
+    code, text = _cli([*args, "--fix", str(out), "--json", "-"])
+    assert code == 0, text
+    doc = json.loads(text)
+    [r] = doc["rewrites"]
+    assert r["site"] == "s1" and r["rewrite"] == "softplus-kernel" and r["kept"], r
+    assert doc["written"] == str(out)
+    b, a = r["before"]["weighted"], r["after"]["weighted"]  # the tool's figures
+    assert b["inf"] > 0 and a["inf"] == 0 and a["p99_ulp"] < b["p99_ulp"] and a["mean_ulp"] < b["mean_ulp"]
+    jb = doc["before"]["effect"]["joint"]["outputs"]
+    ja = doc["after"]["effect"]["joint"]["outputs"]
+    assert [o["nonfinite_changed"] for o in ja.values()] == [0]
+    assert all(o["nonfinite_changed"] > 0 for o in jb.values())
+    code, text = _cli([*args, "--fix", str(tmp_path / "f2.onnx")])
+    assert code == 0 and max(map(len, text.splitlines())) <= 80 and "softplus-kernel" in text
+    # the written graph: the three nodes became Cast, Softplus, Cast on the same tensors
+    [site] = scan_mod.scan(scan_mod.load(src))
+    assert site.pattern == "softplus" and len(site.nodes) == 3
+    fixed, orig = onnx.load(out), onnx.load(src)
+    new = [n for n in fixed.graph.node if n.name.startswith("actaudit_fix_s1")]
+    assert [n.op_type for n in new] == ["Cast", "Softplus", "Cast"]
+    assert new[0].input[0] == site.input and new[-1].output[0] == site.output
+    assert not {"Exp", "Log"} & {n.op_type for n in fixed.graph.node}
+    # independently: our own sessions of both models, the site against mpmath's RN_fp16
+    yname = orig.graph.output[0].name
+    z0, h0, g0 = _sess(orig, [site.input, site.output]).run([yname, site.input, site.output], {"x": x})
+    z1, h1, g1 = _sess(fixed, [site.input, site.output]).run([yname, site.input, site.output], {"x": x})
+    assert np.array_equal(h0, h1) and float(h0.max()) > 89  # past fp32's exp overflow (88.72)
+    cr = _cr16_gelu(h0, _softplus)
+    assert np.isfinite(cr).all()
+    bad0, bad1 = np.count_nonzero(g0 != cr), np.count_nonzero(g1 != cr)
+    assert np.isinf(g0).any() and np.isfinite(g1).all()
+    assert bad1 < bad0 and bad1 <= cr.size // 100, (bad0, bad1)
+    # the output: the suffix fed the correctly rounded softplus (our own session)
+    suffix = tmp_path / "suffix.onnx"
+    onnx.utils.extract_model(str(src), str(suffix), [site.output], [yname])
+    ideal = _sess(onnx.load(suffix)).run(None, {site.output: cr})[0].astype(np.float64)
+    d0, d1 = z0.astype(np.float64) - ideal, z1.astype(np.float64) - ideal
+    assert not np.isfinite(d0).all() and np.isfinite(d1).all()
+    fin = np.isfinite(d0)
+    assert np.abs(d1[fin]).max() <= np.abs(d0[fin]).max() and np.abs(d1).max() <= np.abs(ideal).max() * 2**-9
+
+
+def test_fix_does_not_write_a_rewrite_that_is_worse_an_fp64_softplus(tmp_path):
+    torch = optional("torch")
+    pytest.importorskip("onnxruntime")
+    import mpmath
+
+    from audit.model import rewrite
+    from audit.model import scan as scan_mod
+
+    src = _Softplus.export(tmp_path / "sp64.onnx", torch.float64)
+    x = np.random.default_rng(5).uniform(-0.2, 0.2, (64, 8))  # the site sees 16 x: [-3.2, 3.2]
+    np.savez(tmp_path / "data.npz", x=x)
+    out = tmp_path / "fixed.onnx"
+    code, text = _cli([str(src), "--data", str(tmp_path / "data.npz"), "--fix", str(out), "--json", "-"])
+    assert code == 0, text
+    doc = json.loads(text)
+    [r] = doc["rewrites"]
+    assert (
+        r["rewrite"] == "softplus-kernel" and not r["kept"] and r["why"] == "the site is worse on the data"
+    ), r
+    assert doc["written"] is None and not out.exists()
+    # independently: the rewrite (its fp32 Softplus between casts) is worse than the fp64
+    # Exp/Add/Log at the site, against mpmath
+    model = scan_mod.load(src)
+    [site] = scan_mod.scan(model)
+    h, g0 = _sess(model, [site.input, site.output]).run([site.input, site.output], {"x": x})
+    [g1] = _sess(rewrite.apply(model, site, "softplus-kernel"), [site.output]).run([site.output], {"x": x})
+    mpmath.mp.prec = 120
+    exact = np.array([float(_softplus(mpmath.mpf(float(v)))) for v in h.ravel()])
+    e0, e1 = np.abs(g0.ravel() - exact), np.abs(g1.ravel() - exact)
+    assert e1.mean() > 1e3 * e0.mean() and e0.max() > 0

@@ -12,16 +12,26 @@ the site's input and output tensors (so the rest of the graph is untouched):
   Casts to fp32 and back: ORT would otherwise inline a GELU of that format into fp32
   Mul/Erf/Add nodes, the same cancellation; with the casts it runs its fp32 GELU kernel;
 * ``gelu-approximate-none``: a ``Gelu`` node with approximate="tanh" gets
-  approximate="none" (the exact erf form; same node, one attribute).
+  approximate="none" (the exact erf form; same node, one attribute);
+* ``softplus-kernel``: a written-out softplus ``Log(Add(1, Exp(x)))`` (its Exp overflows
+  past x = 11.09 in fp16, 88.72 in fp32; its 1 + exp(x) rounds to 1 below x = -16.64 in
+  fp32) becomes one ai.onnx ``Softplus`` node, in Casts to fp32 and back as above (ORT's
+  CPU has no fp16 Softplus).
+
+The site's Constant nodes that nothing else reads go with it.  A rewritten site is worse
+where it is not audited (a Softplus that ORT fuses into the Gemm before it), audited in a
+coarser format than the site was (an fp64 site made an fp32 kernel), or has a larger
+weighted figure (in a finer format, the same absolute error is more ULPs: conservative).
 
 Each candidate rewrite is applied alone to the model and the model re-audited with
 ``--effect`` on the same data: it is kept only if the site is not worse (weighted mean and
 p99 ULP, and the shares of NaN, inf and flushed results, none larger) and no output is
 worse (the joint effect, the distance of each output to the model whose every site is
-correctly rounded: max abs, mean abs and non-finite changes, none larger).  The kept
-rewrites are written together to OUT.onnx, which is audited once more: the before/after
-figures are those of the original model and of the written one.  A rewrite that makes any
-site or output worse there is dropped and the check repeated without it.
+correctly rounded: max abs, mean abs, non-finite changes and changed argmaxes, none
+larger).  The kept rewrites are written together to OUT.onnx, which is audited once more:
+the before/after figures are those of the original model and of the written one.  A
+rewrite that makes any site or output worse there is dropped and the check repeated
+without it.
 """
 
 from __future__ import annotations
@@ -31,7 +41,9 @@ import tempfile
 
 from audit.errors import BadOptionError
 
-REWRITES = ("gelu-kernel", "gelu-approximate-none")
+REWRITES = ("gelu-kernel", "gelu-approximate-none", "softplus-kernel", "sigmoid-kernel")
+KERNEL = {"softplus": ("softplus-kernel", "Softplus"), "sigmoid-tanh": ("sigmoid-kernel", "Sigmoid")}
+KERNEL["sigmoid-exp"] = ("sigmoid-kernel", "Sigmoid")
 
 
 def at_risk(d: dict) -> bool:
@@ -51,6 +63,8 @@ def applicable(site) -> str | None:
         return "gelu-kernel"
     if site.pattern == "Gelu" and site.attributes.get("approximate") == "tanh":
         return "gelu-approximate-none"
+    if site.pattern in KERNEL and site.near is None:
+        return KERNEL[site.pattern][0]
     return None
 
 
@@ -70,41 +84,74 @@ def apply(model, site, rewrite: str):
                 a.s = b"none"
         return m
     if rewrite == "gelu-kernel":
-        drop = {id(names[k]) for k in site.nodes}
-        at = min(i for i, n in enumerate(g.node) if id(n) in drop)
-        keep = [n for n in g.node if id(n) not in drop]
         opset = max((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), default=0)
-        x, y, new = site.input, site.output, []
-        if site.dtype != "fp32":  # ORT inlines a GELU of another format into fp32 Mul/Erf/Add
-            x, y = f"actaudit_fix_{site.id}_x32", f"actaudit_fix_{site.id}_y32"
-            new.append(
-                helper.make_node("Cast", [site.input], [x], name=f"{x}_cast", to=onnx.TensorProto.FLOAT)
-            )
-        name = f"actaudit_fix_{site.id}"
         if opset >= 20:
-            new.append(helper.make_node("Gelu", [x], [y], name=name, approximate="none"))
-        else:
-            new.append(helper.make_node("Gelu", [x], [y], name=name, domain="com.microsoft"))
-            if not any(o.domain == "com.microsoft" for o in m.opset_import):
-                m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-        if y != site.output:
-            elem = {
-                "fp16": onnx.TensorProto.FLOAT16,
-                "bf16": onnx.TensorProto.BFLOAT16,
-                "fp64": onnx.TensorProto.DOUBLE,
-            }
-            new.append(helper.make_node("Cast", [y], [site.output], name=f"{y}_cast", to=elem[site.dtype]))
-        # the new nodes where the site's first node was (graph order stays topological)
-        before = [n for n in g.node[:at] if id(n) not in drop]
-        del g.node[:]
-        g.node.extend(before + new + [n for n in keep if n not in before])
-        return m
+            return _kernel(m, site, "Gelu", {"approximate": "none"})
+        if not any(o.domain == "com.microsoft" for o in m.opset_import):
+            m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+        return _kernel(m, site, "Gelu", {}, domain="com.microsoft")
+    if rewrite in ("softplus-kernel", "sigmoid-kernel") and KERNEL.get(site.pattern, ("",))[0] == rewrite:
+        return _kernel(m, site, KERNEL[site.pattern][1], {})
     raise BadOptionError(f"unknown rewrite '{rewrite}'")
 
 
+def _kernel(m, site, op: str, attrs: dict, domain: str = ""):
+    """``m`` with the site's nodes replaced by one ``op`` node reading the site's input and
+    writing its output; a site in fp16, bf16 or fp64 wrapped in Casts to fp32 and back
+    (tensors ``actaudit_fix_SITE_x32``, ``actaudit_fix_SITE_y32``), so that ORT runs its fp32
+    kernel whatever it would do with the format (inline a function op such as GELU into
+    the same decomposed nodes, or have no kernel of it)."""
+    import onnx
+    from onnx import helper
+
+    g = m.graph
+    names = {n.name or f"{n.op_type}#{i}": n for i, n in enumerate(g.node)}
+    drop = {id(names[k]) for k in site.nodes}
+    at = min(i for i, n in enumerate(g.node) if id(n) in drop)
+    keep = [n for n in g.node if id(n) not in drop]
+    x, y, new = site.input, site.output, []
+    if site.dtype in ("fp16", "bf16", "fp64"):
+        x, y = f"actaudit_fix_{site.id}_x32", f"actaudit_fix_{site.id}_y32"
+        new.append(helper.make_node("Cast", [site.input], [x], name=f"{x}_cast", to=onnx.TensorProto.FLOAT))
+    new.append(helper.make_node(op, [x], [y], name=f"actaudit_fix_{site.id}", domain=domain, **attrs))
+    if y != site.output:
+        elem = {
+            "fp16": onnx.TensorProto.FLOAT16,
+            "bf16": onnx.TensorProto.BFLOAT16,
+            "fp64": onnx.TensorProto.DOUBLE,
+        }
+        new.append(helper.make_node("Cast", [y], [site.output], name=f"{y}_cast", to=elem[site.dtype]))
+    # the new nodes where the site's first node was (graph order stays topological)
+    before = [n for n in g.node[:at] if id(n) not in drop]
+    nodes = before + new + [n for n in keep if n not in before]
+    # the site's Constant nodes (its 1, 0.5...) that nothing reads any more (none removed
+    # where a node has a subgraph, which could read them by name)
+    fed = {i for n in g.node if id(n) in drop for i in n.input}
+    read = {i for n in nodes for i in n.input} | {o.name for o in g.output}
+    if not any(
+        a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for n in nodes for a in n.attribute
+    ):
+        nodes = [
+            n
+            for n in nodes
+            if not (n.op_type == "Constant" and set(n.output) <= fed and not set(n.output) & read)
+        ]
+    del g.node[:]
+    g.node.extend(nodes)
+    return m
+
+
 def _site_worse(b: dict, a: dict) -> bool:
+    """The site after is worse than before: not audited, audited in a coarser format than
+    before (its ULP figures are not comparable: an fp64 site made an fp32 kernel is worse),
+    or any of its weighted figures larger (in a finer format the same absolute error is
+    more ULPs: the comparison is conservative)."""
+    from audit.model.scan import PRECISION
+
     wb, wa = b.get("weighted") or {}, a.get("weighted") or {}
     if a["status"] != "audited":
+        return True
+    if PRECISION.get(a.get("dtype"), 0) < PRECISION.get(b.get("dtype"), 0):
         return True
     for k in ("mean_ulp", "p99_ulp", "nan", "inf", "underflow"):
         vb, va = _f(wb.get(k)) or 0.0, _f(wa.get(k)) or 0.0
@@ -121,7 +168,7 @@ def _outputs_worse(b: dict, a: dict) -> bool:
         oa = ja["outputs"].get(k)
         if oa is None:
             return True
-        for f in ("max_abs", "mean_abs", "nonfinite_changed"):
+        for f in ("max_abs", "mean_abs", "nonfinite_changed", "argmax_changed"):
             if (_f(oa.get(f)) or 0) > (_f(ob.get(f)) or 0):
                 return True
     return False
@@ -160,6 +207,8 @@ def fix(path, out_path, run, **kw) -> dict:
             s = site_of(doc, a.site)
             if s is None:
                 rec["why"] = "the rewritten site is not found in the rewritten model"
+            elif s["status"] != "audited":
+                rec["why"] = "the rewritten site is not audited: " + (s.get("findings") or ["?"])[-1]
             elif _site_worse(by_id[a.site.id], s):
                 rec["why"] = "the site is worse on the data"
             elif _outputs_worse(before, doc):
