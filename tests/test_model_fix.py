@@ -257,3 +257,103 @@ def test_fix_does_not_write_a_rewrite_that_is_worse_an_fp64_softplus(tmp_path):
     exact = np.array([float(_softplus(mpmath.mpf(float(v)))) for v in h.ravel()])
     e0, e1 = np.abs(g0.ravel() - exact), np.abs(g1.ravel() - exact)
     assert e1.mean() > 1e3 * e0.mean() and e0.max() > 0
+
+
+def _sigmoid(v):
+    import mpmath
+
+    return 1 / (1 + mpmath.exp(-v))
+
+
+def _export_sigmoid(path, form, dtype):
+    torch = optional("torch")
+
+    class S(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            v = x * 4.0
+            return self.lin(0.5 + 0.5 * torch.tanh(v / 2) if form == "tanh" else 1 / (1 + torch.exp(-v)))
+
+    torch.manual_seed(0)
+    net = S().to(dtype).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            net, (torch.randn(4, 8).to(dtype),), str(path), dynamo=False, opset_version=17,
+            input_names=["x"], dynamic_axes={"x": {0: "batch"}},
+        )  # fmt: skip
+    return path
+
+
+def test_fix_rewrites_an_fp16_tanh_sigmoid_to_the_exp_form_and_site_and_output_improve(tmp_path):
+    torch = optional("torch")
+    pytest.importorskip("onnxruntime")
+    import onnx
+
+    from audit.model import scan as scan_mod
+
+    src = _export_sigmoid(tmp_path / "sig16.onnx", "tanh", torch.float16)
+    x = np.random.default_rng(11).uniform(-4.5, 0.5, (64, 8)).astype(np.float16)  # the site: [-18, 2]
+    np.savez(tmp_path / "data.npz", x=x)
+    out = tmp_path / "fixed.onnx"
+    code, text = _cli([str(src), "--data", str(tmp_path / "data.npz"), "--fix", str(out), "--json", "-"])
+    assert code == 0, text
+    doc = json.loads(text)
+    by = {r["rewrite"]: r for r in doc["rewrites"]}
+    assert set(by) == {"sigmoid-kernel", "sigmoid-exp-form"} and doc["written"] == str(out)
+    r = by["sigmoid-exp-form"]
+    assert r["kept"] and not by["sigmoid-kernel"]["kept"], doc["rewrites"]
+    b, a = r["before"]["weighted"], r["after"]["weighted"]  # the tool's figures
+    assert a["p99_ulp"] < b["p99_ulp"] and a["mean_ulp"] < b["mean_ulp"]
+    [site] = scan_mod.scan(scan_mod.load(src))
+    assert site.pattern == "sigmoid-tanh"
+    fixed, orig = onnx.load(out), onnx.load(src)
+    new = [n.op_type for n in fixed.graph.node if n.name.startswith("actaudit_fix_s1")]
+    assert new == ["Neg", "Exp", "Add", "Reciprocal"] and "Tanh" not in {n.op_type for n in fixed.graph.node}
+    # independently: our own sessions, the site's fp16 values against mpmath's RN_fp16(sigmoid)
+    yname = orig.graph.output[0].name
+    z0, h0, g0 = _sess(orig, [site.input, site.output]).run([yname, site.input, site.output], {"x": x})
+    z1, h1, g1 = _sess(fixed, [site.input, site.output]).run([yname, site.input, site.output], {"x": x})
+    assert np.array_equal(h0, h1)
+    cr = _cr16_gelu(h0, _sigmoid)
+    bad0, bad1 = np.count_nonzero(g0 != cr), np.count_nonzero(g1 != cr)
+    assert bad1 < bad0 and bad1 <= cr.size // 100, (bad0, bad1)
+    assert float(g1.min()) >= 0 and float(g1.max()) <= 1  # a form that cannot leave [0, 1]
+    suffix = tmp_path / "suffix.onnx"
+    onnx.utils.extract_model(str(src), str(suffix), [site.output], [yname])
+    ideal = _sess(onnx.load(suffix)).run(None, {site.output: cr})[0].astype(np.float64)
+    d0, d1 = np.abs(z0.astype(np.float64) - ideal), np.abs(z1.astype(np.float64) - ideal)
+    assert d1.max() <= d0.max() and d1.mean() <= d0.mean(), (d0.max(), d1.max(), d0.mean(), d1.mean())
+
+
+def test_fix_does_not_write_the_sigmoid_kernel_where_it_is_worse_than_the_exp_form(tmp_path):
+    torch = optional("torch")
+    pytest.importorskip("onnxruntime")
+    import mpmath
+
+    from audit.model import rewrite
+    from audit.model import scan as scan_mod
+
+    src = _export_sigmoid(tmp_path / "sig32.onnx", "exp", torch.float32)
+    x = np.random.default_rng(12).uniform(-4.5, 0.5, (64, 8)).astype(np.float32)
+    np.savez(tmp_path / "data.npz", x=x)
+    out = tmp_path / "fixed.onnx"
+    code, text = _cli([str(src), "--data", str(tmp_path / "data.npz"), "--fix", str(out), "--json", "-"])
+    assert code == 0, text
+    doc = json.loads(text)
+    [r] = doc["rewrites"]
+    assert r["rewrite"] == "sigmoid-kernel" and not r["kept"] and r["why"] == "the site is worse on the data"
+    assert doc["written"] is None and not out.exists()
+    # independently: ORT's fp32 Sigmoid kernel is farther from mpmath than 1 / (1 + exp(-x))
+    model = scan_mod.load(src)
+    [site] = scan_mod.scan(model)
+    h, g0 = _sess(model, [site.input, site.output]).run([site.input, site.output], {"x": x})
+    [g1] = _sess(rewrite.apply(model, site, "sigmoid-kernel"), [site.output]).run([site.output], {"x": x})
+    mpmath.mp.prec = 80
+    exact = np.array([float(_sigmoid(mpmath.mpf(float(v)))) for v in h.ravel()])
+    e0 = np.abs(g0.ravel().astype(np.float64) - exact) / exact
+    e1 = np.abs(g1.ravel().astype(np.float64) - exact) / exact
+    assert e1.mean() > e0.mean() and e1.max() > e0.max()

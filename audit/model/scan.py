@@ -511,17 +511,25 @@ def _match_product(m: Matcher, fs: list, nodes: list):
 
 
 def _half_tanh(m: Matcher, t: str):
-    """(x, nodes, constant checks) where t = tanh(x / 2) (or tanh(x * 0.5)), else None."""
+    """(x, nodes, constant checks) where t = tanh(x / 2) or tanh(x * 0.5) (the halving one
+    node: x itself may be a product), else None."""
     th = m.node(t, "Tanh")
     if th is None or not m.private(t) or not m.private(th.input[0]):
         return None
-    nodes: list = []
-    fs = m.factors(th.input[0], nodes)
-    ts = [f for f in fs if isinstance(f, str)]
-    cs = [f for f in fs if isinstance(f, Const)]
-    if len(ts) != 1 or len(cs) != 1:
+    n = m.g.producer.get(th.input[0])
+    if n is None or n.domain not in ("", "ai.onnx") or len(n.input) != 2:
         return None
-    return ts[0], [th, *nodes], [cs[0].check("mpf(1)/2", "2")]
+    a, b = n.input
+    if n.op_type == "Div" and m.const(b) is not None and m.const(a) is None:
+        c = m.const(b)
+        assert c is not None
+        return a, [th, n], [Const(c, True, b).check("mpf(1)/2", "2")]
+    if n.op_type == "Mul" and (m.const(a) is None) != (m.const(b) is None):
+        x, k = (a, b) if m.const(a) is None else (b, a)
+        c = m.const(k)
+        assert c is not None
+        return x, [th, n], [Const(c, False, k).check("mpf(1)/2", "2")]
+    return None
 
 
 def _match_tail(m: Matcher, root):
