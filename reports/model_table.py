@@ -241,7 +241,7 @@ def fix_table(doc: dict) -> str:
         w = (d or {}).get("weighted") or {}
         return f"{num(_f(w.get('mean_ulp')))} / {num(_f(w.get('p99_ulp')))}" if w else "-"
 
-    for r in doc["rewrites"]:
+    for r in doc["fix"]:
         lines.append(
             _cut(
                 f"{r['site']:<6}{r['rewrite']:<24}{'yes' if r['kept'] else 'no':<6}"
@@ -251,7 +251,7 @@ def fix_table(doc: dict) -> str:
         )
         if not r["kept"]:
             lines.append(_cut(f"      not kept: {r['why']}", WIDTH))
-    if not doc["rewrites"]:
+    if not doc["fix"]:
         lines.append("no site at risk has a rewrite")
     jb = ((doc["before"].get("effect") or {}).get("joint") or {}).get("outputs", {})
     ja = (((doc.get("after") or {}).get("effect") or {}).get("joint") or {}).get("outputs", {})

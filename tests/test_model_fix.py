@@ -88,7 +88,10 @@ def test_fix_rewrites_a_cancelling_fp16_erf_gelu_and_both_site_and_output_improv
     code, text = _cli([*args, "--fix", str(out), "--json", "-"])
     assert code == 0, text
     doc = json.loads(text)
-    [r] = doc["rewrites"]
+    assert doc["schema"] == "actaudit.model-fix/1" and "rewrites" not in doc
+    assert set(doc) == {"schema", "fix", "written", "before", "after"}
+    [r] = doc["fix"]
+    assert set(r) == {"site", "rewrite", "kept", "why", "before", "after"}
     assert r["rewrite"] == "gelu-kernel" and r["kept"] and doc["written"] == str(out)
     b, a = r["before"]["weighted"], r["after"]["weighted"]
     assert a["p99_ulp"] < b["p99_ulp"] and a["mean_ulp"] < b["mean_ulp"]  # the tool's figures
@@ -188,7 +191,7 @@ def test_fix_rewrites_an_overflowing_fp16_softplus_and_both_site_and_output_impr
     code, text = _cli([*args, "--fix", str(out), "--json", "-"])
     assert code == 0, text
     doc = json.loads(text)
-    [r] = doc["rewrites"]
+    [r] = doc["fix"]
     assert r["site"] == "s1" and r["rewrite"] == "softplus-kernel" and r["kept"], r
     assert doc["written"] == str(out)
     b, a = r["before"]["weighted"], r["after"]["weighted"]  # the tool's figures
@@ -242,10 +245,11 @@ def test_fix_does_not_write_a_rewrite_that_is_worse_an_fp64_softplus(tmp_path):
     code, text = _cli([str(src), "--data", str(tmp_path / "data.npz"), "--fix", str(out), "--json", "-"])
     assert code == 0, text
     doc = json.loads(text)
-    [r] = doc["rewrites"]
+    [r] = doc["fix"]
     assert (
         r["rewrite"] == "softplus-kernel" and not r["kept"] and r["why"] == "the site is worse on the data"
     ), r
+    assert (r["before"]["dtype"], r["after"]["dtype"]) == ("fp64", "fp32")  # the kernel's format
     assert doc["written"] is None and not out.exists()
     # independently: the rewrite (its fp32 Softplus between casts) is worse than the fp64
     # Exp/Add/Log at the site, against mpmath
@@ -302,10 +306,10 @@ def test_fix_rewrites_an_fp16_tanh_sigmoid_to_the_exp_form_and_site_and_output_i
     code, text = _cli([str(src), "--data", str(tmp_path / "data.npz"), "--fix", str(out), "--json", "-"])
     assert code == 0, text
     doc = json.loads(text)
-    by = {r["rewrite"]: r for r in doc["rewrites"]}
+    by = {r["rewrite"]: r for r in doc["fix"]}
     assert set(by) == {"sigmoid-kernel", "sigmoid-exp-form"} and doc["written"] == str(out)
     r = by["sigmoid-exp-form"]
-    assert r["kept"] and not by["sigmoid-kernel"]["kept"], doc["rewrites"]
+    assert r["kept"] and not by["sigmoid-kernel"]["kept"], doc["fix"]
     b, a = r["before"]["weighted"], r["after"]["weighted"]  # the tool's figures
     assert a["p99_ulp"] < b["p99_ulp"] and a["mean_ulp"] < b["mean_ulp"]
     [site] = scan_mod.scan(scan_mod.load(src))
@@ -344,7 +348,7 @@ def test_fix_does_not_write_the_sigmoid_kernel_where_it_is_worse_than_the_exp_fo
     code, text = _cli([str(src), "--data", str(tmp_path / "data.npz"), "--fix", str(out), "--json", "-"])
     assert code == 0, text
     doc = json.loads(text)
-    [r] = doc["rewrites"]
+    [r] = doc["fix"]
     assert r["rewrite"] == "sigmoid-kernel" and not r["kept"] and r["why"] == "the site is worse on the data"
     assert doc["written"] is None and not out.exists()
     # independently: ORT's fp32 Sigmoid kernel is farther from mpmath than 1 / (1 + exp(-x))

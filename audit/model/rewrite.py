@@ -219,7 +219,9 @@ def _outputs_worse(b: dict, a: dict) -> bool:
 
 def fix(path, out_path, run, **kw) -> dict:
     """``run(path, **kw)`` -> (document, ModelAudit) audits a model file with --effect; the
-    fix document {rewrites: [{site, rewrite, kept, why}], before, after (documents)}."""
+    fix document {fix: [{site, rewrite, kept, why, before, after}], written, before, after}:
+    per rewrite tried, the site's entries (actaudit.model/1) before and after it (after:
+    null where the rewritten site is not found), then the two models' documents."""
     import onnx
 
     from audit.io import atomic_path
@@ -245,10 +247,17 @@ def fix(path, out_path, run, **kw) -> dict:
                 continue
             good = []
             for rw in candidates(a.site):
-                rec = {"site": a.site.id, "rewrite": rw, "kept": False, "why": "", "before": by_id[a.site.id]}
+                rec = {
+                    "site": a.site.id,
+                    "rewrite": rw,
+                    "kept": False,
+                    "why": "",
+                    "before": by_id[a.site.id],
+                    "after": None,
+                }
                 tried.append((rec, a.site))
                 doc = audit_of(apply(model, a.site, rw), f"{a.site.id}-{rw}.onnx")
-                s = site_of(doc, a.site)
+                s = rec["after"] = site_of(doc, a.site)
                 if s is None:
                     rec["why"] = "the rewritten site is not found in the rewritten model"
                 elif s["status"] != "audited":
@@ -258,7 +267,7 @@ def fix(path, out_path, run, **kw) -> dict:
                 elif _outputs_worse(before, doc):
                     rec["why"] = "an output is worse on the data"
                 else:
-                    rec["kept"], rec["after"] = True, s
+                    rec["kept"] = True
                     good.append(rec)
             # the best of the site's rewrites under its own observed distribution
             good.sort(key=lambda r: _rank(r["after"]))
@@ -288,7 +297,7 @@ def fix(path, out_path, run, **kw) -> dict:
             kept = [k for k in kept if k not in drop]
             after = None
     return {
-        "rewrites": [r for r, _ in tried],
+        "fix": [r for r, _ in tried],
         "written": out_path if after is not None else None,
         "before": before,
         "after": after,
