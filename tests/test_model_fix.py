@@ -361,3 +361,12 @@ def test_fix_does_not_write_the_sigmoid_kernel_where_it_is_worse_than_the_exp_fo
     e0 = np.abs(g0.ravel().astype(np.float64) - exact) / exact
     e1 = np.abs(g1.ravel().astype(np.float64) - exact) / exact
     assert e1.mean() > e0.mean() and e1.max() > e0.max()
+
+
+def test_allow_custom_ops_does_not_exist(tmp_path):
+    # docs/how-to/fix-model-sites.md: an ORT custom op needs a library built against ORT's
+    # C headers, which the wheel does not ship; the option is refused, not faked
+    code, text = _cli([str(tmp_path / "m.onnx"), "--fix", str(tmp_path / "o.onnx"), "--allow-custom-ops"])
+    assert code == 2 and text.strip().splitlines() == [
+        "actaudit: error: No such option: --allow-custom-ops (see 'actaudit model --help')"
+    ]
