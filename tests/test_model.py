@@ -289,6 +289,20 @@ def test_softplus_and_sigmoid_forms_and_near_misses():
                 {"family": "sigmoid", "params": {}},
                 "x",
             )
+    ratio = [
+        N("Exp", ["x"], ["e"]),
+        const("one", 1.0),
+        N("Add", ["e", "one"], ["a"]),
+        N("Div", ["e", "a"], ["y"]),
+    ]
+    [s] = scan_mod.scan(graph(ratio))
+    assert (s.pattern, s.reference, s.input, len(s.nodes)) == (
+        "sigmoid-ratio",
+        {"family": "sigmoid", "params": {}},
+        "x",
+        3,
+    )
+    assert patterns(graph(ratio, extra_out=("e",))) == [("Exp", True)]  # its Exp read elsewhere: no site
     [e, near] = scan_mod.scan(graph(sig_exp("neg", False, 2.0)))
     assert (e.pattern, near.pattern, near.reference) == ("Exp", "sigmoid-exp", None) and "2.0" in near.near
 

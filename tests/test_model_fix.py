@@ -61,19 +61,18 @@ def _softplus(v):
     return mpmath.log1p(mpmath.exp(v))
 
 
-def _cr16_gelu(x: np.ndarray, f=_gelu) -> np.ndarray:
-    """RN_fp16(f(x)) elementwise, f evaluated by mpmath at 80 bits."""
+def _cr16_gelu(x: np.ndarray, f=_gelu, dt=np.float16) -> np.ndarray:
+    """RN_dt(f(x)) elementwise (fp16 by default), f evaluated by mpmath at 80 bits."""
     import mpmath
 
     mpmath.mp.prec = 80
-    out = np.empty(x.shape, np.float16)
+    out = np.empty(x.shape, dt)
+    bits = np.uint16 if dt == np.float16 else np.uint32
     for i, v in np.ndenumerate(x.astype(np.float64)):
         g = f(mpmath.mpf(v))
-        a = np.float16(float(g))  # then the nearest of its neighbours, decided exactly
-        cands = [c for c in (np.nextafter(a, np.float16(-1e4)), a, np.nextafter(a, np.float16(1e4)))]
-        out[i] = min(
-            cands, key=lambda c: (abs(mpmath.mpf(float(c)) - g), int(np.array(c).view(np.uint16)) & 1)
-        )
+        a = dt(float(g))  # then the nearest of its neighbours, decided exactly
+        cands = [c for c in (np.nextafter(a, dt(-np.inf)), a, np.nextafter(a, dt(np.inf)))]
+        out[i] = min(cands, key=lambda c: (abs(mpmath.mpf(float(c)) - g), int(np.array(c).view(bits)) & 1))
     return out
 
 
@@ -370,3 +369,88 @@ def test_allow_custom_ops_does_not_exist(tmp_path):
     assert code == 2 and text.strip().splitlines() == [
         "actaudit: error: No such option: --allow-custom-ops (see 'actaudit model --help')"
     ]
+
+
+def test_fix_clips_the_overflowing_exp_of_a_ratio_sigmoid_with_an_exact_bound(tmp_path):
+    torch = optional("torch")
+    pytest.importorskip("onnxruntime")
+    import mpmath
+    import onnx
+
+    from audit.model import scan as scan_mod
+
+    class S(torch.nn.Module):  # e / (1 + e), e = exp(16 x): NaN (inf / inf) past x = 88.72 / 16
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            e = torch.exp(x * 16.0)
+            return self.lin(e / (1 + e))
+
+    torch.manual_seed(0)
+    src = tmp_path / "ratio.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            S().eval(), (torch.randn(4, 8),), str(src), dynamo=False, opset_version=17,
+            input_names=["x"], dynamic_axes={"x": {0: "batch"}},
+        )  # fmt: skip
+    x = (np.random.default_rng(3).standard_normal((64, 8)) * 4).astype(np.float32)
+    np.savez(tmp_path / "data.npz", x=x)
+    out = tmp_path / "fixed.onnx"
+    code, text = _cli([str(src), "--data", str(tmp_path / "data.npz"), "--fix", str(out), "--json", "-"])
+    assert code == 0, text
+    doc = json.loads(text)
+    by = {r["rewrite"]: r for r in doc["fix"]}
+    assert set(by) == {"sigmoid-kernel", "sigmoid-exp-form", "exp-clip"}, doc["fix"]
+    r = by["exp-clip"]
+    assert r["kept"] and doc["written"] == str(out) and not by["sigmoid-kernel"]["kept"]
+    b, a = r["before"]["weighted"], r["after"]["weighted"]  # the tool's figures
+    assert b["nan"] > 0 and a["nan"] == 0 and a["p99_ulp"] <= b["p99_ulp"]
+    # the graph edit: one Clip(x, max=H) in front of the Exp, H exact: the largest fp32
+    # whose exp is finite (below FLT_MAX + half an ulp), where e^H / (1 + e^H) is 1
+    [site] = scan_mod.scan(scan_mod.load(src))
+    assert site.pattern == "sigmoid-ratio"
+    fixed, orig = onnx.load(out), onnx.load(src)
+    [clip] = [n for n in fixed.graph.node if n.op_type == "Clip"]
+    [exp] = [n for n in fixed.graph.node if n.op_type == "Exp"]
+    assert exp.input[0] == clip.output[0] and clip.input[0] == site.input and clip.input[1] == ""
+    [hi] = [onnx.numpy_helper.to_array(t) for t in fixed.graph.initializer if t.name == clip.input[2]]
+    mpmath.mp.prec = 200
+    top = mpmath.log(mpmath.mpf(float(np.finfo(np.float32).max)) + mpmath.mpf(2) ** 103)
+    h = np.float32(float(top))
+    while mpmath.mpf(float(h)) >= top:
+        h = np.nextafter(h, np.float32(0))
+    assert hi.dtype == np.float32 and hi.tobytes() == h.tobytes()
+    assert mpmath.mpf(float(np.nextafter(h, np.float32(np.inf)))) >= top  # the largest one
+    assert mpmath.exp(mpmath.mpf(float(h))) > 2**25  # 1 + e^H rounds to e^H: the ratio is 1
+    # independently: our own sessions; the site where the original is finite is unchanged,
+    # and where it was NaN it is 1, the correct rounding of sigmoid there
+    yname = orig.graph.output[0].name
+    z0, h0, g0 = _sess(orig, [site.input, site.output]).run([yname, site.input, site.output], {"x": x})
+    z1, g1 = _sess(fixed, [site.output]).run([yname, site.output], {"x": x})
+    nan = np.isnan(g0)
+    assert nan.any() and np.array_equal(g1[~nan], g0[~nan]) and np.all(g1[nan] == 1)
+    cr = _cr16_gelu(h0, _sigmoid, np.float32)
+    assert np.all(cr[nan] == 1) and np.count_nonzero(g1 != cr) < np.count_nonzero(g0 != cr)
+    fin = np.isfinite(z0)
+    assert not fin.all() and np.isfinite(z1).all() and np.array_equal(z1[fin], z0[fin])
+    suffix = tmp_path / "suffix.onnx"
+    onnx.utils.extract_model(str(src), str(suffix), [site.output], [yname])
+    ideal = _sess(onnx.load(suffix)).run(None, {site.output: cr})[0].astype(np.float64)
+    assert np.abs(z1.astype(np.float64) - ideal).max() <= 2**-20 * np.abs(ideal).max()
+
+
+def test_exp_clip_bounds_are_the_largest_values_whose_exp_is_finite():
+    import mpmath
+
+    from audit.model.rewrite import exp_clip_bound
+
+    mpmath.mp.prec = 200
+    half = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16)  # every finite fp16 >= 0
+    for engine, fmax, ulp in (("fp32", float(np.finfo(np.float32).max), 2.0**104), ("fp16", 65504.0, 32.0)):
+        top = mpmath.log(mpmath.mpf(fmax) + mpmath.mpf(ulp) / 2)
+        want = max(float(v) for v in half if mpmath.mpf(float(v)) < top)
+        assert exp_clip_bound("fp16", engine) == want, engine
+    assert exp_clip_bound("fp16", "fp32") == 88.6875 and exp_clip_bound("fp16", "fp16") == 11.0859375

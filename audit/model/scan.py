@@ -12,14 +12,15 @@ association torch, TF and Paddle use: ``x * 0.5 * (1 + erf(x / sqrt2))``,
 ``0.5 * x * (...)``, ``(x * (...)) * 0.5``).  Every constant is checked **to the bit**
 against the correct rounding of the exact value in the constant's own dtype (mpmath at
 the format's precision): 1/sqrt(2) or sqrt(2), 0.5 (or a division by 2), 1, 3, 6 or 1/6,
-sqrt(2/pi), 0.044715, 1.702.  Three patterns are not products and are matched from
+sqrt(2/pi), 0.044715, 1.702.  Four patterns are not products and are matched from
 their last node: a written-out softplus ``Log(Add(1, Exp(x)))`` (either operand order;
-torch exports ``log(1 + exp(x))`` and ``log1p(exp(x))`` both so), and two sigmoids:
-``0.5 + 0.5 * tanh(x / 2)`` (also ``0.5 * (1 + tanh(x / 2))``; "sigmoid-tanh") and
+torch exports ``log(1 + exp(x))`` and ``log1p(exp(x))`` both so), and three sigmoids:
+``0.5 + 0.5 * tanh(x / 2)`` (also ``0.5 * (1 + tanh(x / 2))``; "sigmoid-tanh"),
 ``1 / (1 + exp(-x))`` (``Reciprocal`` or ``Div(1, .)``, ``Neg`` or ``* -1``;
-"sigmoid-exp").  A structure that matches with a constant that differs is a
-*near match*: reported as such, with the constant found and the one expected, never taken
-for the pattern (no reference, not audited); the standard ops inside it (its Erf, Tanh or
+"sigmoid-exp") and ``exp(x) / (1 + exp(x))`` (one Exp read by both; "sigmoid-ratio").
+A structure that matches with a constant that differs is a *near match*: reported as
+such, with the constant found and the one expected, never taken for the pattern (no
+reference, not audited); the standard ops inside it (its Erf, Tanh or
 Sigmoid) stay sites of their own.
 """
 
@@ -66,6 +67,7 @@ PATTERNS = (
     "softplus",
     "sigmoid-tanh",
     "sigmoid-exp",
+    "sigmoid-ratio",
 )
 
 
@@ -572,6 +574,21 @@ def _match_tail(m: Matcher, root):
             [root, *nodes, *inner],
             "sigmoid-tanh constant " + "; ".join(bad) if bad else None,
         )
+    if root.op_type == "Div" and len(root.input) == 2:  # exp(x) / (1 + exp(x))
+        exp = m.node(root.input[0], "Exp")
+        add = m.add_const(root.input[1], "1") if m.private(root.input[1]) else None
+        e = root.input[0]
+        if exp is not None and add is not None and add[0] == e:
+            readers = {id(n) for n in m.g.consumers.get(e, ())}
+            if readers == {id(root), id(add[2])} and e not in m.g.outputs:
+                ok, what = add[1]
+                return (
+                    "sigmoid-ratio",
+                    _ref("sigmoid") if ok else None,
+                    exp.input[0],
+                    [exp, add[2], root],
+                    None if ok else f"sigmoid-ratio constant + {what}",
+                )
     one: tuple = (True, "")
     if root.op_type == "Reciprocal":
         den = root.input[0]
