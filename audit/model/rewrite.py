@@ -29,10 +29,10 @@ the site's input and output tensors (so the rest of the graph is untouched):
   the ratio is exactly 1, sigmoid's correct rounding for every larger x.
 
 A site with several candidates has each tried; the best at the site is kept.  The site's
-Constant nodes that nothing else reads go with it.  A rewritten site is worse
-where it is not audited (a Softplus that ORT fuses into the Gemm before it), audited in a
-coarser format than the site was (an fp64 site made an fp32 kernel), or has a larger
-weighted figure (in a finer format, the same absolute error is more ULPs: conservative).
+Constant nodes that nothing else reads go with it.  A rewritten site is worse where it is
+not audited (a Softplus that ORT fuses into the Gemm before it), audited in a coarser
+format than the site was (an fp64 site made an fp32 kernel), or has a larger weighted
+figure (in a finer format, the same absolute error is more ULPs: conservative).
 
 Each candidate rewrite is applied alone to the model and the model re-audited with
 ``--effect`` on the same data: it is kept only if the site is not worse (weighted mean and
@@ -40,10 +40,10 @@ p99 ULP, and the shares of NaN, inf and flushed results, none larger) and no out
 worse (the joint effect, the distance of each output to the model whose every site is
 correctly rounded: max abs, mean abs, non-finite changes and changed argmaxes, none
 larger; max and mean abs not compared where the rewrite leaves fewer non-finite changes:
-they are then over more positions).  The kept rewrites are written together to OUT.onnx, which is audited once more:
-the before/after figures are those of the original model and of the written one.  A
-rewrite that makes any site or output worse there is dropped and the check repeated
-without it.
+they are then over more positions).  The kept rewrites are written together to OUT.onnx,
+which is audited once more: the before/after figures are those of the original model and
+of the written one.  A rewrite that makes any site or output worse there is dropped and
+the check repeated without it.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ import tempfile
 
 import numpy as np
 
-from audit.errors import BadOptionError
+from audit.errors import ActauditError, BadOptionError
 
 REWRITES = (
     "gelu-kernel",
@@ -187,7 +187,6 @@ def _kernel(m, site, op: str, chain: list, domain: str = "", cast: bool = True, 
     (tensors ``actaudit_fix_SITE_x32``, ``actaudit_fix_SITE_y32``), so that ORT runs its fp32
     kernel whatever it would do with the format (inline a function op such as GELU into
     the same decomposed nodes, or have no kernel of it)."""
-    import numpy as np
     import onnx
     from onnx import helper, numpy_helper
 
@@ -251,7 +250,7 @@ def _site_worse(b: dict, a: dict) -> bool:
     wb, wa = b.get("weighted") or {}, a.get("weighted") or {}
     if a["status"] != "audited":
         return True
-    if PRECISION.get(a.get("dtype"), 0) < PRECISION.get(b.get("dtype"), 0):
+    if PRECISION.get(str(a.get("dtype")), 0) < PRECISION.get(str(b.get("dtype")), 0):
         return True
     for k in ("mean_ulp", "p99_ulp", "nan", "inf", "underflow"):
         vb, va = _f(wb.get(k)) or 0.0, _f(wa.get(k)) or 0.0
@@ -299,6 +298,7 @@ def fix(path, out_path, run, **kw) -> dict:
     before, mb = run(path, effect=True, **kw)
     model = scan_mod.load(path)
     by_id = {d["id"]: d for d in before["sites"]}
+    eng = {a.site.id: a.engine.dtype or a.site.dtype for a in mb.sites}  # what the engine computes in
     tried = []
     with tempfile.TemporaryDirectory(prefix="actaudit-fix-") as tmp:
 
@@ -325,7 +325,11 @@ def fix(path, out_path, run, **kw) -> dict:
                     "after": None,
                 }
                 tried.append((rec, a.site))
-                edited = apply(model, a.site, rw, by_id[a.site.id].get("dtype"))
+                try:
+                    edited = apply(model, a.site, rw, eng[a.site.id])
+                except ActauditError as e:  # exp-clip without a bound in these formats
+                    rec["why"] = str(e)
+                    continue
                 doc = audit_of(edited, f"{a.site.id}-{rw}.onnx")
                 s = rec["after"] = site_of(doc, a.site)
                 if s is None:
@@ -348,7 +352,7 @@ def fix(path, out_path, run, **kw) -> dict:
         while kept:
             m = model
             for r, s in kept:
-                m = apply(m, s, r["rewrite"], by_id[r["site"]].get("dtype"))
+                m = apply(m, s, r["rewrite"], eng[r["site"]])
             after = audit_of(m, "all.onnx")
             bad = [
                 (r, s)
