@@ -241,7 +241,7 @@ def fix_table(doc: dict) -> str:
         w = (d or {}).get("weighted") or {}
         return f"{num(_f(w.get('mean_ulp')))} / {num(_f(w.get('p99_ulp')))}" if w else "-"
 
-    for r in doc["rewrites"]:
+    for r in doc["fix"]:
         lines.append(
             _cut(
                 f"{r['site']:<6}{r['rewrite']:<24}{'yes' if r['kept'] else 'no':<6}"
@@ -251,7 +251,7 @@ def fix_table(doc: dict) -> str:
         )
         if not r["kept"]:
             lines.append(_cut(f"      not kept: {r['why']}", WIDTH))
-    if not doc["rewrites"]:
+    if not doc["fix"]:
         lines.append("no site at risk has a rewrite")
     jb = ((doc["before"].get("effect") or {}).get("joint") or {}).get("outputs", {})
     ja = (((doc.get("after") or {}).get("effect") or {}).get("joint") or {}).get("outputs", {})
@@ -259,14 +259,16 @@ def fix_table(doc: dict) -> str:
         lines += [
             "",
             "distance of each output to the model with every site correctly rounded",
-            f"{'output':<16}{'max abs before':>16}{'after':>12}{'mean abs before':>18}{'after':>12}",
+            f"{'output':<12}{'max abs before':>14}{'after':>10}{'mean abs before':>16}{'after':>10}"
+            f"{'non-finite b/a':>16}",
         ]
         for k, ob in jb.items():
             oa = ja.get(k, {})
+            nf = f"{ob.get('nonfinite_changed', 0)} / {oa.get('nonfinite_changed', '-')}"
             lines.append(
                 _cut(
-                    f"{_cut(k, 15):<16}{num(_f(ob['max_abs'])):>16}{num(_f(oa.get('max_abs'))):>12}"
-                    f"{num(_f(ob['mean_abs'])):>18}{num(_f(oa.get('mean_abs'))):>12}",
+                    f"{_cut(k, 11):<12}{num(_f(ob['max_abs'])):>14}{num(_f(oa.get('max_abs'))):>10}"
+                    f"{num(_f(ob['mean_abs'])):>16}{num(_f(oa.get('mean_abs'))):>10}{nf:>16}",
                     WIDTH,
                 )
             )

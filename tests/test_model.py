@@ -215,6 +215,98 @@ def test_silu_quickgelu_hardswish_mish():
     assert patterns(graph(mish)) == [("mish", True)]
 
 
+def test_softplus_and_sigmoid_forms_and_near_misses():
+    H = TensorProto.FLOAT16
+
+    def softplus(order=0, one=1.0, dt=np.float32):
+        add = ["e", "one"] if order == 0 else ["one", "e"]
+        return [N("Exp", ["x"], ["e"]), const("one", one, dt), N("Add", add, ["a"]), N("Log", ["a"], ["y"])]
+
+    def sig_tanh(arg="div", outer="add", half=0.5):
+        if arg == "div":
+            nodes = [const("two", 2.0), N("Div", ["x", "two"], ["u"])]
+        else:
+            nodes = [const("k", 0.5), N("Mul", ["k", "x"], ["u"])]
+        nodes.append(N("Tanh", ["u"], ["t"]))
+        if outer == "add":  # 0.5 + 0.5 * tanh(x / 2)
+            return nodes + [
+                const("h", half),
+                N("Mul", ["t", "h"], ["m"]),
+                const("h2", 0.5),
+                N("Add", ["h2", "m"], ["y"]),
+            ]
+        return nodes + [  # 0.5 * (1 + tanh(x / 2))
+            const("one", 1.0),
+            N("Add", ["t", "one"], ["a"]),
+            const("h", half),
+            N("Mul", ["h", "a"], ["y"]),
+        ]
+
+    def sig_exp(neg="neg", recip=True, one=1.0):
+        nodes = (
+            [N("Neg", ["x"], ["n"])] if neg == "neg" else [const("m1", -1.0), N("Mul", ["x", "m1"], ["n"])]
+        )
+        nodes += [N("Exp", ["n"], ["e"]), const("one", 1.0), N("Add", ["one", "e"], ["a"])]
+        if recip:
+            return nodes + [N("Reciprocal", ["a"], ["y"])]
+        return nodes + [const("num", one), N("Div", ["num", "a"], ["y"])]
+
+    for order in (0, 1):
+        [s] = scan_mod.scan(graph(softplus(order)))
+        assert (s.pattern, s.reference, s.input, s.output) == (
+            "softplus",
+            {"family": "softplus", "params": {}},
+            "x",
+            "y",
+        )
+        assert len(s.nodes) == 3
+    assert patterns(graph(softplus(1, dt=np.float16), elem=H)) == [("softplus", True)]
+    # 1 + 2^-10 in fp16: a near match; its Exp and Log stay sites of their own
+    assert patterns(graph(softplus(0, 1 + 2**-10, np.float16), elem=H)) == [
+        ("Exp", True),
+        ("softplus", False),
+        ("Log", True),
+    ]
+    # an Exp that another node reads is not part of a softplus
+    shared = graph(softplus(), extra_out=("e",))
+    assert patterns(shared) == [("Exp", True), ("Log", True)]
+    for arg in ("div", "mul"):
+        for outer in ("add", "mul"):
+            [s] = scan_mod.scan(graph(sig_tanh(arg, outer)))
+            assert (s.pattern, s.reference, s.input) == (
+                "sigmoid-tanh",
+                {"family": "sigmoid", "params": {}},
+                "x",
+            )
+    near = scan_mod.scan(graph(sig_tanh("div", "add", 0.49)))
+    assert [(s.pattern, s.near is None) for s in near] == [("Tanh", True), ("sigmoid-tanh", False)]
+    assert "0.49" in near[1].near
+    for neg in ("neg", "mul"):
+        for recip in (True, False):
+            [s] = scan_mod.scan(graph(sig_exp(neg, recip)))
+            assert (s.pattern, s.reference, s.input) == (
+                "sigmoid-exp",
+                {"family": "sigmoid", "params": {}},
+                "x",
+            )
+    ratio = [
+        N("Exp", ["x"], ["e"]),
+        const("one", 1.0),
+        N("Add", ["e", "one"], ["a"]),
+        N("Div", ["e", "a"], ["y"]),
+    ]
+    [s] = scan_mod.scan(graph(ratio))
+    assert (s.pattern, s.reference, s.input, len(s.nodes)) == (
+        "sigmoid-ratio",
+        {"family": "sigmoid", "params": {}},
+        "x",
+        3,
+    )
+    assert patterns(graph(ratio, extra_out=("e",))) == [("Exp", True)]  # its Exp read elsewhere: no site
+    [e, near] = scan_mod.scan(graph(sig_exp("neg", False, 2.0)))
+    assert (e.pattern, near.pattern, near.reference) == ("Exp", "sigmoid-exp", None) and "2.0" in near.near
+
+
 def test_standard_ops_and_relu6_and_fused_ops():
     ops = [
         "Sigmoid",

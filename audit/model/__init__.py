@@ -67,7 +67,7 @@ def run_compare(path_a, path_b, json_out=None, **kw):
 
 def run_fix(path, out_path, json_out=None, **kw):
     """``actaudit model MODEL --fix OUT.onnx`` (audit/model/rewrite.py): the fix document
-    {rewrites, written, before, after}; its JSON written to ``json_out`` (not '-')."""
+    {fix, written, before, after}; its JSON written to ``json_out`` (not '-')."""
     from audit.io import dumps, write_text
     from audit.model.rewrite import fix
 

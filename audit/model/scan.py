@@ -12,9 +12,15 @@ association torch, TF and Paddle use: ``x * 0.5 * (1 + erf(x / sqrt2))``,
 ``0.5 * x * (...)``, ``(x * (...)) * 0.5``).  Every constant is checked **to the bit**
 against the correct rounding of the exact value in the constant's own dtype (mpmath at
 the format's precision): 1/sqrt(2) or sqrt(2), 0.5 (or a division by 2), 1, 3, 6 or 1/6,
-sqrt(2/pi), 0.044715, 1.702.  A structure that matches with a constant that differs is a
-*near match*: reported as such, with the constant found and the one expected, never taken
-for the pattern (no reference, not audited); the standard ops inside it (its Erf, Tanh or
+sqrt(2/pi), 0.044715, 1.702.  Four patterns are not products and are matched from
+their last node: a written-out softplus ``Log(Add(1, Exp(x)))`` (either operand order;
+torch exports ``log(1 + exp(x))`` and ``log1p(exp(x))`` both so), and three sigmoids:
+``0.5 + 0.5 * tanh(x / 2)`` (also ``0.5 * (1 + tanh(x / 2))``; "sigmoid-tanh"),
+``1 / (1 + exp(-x))`` (``Reciprocal`` or ``Div(1, .)``, ``Neg`` or ``* -1``;
+"sigmoid-exp") and ``exp(x) / (1 + exp(x))`` (one Exp read by both; "sigmoid-ratio").
+A structure that matches with a constant that differs is a *near match*: reported as
+such, with the constant found and the one expected, never taken for the pattern (no
+reference, not audited); the standard ops inside it (its Erf, Tanh or
 Sigmoid) stay sites of their own.
 """
 
@@ -51,7 +57,18 @@ RNN_DEFAULTS = {"LSTM": ("Sigmoid", "Tanh", "Tanh"), "GRU": ("Sigmoid", "Tanh"),
 RNN_GATES = {"LSTM": ("f", "g", "h"), "GRU": ("f", "g"), "RNN": ("f",)}
 ELEM = {1: "fp32", 10: "fp16", 16: "bf16", 11: "fp64"}
 PRECISION = {"fp16": 11, "bf16": 8, "fp32": 24, "fp64": 53}
-PATTERNS = ("erf-gelu", "tanh-gelu", "silu", "quick-gelu", "hardswish", "mish")
+PATTERNS = (
+    "erf-gelu",
+    "tanh-gelu",
+    "silu",
+    "quick-gelu",
+    "hardswish",
+    "mish",
+    "softplus",
+    "sigmoid-tanh",
+    "sigmoid-exp",
+    "sigmoid-ratio",
+)
 
 
 @dataclass
@@ -335,6 +352,15 @@ def scan(model) -> list[Site]:
             pattern, ref, x, extra, near = res
             emit(root, pattern, ref, x, nodes + extra, near)
 
+    for root in g.nodes:
+        if id(root) in claimed:
+            continue
+        res = _match_tail(m, root)
+        if res is not None:
+            pattern, ref, x, nodes, near = res
+            if not any(id(n) in claimed for n in nodes):
+                emit(root, pattern, ref, x, nodes, near)
+
     for idx, n in enumerate(g.nodes):
         if id(n) in claimed:
             continue
@@ -442,6 +468,22 @@ def _match_product(m: Matcher, fs: list, nodes: list):
                 sp = m.node(th.input[0], "Softplus")
                 if sp is not None and sp.input[0] == x:
                     return "mish", _ref("mish"), x, [th, sp], None
+    # ---- sigmoid as 0.5 * (1 + tanh(x / 2)) (or (1 + tanh(x / 2)) / 2)
+    if len(tensors) == 1 and len(consts) == 1 and m.private(tensors[0]):
+        add = m.add_const(tensors[0], "1")
+        if add is not None:
+            r = _half_tanh(m, add[0])
+            if r is not None:
+                x, inner, checks = r
+                checks = [*checks, (add[1][0], "+ " + add[1][1]), consts[0].check("mpf(1)/2", "2")]
+                bad = [w for ok, w in checks if not ok]
+                return (
+                    "sigmoid-tanh",
+                    None if bad else _ref("sigmoid"),
+                    x,
+                    [add[2], *inner],
+                    "sigmoid-tanh constant " + "; ".join(bad) if bad else None,
+                )
     # ---- x * clip(x + 3, 0, 6) / 6 (or * RN(1/6))
     if len(tensors) == 2 and len(consts) == 1:
         for act, x in ((tensors[0], tensors[1]), (tensors[1], tensors[0])):
@@ -468,6 +510,125 @@ def _match_product(m: Matcher, fs: list, nodes: list):
             )
     del g
     return None
+
+
+def _half_tanh(m: Matcher, t: str):
+    """(x, nodes, constant checks) where t = tanh(x / 2) or tanh(x * 0.5) (the halving one
+    node: x itself may be a product), else None."""
+    th = m.node(t, "Tanh")
+    if th is None or not m.private(t) or not m.private(th.input[0]):
+        return None
+    n = m.g.producer.get(th.input[0])
+    if n is None or n.domain not in ("", "ai.onnx") or len(n.input) != 2:
+        return None
+    a, b = n.input
+    if n.op_type == "Div" and m.const(b) is not None and m.const(a) is None:
+        c = m.const(b)
+        assert c is not None
+        return a, [th, n], [Const(c, True, b).check("mpf(1)/2", "2")]
+    if n.op_type == "Mul" and (m.const(a) is None) != (m.const(b) is None):
+        x, k = (a, b) if m.const(a) is None else (b, a)
+        c = m.const(k)
+        assert c is not None
+        return x, [th, n], [Const(c, False, k).check("mpf(1)/2", "2")]
+    return None
+
+
+def _match_tail(m: Matcher, root):
+    """The patterns matched from their last node (not products): (pattern, reference, x,
+    nodes, near) or None.  ``Log(1 + Exp(x))``; ``0.5 + 0.5 * tanh(x / 2)``;
+    ``1 / (1 + Exp(-x))``."""
+    if root.domain not in ("", "ai.onnx") or not root.input:
+        return None
+    if root.op_type == "Log" and m.private(root.input[0]):  # softplus
+        add = m.add_const(root.input[0], "1")
+        if add is None or not m.private(add[0]):
+            return None
+        e, (ok, what), add_node = add
+        exp = m.node(e, "Exp")
+        if exp is None or not m.private(e):
+            return None
+        near = None if ok else f"softplus constant + {what}"
+        return "softplus", None if near else _ref("softplus"), exp.input[0], [exp, add_node, root], near
+    if root.op_type == "Add":  # 0.5 + 0.5 * tanh(x / 2)
+        add = m.add_const(root.output[0], "mpf(1)/2")
+        if add is None or not m.private(add[0]):
+            return None
+        t, (ok0, what0), _ = add
+        nodes: list = []
+        fs = m.factors(t, nodes)
+        ts = [f for f in fs if isinstance(f, str)]
+        cs = [f for f in fs if isinstance(f, Const)]
+        if len(ts) != 1 or len(cs) != 1:
+            return None
+        r = _half_tanh(m, ts[0])
+        if r is None:
+            return None
+        x, inner, checks = r
+        checks = [*checks, cs[0].check("mpf(1)/2", "2"), (ok0, "+ " + what0)]
+        bad = [w for ok, w in checks if not ok]
+        return (
+            "sigmoid-tanh",
+            None if bad else _ref("sigmoid"),
+            x,
+            [root, *nodes, *inner],
+            "sigmoid-tanh constant " + "; ".join(bad) if bad else None,
+        )
+    if root.op_type == "Div" and len(root.input) == 2:  # exp(x) / (1 + exp(x))
+        exp = m.node(root.input[0], "Exp")
+        add = m.add_const(root.input[1], "1") if m.private(root.input[1]) else None
+        e = root.input[0]
+        if exp is not None and add is not None and add[0] == e:
+            readers = {id(n) for n in m.g.consumers.get(e, ())}
+            if readers == {id(root), id(add[2])} and e not in m.g.outputs:
+                ok, what = add[1]
+                return (
+                    "sigmoid-ratio",
+                    _ref("sigmoid") if ok else None,
+                    exp.input[0],
+                    [exp, add[2], root],
+                    None if ok else f"sigmoid-ratio constant + {what}",
+                )
+    one: tuple = (True, "")
+    if root.op_type == "Reciprocal":
+        den = root.input[0]
+    elif root.op_type == "Div" and len(root.input) == 2 and m.const(root.input[0]) is not None:
+        c = m.const(root.input[0])
+        assert c is not None
+        den = root.input[1]
+        one = Const(c, False, root.input[0]).check("1", "1")
+    else:
+        return None
+    if not m.private(den):  # 1 / (1 + exp(-x))
+        return None
+    add = m.add_const(den, "1")
+    if add is None or not m.private(add[0]):
+        return None
+    e, (ok1, what1), add_node = add
+    exp = m.node(e, "Exp")
+    if exp is None or not m.private(e) or not m.private(exp.input[0]):
+        return None
+    neg = m.node(exp.input[0], "Neg")
+    checks = [(one[0], "1 / " + one[1].lstrip("* ")), (ok1, "+ " + what1)]
+    if neg is not None:
+        x, inner = neg.input[0], [neg]
+    else:
+        inner = []
+        fs = m.factors(exp.input[0], inner)
+        ts = [f for f in fs if isinstance(f, str)]
+        cs = [f for f in fs if isinstance(f, Const)]
+        if len(ts) != 1 or len(cs) != 1 or cs[0].div:
+            return None
+        x = ts[0]
+        checks.append(cs[0].check("-1", "-1"))
+    bad = [w for ok, w in checks if not ok]
+    return (
+        "sigmoid-exp",
+        None if bad else _ref("sigmoid"),
+        x,
+        [root, add_node, exp, *inner],
+        "sigmoid-exp constant " + "; ".join(bad) if bad else None,
+    )
 
 
 def _tanh_gelu_arg(m: Matcher, t: str, x: str):
