@@ -210,7 +210,8 @@ def test_effect_table_fits_80_columns_and_json_keys(tmp_path):
     assert "effect" not in json.loads(out)  # only with --effect
     code, out = _cli(["model", str(p), "--data", str(d), "--effect", "--report", str(tmp_path / "r")])
     html = (tmp_path / "r" / "index.html").read_text()
-    assert code == 0 and 'aria-label="effect ranking"' in html and "all (2 sites)" in html
+    assert code == 0 and "id='effect-ranking'" in html and "<td>2 sites</td>" in html
+    assert "all (2 sites)" in (tmp_path / "r" / "effect-ranking.svg").read_text()
 
 
 def test_a_site_fused_into_its_producer_is_cut_at_the_fused_ops_output(tmp_path):
