@@ -254,3 +254,30 @@ def _sess_opts(m, so, outputs):
     for o in outputs:
         m2.graph.output.append(helper.make_empty_tensor_value_info(o))
     return ort.InferenceSession(m2.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def test_a_selu_site_is_replaced_by_the_correct_rounding_of_selus_own_constants(tmp_path):
+    """Selu's attributes (ONNX's fp32 defaults) are the site's parameters, not the catalog
+    reference's (its exact constants): the effect used to fail on them (a TypeError)."""
+    import mpmath
+
+    g = helper.make_graph(
+        [helper.make_node("Selu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", H, [16, 4])],
+        [helper.make_tensor_value_info("y", H, [16, 4])],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    p = tmp_path / "selu.onnx"
+    onnx.save(m, p)
+    x = (np.random.default_rng(4).standard_normal((16, 4)) * 3).astype(np.float32)
+    np.savez(tmp_path / "b.npz", x=x)
+    r = audit_model(p, data=str(tmp_path / "b.npz"), effect=True)
+    scale = mpmath.mpf("1.0507009873554804934193349852946")
+    alpha = mpmath.mpf("1.6732632423543772848170429916717")
+    cr = cr32(lambda v: scale * (v if v > 0 else alpha * mpmath.expm1(v)), x)
+    y = _sess(m).run(None, {"x": x})[0]
+    d = np.abs(cr.astype(np.float64) - y.astype(np.float64))
+    got = r.effect["sites"]["s1"]["outputs"]["y"]
+    assert got["max_abs"] == float(d.max()) and got["mean_abs"] == pytest.approx(float(d.mean()), rel=1e-12)

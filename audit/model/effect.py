@@ -23,11 +23,14 @@ rounded values and the rest of the graph is kept:
 * the sites are ranked by effect: the largest ``argmax_changed`` over the outputs, then
   the largest ``max_abs`` relative to that output's largest magnitude (``score``);
 * the **joint** effect: every site replaced at once.  A site downstream of another then
-  reads the values computed from its upstream sites' correct roundings: the suffix of all
-  the cuts is run again, each time fed RN(f(x)) at the x the previous run gave, until the
-  feeds no longer change (at most one run per site more than the graph's depth of sites).
+  reads the values computed from its upstream sites' correct roundings: the cuts are taken
+  level by level down the graph (level 0: no cut above the site's input; level k: one of
+  level k - 1 above it), the suffix of all the cuts run once per level, and after each run
+  the sites of the next level fed RN(f(x)) at the x it gave (their x is then final): one run
+  more than the deepest level, and one correct rounding per site and batch.
 
-Cost: one pass of the whole model and one run of a suffix per site and batch.
+Cost: one pass of the whole model, one run of a suffix per site and batch, and the joint
+runs; every suffix session is built once and reused for every batch.
 """
 
 from __future__ import annotations
@@ -41,8 +44,6 @@ from audit.errors import BadFileError
 from audit.model import capture as capture_mod
 from audit.model import optimized as opt_mod
 from audit.numbers.formats import get_format
-
-JOINT_ROUNDS = 64  # at most this many runs of the joint suffix per batch
 
 
 @dataclass
@@ -251,11 +252,14 @@ def _outer(sub) -> list:
 def correctly_rounded(c: Cut, x: np.ndarray, y_engine: np.ndarray, count: bool = True) -> np.ndarray:
     """RN_F(f(x)) in the cut tensor's format F, shaped like the engine's values; non-finite
     inputs keep the engine's value (counted in ``c.nonfinite``)."""
-    from audit.oracle.oracle import evaluate, exact_points
+    from audit.oracle.oracle import _compute, evaluate, exact_points, fast_path_applies
     from audit.oracle.references import get_reference
 
     fmt = get_format(c.fmt)
     ref = get_reference(c.family)
+    params = {k: v for k, v in c.params.items() if k in ref.params}  # selu: its own constants
+    xfmt = _FORMAT_OF.get(np.asarray(x).dtype.name)
+    xfmt = None if xfmt is None else get_format(xfmt)
     xs = np.asarray(x, dtype=np.float64).reshape(-1)
     out = np.asarray(y_engine, dtype=np.float64).reshape(-1).copy()
     fin = np.isfinite(xs)
@@ -267,11 +271,54 @@ def correctly_rounded(c: Cut, x: np.ndarray, y_engine: np.ndarray, count: bool =
         with np.errstate(all="ignore"):
             representable = bool(np.all(fmt.round(u) == u))
         if representable:
-            r = evaluate(ref, fmt, u, c.params).rounded
-        else:  # x wider than the cut's format (a kernel that computes in fp32 and casts)
-            r = exact_points(ref, u, fmt, ref.with_defaults(c.params)).rounded
+            r = evaluate(ref, fmt, u, params).rounded
+        elif fast_path_applies(ref, fmt) and xfmt is not None and xfmt.p <= 24:
+            # x wider than the cut's format (a kernel that computes in fp32 and casts): the
+            # fast path at those x, mpmath where it cannot decide (as sweep does for inputs
+            # of another format)
+            r = _compute(ref, fmt, u, ref.with_defaults(params)).rounded
+        else:
+            r = exact_points(ref, u, fmt, ref.with_defaults(params)).rounded
         out[fin] = r[inv]
     return out.reshape(np.shape(y_engine)).astype(np.asarray(y_engine).dtype)
+
+
+def levels(opt, cuts: list) -> dict:
+    """cut tensor -> its level: 0 where no other cut tensor lies above the tensors its x is
+    read from in the optimized graph, else one more than the highest level above (a site
+    whose x is read from the graph without optimizations is level 0: its x is the engine's)."""
+    g = opt.graph
+    producer = {o: n for n in g.node for o in n.output}
+    cut = {c.tensor for c in cuts}
+    above: dict[str, set] = {}
+    for c in cuts:
+        ups = above.setdefault(c.tensor, set())
+        if c.unoptimized:
+            continue
+        todo, seen = list(c.reads), set()
+        while todo:
+            t = todo.pop()
+            if t in seen:
+                continue
+            seen.add(t)
+            if t in cut and t != c.tensor:
+                ups.add(t)
+                continue
+            n = producer.get(t)
+            if n is not None:
+                todo.extend(i for i in n.input if i)
+    out: dict[str, int] = {}
+
+    def lv(t: str, path: tuple = ()) -> int:
+        if t not in out:
+            if t in path:
+                raise BadFileError(f"the sites' cuts form a cycle through {t}")
+            out[t] = 1 + max((lv(u, (*path, t)) for u in above[t]), default=-1)
+        return out[t]
+
+    for t in above:
+        lv(t)
+    return out
 
 
 def _x_of(c: Cut, vals: dict) -> np.ndarray:
@@ -318,6 +365,8 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
     joint_model = suffix(opt, joint_types, outs + joint_reads)
     joint = _session(joint_model, "graph cut at every site")
     joint_inputs = {i.name for i in joint_model.graph.input}
+    level = levels(opt, cuts)
+    top = max(level.values(), default=0)
     stats = {c.site: {o: Stats() for o in outs} for c in cuts}
     jstats = {o: Stats() for o in outs}
     rounds_max = 0
@@ -335,7 +384,8 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
             f[c.tensor] = crs[c.site]
             for o, v in zip(outs, _run(sessions[c.tensor], outs, f, label)):
                 stats[c.site][o].add(base[o], v)
-        # joint: iterate until the feeds are the correct roundings of the x they produce
+        # joint: the cuts level by level down the graph; a cut's x is final once every cut
+        # above it is fed its correct rounding at its final x (level 0: no cut above)
         jf = {k: v for k, v in feed.items() if k in joint_inputs}
         for c in cuts:
             jf[c.tensor] = crs[c.site]
@@ -345,13 +395,11 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
             rounds += 1
             res = dict(zip(names, _run(joint, names, jf, label)))
             res.update({t: got[t] for t in unopt_reads})  # fused sites: their x as run
-            new = {c.tensor: correctly_rounded(c, _x_of(c, res), got[c.tensor], False) for c in cuts}
-            changed = any(new[t].tobytes() != jf[t].tobytes() for t in new)
-            jf.update(new)
-            if not changed:
+            if rounds > top:
                 break
-            if rounds >= JOINT_ROUNDS:
-                raise BadFileError(f"{label}: the joint effect did not settle in {JOINT_ROUNDS} runs")
+            for c in cuts:
+                if level[c.tensor] == rounds:
+                    jf[c.tensor] = correctly_rounded(c, _x_of(c, res), got[c.tensor], False)
         rounds_max = max(rounds_max, rounds)
         for o in outs:
             jstats[o].add(base[o], res[o])
@@ -375,6 +423,7 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
     }
 
 
+_FORMAT_OF = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 _ORT_ELEM = {1: "tensor(float)", 10: "tensor(float16)", 11: "tensor(double)", 16: "tensor(bfloat16)"}
 
 
