@@ -123,7 +123,9 @@ def main() -> int:
         cache.mkdir()
         env = {**os.environ, "ACTAUDIT_CACHE_DIR": str(cache), "COLUMNS": "80"}
         envs = {t: {**env, "PYTHONPATH": t} for t in trees}
-        cases = {(t, e): command(t, model, a.rows, a.hidden, a.batches, e) for t in trees for e in (False, True)}
+        cases = {
+            (t, e): command(t, model, a.rows, a.hidden, a.batches, e) for t in trees for e in (False, True)
+        }
         times: dict = {k: [] for k in cases}
         for t in trees:  # warm: the oracle cache, the bytecode
             timed(cases[t, False], envs[t], tmp)
