@@ -13,6 +13,9 @@ rounded values and the rest of the graph is kept:
   the fused op's output, and its input x, which lives inside that kernel, is read from
   the graph without optimizations (said in ``notes``); BiasGelu's x is its two inputs
   added in their format, as the kernel does;
+* a site whose last product by a power of two k (GELU's * 0.5) ORT folded into the MatMul
+  after it (``FusedMatMul`` with alpha = k) is cut at that fused op's input, which is the
+  site's output divided by k, and fed RN(f(x)) / k (exact), said in ``notes``;
 * non-finite inputs keep the engine's value at that position (counted in ``notes``);
 * per graph output (floating point): ``max_abs`` (the largest |change|), ``max_rel`` (the
   largest |change| / |output| over nonzero outputs), ``mean_abs`` and, for a
@@ -59,6 +62,7 @@ class Cut:
     params: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     nonfinite: int = 0
+    scale: float = 1.0  # the cut tensor is scale * the site's output (a folded * 1/scale)
 
 
 class Stats:
@@ -147,10 +151,21 @@ def plan(audits: list, opt) -> tuple[list, list]:
             skipped.append((s.id, f"inside the {s.pattern.split('.')[0]} kernel: no tensor to cut"))
             continue
         y = _find(tensors, s.output)
+        scale, note = 1.0, None
+        if y is None and e.folded is not None:  # its last * k is inside the op after it
+            y, k = e.folded["tensor"], e.folded["scale"]
+            scale = 1 / k
+            note = (
+                f"ORT folded its last * {k!r} into {', '.join(e.folded['into'])}: cut at that"
+                f" fused op's input ({y}), fed {scale!r} x RN(f(x))"
+            )
         if y is None or y in {i.name for i in g.input}:
-            skipped.append((s.id, "its output is not a tensor of ORT's optimized graph"))
+            skipped.append((s.id, e.why or "its output is not a tensor of ORT's optimized graph"))
             continue
         c = Cut(s.id, y, list(e.capture), family=ref["family"], params=dict(ref.get("params", {})))
+        c.scale = scale
+        if note:
+            c.notes.append(note)
         if not e.capture:
             if e.why and e.why.startswith("fused into"):
                 c.reads, c.unoptimized = [s.input], True
@@ -279,7 +294,7 @@ def correctly_rounded(c: Cut, x: np.ndarray, y_engine: np.ndarray, count: bool =
             r = _compute(ref, fmt, u, ref.with_defaults(params)).rounded
         else:
             r = exact_points(ref, u, fmt, ref.with_defaults(params)).rounded
-        out[fin] = r[inv]
+        out[fin] = r[inv] * c.scale  # a power of two: exact (to an overflow, as the engine's)
     return out.reshape(np.shape(y_engine)).astype(np.asarray(y_engine).dtype)
 
 

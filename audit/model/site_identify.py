@@ -30,7 +30,7 @@ def site_candidate(spec: str, dtype: str | None):
     if site.reference is None:
         raise BadOptionError(f"{spec}: a near match has no reference ({site.near})")
     opt = opt_mod.optimize(model, opt_mod.DEFAULT_LEVEL, path, path)
-    es = opt_mod.engine_sites([site], opt)[site.id]
+    es = opt_mod.engine_sites([site], opt, model)[site.id]
     if es.why is not None:
         raise BadOptionError(f"{spec}: the engine op is not auditable alone: {es.why}")
     fmt = get_format(dtype or es.dtype or site.dtype or "fp32")
