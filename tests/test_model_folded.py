@@ -132,3 +132,45 @@ def test_a_gelu_whose_last_mul_ort_folds_into_the_next_matmul_is_audited_and_cut
     assert d.max() > 0  # the GELU's errors move the output
     assert got["max_abs"] == float(d.max())
     assert got["mean_abs"] == pytest.approx(float(d.mean()), rel=1e-12)
+
+
+def test_a_folded_product_that_is_not_a_power_of_two_is_reported_with_its_reason(tmp_path):
+    """x * clip(x + 3, 0, 6) * RN(1/6) in fp16 before a MatMul: ORT folds the * RN(1/6) into
+    the MatMul's alpha, which scales the product, so no tensor ever holds the site's output;
+    the site is not audited, and the reason names the fused op and its alpha."""
+    rng = np.random.default_rng(2)
+
+    def c(name, v):
+        return numpy_helper.from_array(np.array(v, np.float16), name)
+
+    nodes = [
+        helper.make_node("MatMul", ["x", "W1"], ["h"], name="mm1"),
+        helper.make_node("Add", ["h", "three"], ["p"], name="add"),
+        helper.make_node("Clip", ["p", "zero", "six"], ["q"], name="clip"),
+        helper.make_node("Mul", ["h", "q"], ["m"], name="mul"),
+        helper.make_node("Mul", ["m", "sixth"], ["g"], name="mul_1"),
+        helper.make_node("MatMul", ["g", "W2"], ["y"], name="mm2"),
+    ]
+    graph = helper.make_graph(
+        nodes, "hs16", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["B", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, ["B", 4])],
+        [numpy_helper.from_array(rng.standard_normal((8, 16)).astype(np.float16), "W1"),
+         numpy_helper.from_array(rng.standard_normal((16, 4)).astype(np.float16), "W2"),
+         c("three", 3.0), c("zero", 0.0), c("six", 6.0), c("sixth", 1 / 6)],
+    )  # fmt: skip
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    p = tmp_path / "hs16.onnx"
+    onnx.save(m, p)
+    opt_path = str(tmp_path / "opt.onnx")
+    _sess(m, optimized_model_filepath=opt_path)
+    [fm] = [n for n in onnx.load(opt_path).graph.node if n.op_type == "FusedMatMul"]
+    alpha = helper.get_attribute_value(next(a for a in fm.attribute if a.name == "alpha"))
+    assert alpha == float(np.float16(1 / 6))  # the premise: ORT folded the * RN(1/6)
+    np.savez(tmp_path / "b.npz", x=rng.standard_normal((16, 8)).astype(np.float16))
+    r = audit_model(p, data=str(tmp_path / "b.npz"), effect=True)
+    [a] = r.sites
+    assert a.site.pattern == "hardswish" and a.status == "not audited"
+    why = r.effect["skipped"]["s1"]
+    assert f"FusedMatMul {fm.name} (alpha={alpha!r}, not a power of two" in why
+    assert why in a.findings[-1]

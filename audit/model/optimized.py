@@ -345,9 +345,15 @@ def _missing(s: Site, model, opt, find) -> str:
                 kept = find(o) or kept
     if kept is None:
         return f"its output {s.output} is not in ORT's optimized graph (nor any tensor of its nodes)"
-    readers = sorted(
-        {f"{n.domain + '.' if n.domain else ''}{n.op_type}" for n in opt.graph.node if kept in n.input}
-    )
+    readers = []
+    for n in opt.graph.node:
+        if kept in n.input:
+            what = f"{n.domain + '.' if n.domain else ''}{n.op_type}"
+            alpha = _attr_of(n, "alpha") if n.op_type == "FusedMatMul" else None
+            if alpha is not None:  # MatMulScaleFusion: the site's last product is its alpha
+                what += f" {n.name} (alpha={alpha!r}, not a power of two: no tensor holds the site's output)"
+            readers.append(what)
+    readers = sorted(set(readers))
     return (
         f"its output {s.output} is not in ORT's optimized graph: ORT fused its last nodes into "
         f"{', '.join(readers) or 'nothing that reads ' + kept} (after {kept})"
