@@ -9,10 +9,12 @@ rounded values and the rest of the graph is kept:
   optimized graph (audit/model/optimized.py) and the suffix runs with optimizations off,
   so it runs exactly the kernels the whole model runs at the chosen ``--opt-level``: fed
   the engine's own values it gives the model's outputs bit for bit;
-* a site that ORT fused into its producer (``FusedConv`` with ``activation=...``) is cut at
-  the fused op's output, and its input x, which lives inside that kernel, is read from
-  the graph without optimizations (said in ``notes``); BiasGelu's x is its two inputs
-  added in their format, as the kernel does;
+* a site that ORT fused into its producer (``FusedGemm``, ``FusedConv`` with
+  ``activation=...``) is cut at the fused op's output, and its input x, which lives inside
+  that kernel, is computed by the same op without its activation (``Gemm``, ``Conv``: the
+  fused kernels are those ops with the activation applied to their result), or where that
+  is not possible (an NCHWc Conv) read from the graph without optimizations (said in
+  ``notes``); BiasGelu's x is its two inputs added in their format, as the kernel does;
 * a site whose last product by a power of two k (GELU's * 0.5) ORT folded into the MatMul
   after it (``FusedMatMul`` with alpha = k) is cut at that fused op's input, which is the
   site's output divided by k, and fed RN(f(x)) / k (exact), said in ``notes``;
@@ -62,6 +64,7 @@ class Cut:
     params: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     nonfinite: int = 0
+    nodes: list = field(default_factory=list)  # nodes added to compute x (a fused op's input)
     scale: float = 1.0  # the cut tensor is scale * the site's output (a folded * 1/scale)
 
 
@@ -168,16 +171,58 @@ def plan(audits: list, opt) -> tuple[list, list]:
             c.notes.append(note)
         if not e.capture:
             if e.why and e.why.startswith("fused into"):
-                c.reads, c.unoptimized = [s.input], True
-                c.notes.append(
-                    f"{e.why.split(':')[0]}: cut at the fused op's output; its input read from the"
-                    " graph without optimizations"
-                )
+                lin = _linear_part(producer, y, s.id)
+                if lin is not None:  # x as the kernel computes it: the op without its activation
+                    c.reads, c.nodes = [lin.output[0]], [lin]
+                    c.notes.append(
+                        f"{e.why.split(':')[0]}: cut at the fused op's output; its input computed"
+                        f" by the same op without its activation ({lin.op_type})"
+                    )
+                else:
+                    c.reads, c.unoptimized = [s.input], True
+                    c.notes.append(
+                        f"{e.why.split(':')[0]}: cut at the fused op's output; its input read from"
+                        " the graph without optimizations"
+                    )
             else:
                 skipped.append((s.id, e.why or "its input is not in ORT's optimized graph"))
                 continue
         cuts.append(c)
     return cuts, skipped
+
+
+ACTIVATION_ATTRS = (
+    "activation",
+    "activation_params",
+    "activation_alpha",
+    "activation_beta",
+    "activation_gamma",
+)
+
+
+def _linear_part(producer: dict, y: str, sid: str):
+    """A node that computes what the fused op writing ``y`` (through ORT's casts) feeds its
+    activation: a ``com.microsoft.FusedGemm`` as ``Gemm``, a ``FusedConv`` without a sum
+    input as ``Conv``, with the same inputs and attributes (ORT's fused kernels are those
+    ops with the activation applied to their result); None for any other op (an NCHWc
+    Conv: its layout)."""
+    from onnx import helper
+
+    p = producer.get(y)
+    while p is not None and p.op_type == "Cast" and p.input[0] in producer:
+        p = producer[p.input[0]]
+    if p is None or p.domain != opt_mod.MS:
+        return None
+    if p.op_type == "FusedGemm":
+        op = "Gemm"
+    elif p.op_type == "FusedConv" and len([i for i in p.input if i]) <= 3:
+        op = "Conv"
+    else:
+        return None
+    t = f"actaudit_preactivation_{sid}"
+    n = helper.make_node(op, list(p.input), [t], name=t)
+    n.attribute.extend(a for a in p.attribute if a.name not in ACTIVATION_ATTRS)
+    return n
 
 
 def _session(model, what: str):
@@ -354,9 +399,11 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
         return {"sites": {}, "ranking": [], "joint": None, "skipped": dict(skipped)}
     outs = [o.name for o in opt.graph.output]
     extra = [n for a in audits for n in a.engine.capture_nodes if a.site.id in {c.site for c in cuts}]
+    extra += [n for c in cuts for n in c.nodes]
+    opt = with_outputs(opt, [], extra)  # the optimized graph with the nodes that read x
     opt_reads = sorted({t for c in cuts if not c.unoptimized for t in c.reads})
     cut_names = sorted({c.tensor for c in cuts})
-    full = _session(with_outputs(opt, opt_reads + cut_names, extra), "model with the sites as outputs")
+    full = _session(with_outputs(opt, opt_reads + cut_names), "model with the sites as outputs")
     types = {o.name: o.type for o in full.get_outputs()}
     elem = {v: k for k, v in _ORT_ELEM.items()}
     for c in cuts:
