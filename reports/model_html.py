@@ -199,7 +199,7 @@ def _effect_section(doc: dict, picture: str | None) -> str:
         "<section id='effect'><h2>Effect of each site on the outputs</h2>"
         "<p>Each site's output replaced by its correct rounding (the rest of the graph run as the "
         "engine runs it, in the same formats, on the same data). Ranked by the share of rows whose "
-        "argmax changes, then by the largest change relative to the output's largest magnitude; "
+        "argmax changes, then by the largest change, then by the mean change, relative to the output's largest magnitude; "
         "<i>all</i>: every site replaced at once. Hover a figure for its exact value.</p>"
         + img
         + table

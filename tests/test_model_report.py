@@ -333,3 +333,17 @@ def test_report_shows_identify_results_and_refuses_a_malformed_fix(tmp_path):
     for bad in ({"fix": [{"site": "s1", "rewrite": 3, "kept": True}]}, {"fix": "yes"}):
         with pytest.raises(ActauditError, match="the model report: fix"):
             page({**doc, **bad}, {})
+
+
+def test_sites_that_tie_on_max_abs_are_ranked_by_their_mean_change():
+    """Hand-worked: an fp16 output moved by one unit in its last place (2^-11 at 1) by both
+    sites; the one that moves it on more positions (larger mean) ranks first."""
+    from audit.model.effect import score
+
+    def outs(mean):
+        return {"y": {"max_abs": 2.0**-11, "mean_abs": mean, "argmax_changed": 0.0, "scale": 1.0,
+                      "nonfinite_changed": 0}}  # fmt: skip
+
+    a, b = outs(2.0**-11 / 8), outs(2.0**-11 / 2)
+    assert score(a)[:2] == score(b)[:2]
+    assert sorted({"a": a, "b": b}.items(), key=lambda kv: score(kv[1]), reverse=True)[0][0] == "b"

@@ -26,7 +26,8 @@ rounded values and the rest of the graph is kept:
   the last axis changes; ``nonfinite_changed``: positions where one of the two values is
   NaN or infinite and they differ (left out of the other figures);
 * the sites are ranked by effect: the largest ``argmax_changed`` over the outputs, then
-  the largest ``max_abs`` relative to that output's largest magnitude (``score``);
+  the largest ``max_abs`` relative to that output's largest magnitude, then the largest
+  ``mean_abs`` relative to it (``score``);
 * the **joint** effect: every site replaced at once.  A site downstream of another then
   reads the values computed from its upstream sites' correct roundings: the cuts are taken
   level by level down the graph (level 0: no cut above the site's input; level k: one of
@@ -119,16 +120,19 @@ class Stats:
 
 
 def score(outputs: dict) -> tuple:
-    """The ranking key of an effect: (largest argmax change, largest relative max_abs)."""
+    """The ranking key of an effect: (largest argmax change, largest max_abs relative to its
+    output's largest magnitude, largest mean_abs relative to it: low-precision outputs often
+    tie on max_abs, one unit in their last place)."""
     arg = max((o["argmax_changed"] or 0.0 for o in outputs.values()), default=0.0)
-    rel = 0.0
+    rel = mean = 0.0
     for o in outputs.values():
         s = o.get("scale") or 0.0
         r = o["max_abs"] / s if s > 0 else (math.inf if o["max_abs"] > 0 else 0.0)
+        q = o["mean_abs"] / s if s > 0 else (math.inf if o["mean_abs"] > 0 else 0.0)
         if o.get("nonfinite_changed"):
-            r = math.inf
-        rel = max(rel, r)
-    return (arg, rel)
+            r = q = math.inf
+        rel, mean = max(rel, r), max(mean, q)
+    return (arg, rel, mean)
 
 
 def _find(tensors: set, name: str) -> str | None:
