@@ -4,8 +4,11 @@ One horizontal bar per site, in rank order from the top (rank 1 first), and one 
 sites replaced at once below a dashed line.  A bar's length is the site's largest change
 of a graph output relative to that output's largest magnitude, on a log axis of whole
 decades from the decade below the smallest nonzero value to the decade above the largest.
-Red: a top-1 answer changes (argmax) or an output becomes non-finite (drawn to the right
-edge); grey: all sites at once; a site that changes nothing has no bar ("no change").
+A dark diamond on each bar marks the mean change relative to the same magnitude (the
+ranking's last key: a low-precision output often moves by one unit in its last place at
+every site).  Red: a top-1 answer changes (argmax) or an output becomes non-finite (drawn
+to the right edge); grey: all sites at once; a site that changes nothing has no bar ("no
+change").
 
 The SVG keeps its text as text (``svg.fonttype`` none) and names each bar's group
 ``effect-bar-SITE`` (``effect-bar-joint`` for all at once), so that the picture can be read
@@ -24,12 +27,13 @@ ROW_IN = 0.3
 MARGIN_IN = 1.1
 
 
-def relative_effect(outputs: dict) -> tuple[float, float]:
-    """(largest max_abs / scale over the outputs, largest argmax change): inf where an
-    output changes to or from a non-finite value (or changes and has no finite scale)."""
+def relative_effect(outputs: dict, key: str = "max_abs") -> tuple[float, float]:
+    """(largest ``key`` (max_abs or mean_abs) / scale over the outputs, largest argmax
+    change): inf where an output changes to or from a non-finite value (or changes and has
+    no finite scale)."""
     r, arg = 0.0, 0.0
     for o in outputs.values():
-        ma = _f(o.get("max_abs")) or 0.0
+        ma = _f(o.get(key)) or 0.0
         s = _f(o.get("scale")) or 0.0
         v = ma / s if s > 0 else (math.inf if ma > 0 else 0.0)
         if _f(o.get("nonfinite_changed")):
@@ -57,7 +61,8 @@ def effect_ranking_svg(rows: list[tuple[str, str, dict]]) -> bytes:
     from reports.figures import PLAIN, FixedLocator, NullLocator, matplotlib, plt
 
     vals = [relative_effect(o) for _, _, o in rows]
-    fin = [v for v, _ in vals if 0 < v < math.inf]
+    means = [relative_effect(o, "mean_abs")[0] for _, _, o in rows]
+    fin = [v for v, _ in vals if 0 < v < math.inf] + [v for v in means if 0 < v < math.inf]
     lo = math.floor(math.log10(min(fin))) - 1 if fin else -8
     hi = math.ceil(math.log10(max(fin))) if fin else 0
     hi = max(hi, lo + 2)
@@ -89,6 +94,12 @@ def effect_ranking_svg(rows: list[tuple[str, str, dict]]) -> bytes:
                 bar = ax.barh(k, end - left, left=left, height=0.62, color=color)
                 bar.patches[0].set_gid(f"effect-bar-{key}")
                 text = "non-finite output" if math.isinf(v) else num(v)
+                mean = means[k]
+                if 0 < mean < math.inf:  # the mean change: the ranking's last key
+                    (mk,) = ax.plot(
+                        [mean], [k], marker="D", markersize=4.5, color="#1b2631", linestyle="none"
+                    )
+                    mk.set_gid(f"effect-mean-{key}")
             else:
                 text = "no change"
             if arg > 0:
@@ -104,7 +115,9 @@ def effect_ranking_svg(rows: list[tuple[str, str, dict]]) -> bytes:
                 color="white" if inside and v > 0 else "#222222",
                 fontsize=8,
             )
-        ax.set_xlabel("largest |output change| / largest |output| (log scale)")
+        ax.set_xlabel(
+            "largest |output change| (bar) and mean |output change| (\u25c6) / largest |output| (log scale)"
+        )
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})

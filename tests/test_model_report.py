@@ -250,6 +250,26 @@ def test_report_shows_each_sites_effect_and_the_ranking_picture(tmp_path):
     slope_aj = (bars[a][1] - bars["joint"][1]) / (lv[a] - lv["joint"]) if lv[a] != lv["joint"] else slope_ab
     assert slope_ab > 0 and slope_ac == pytest.approx(slope_ab, rel=1e-3)
     assert slope_aj == pytest.approx(slope_ab, rel=1e-3)
+    # the mean change of each site: a marker on its bar, on the same log axis
+    root = ET.fromstring(svg)
+    x0 = min(
+        float(re.findall(r"-?\d+(?:\.\d+)?", p.get("d"))[0])
+        for el in root.iter()
+        if (el.get("id") or "").startswith("effect-bar-")
+        for p in el.iter()
+        if p.tag.endswith("path")
+    )  # the bars' left edge
+    marks = {}
+    for el in root.iter():
+        gid = el.get("id") or ""
+        if gid.startswith("effect-mean-"):
+            use = next(u for u in el.iter() if u.tag.endswith("use"))
+            marks[gid[len("effect-mean-") :]] = (float(use.get("x")) - x0, float(use.get("y")))
+    assert set(marks) == set(bars)
+    for k in marks:
+        assert marks[k][1] == pytest.approx(bars[k][0], abs=0.01)  # on its own bar
+        lm = np.log10(want[k]["mean_abs"] / want[k]["scale"])
+        assert marks[k][0] == pytest.approx(bars[a][1] + slope_ab * (lm - lv[a]), abs=0.05)
 
 
 def _doc(tmp_path):
