@@ -322,8 +322,8 @@ def correctly_rounded(c: Cut, x: np.ndarray, y_engine: np.ndarray, count: bool =
     fmt = get_format(c.fmt)
     ref = get_reference(c.family)
     params = {k: v for k, v in c.params.items() if k in ref.params}  # selu: its own constants
-    xfmt = _FORMAT_OF.get(np.asarray(x).dtype.name)
-    xfmt = None if xfmt is None else get_format(xfmt)
+    xname = _FORMAT_OF.get(np.asarray(x).dtype.name)
+    xfmt = None if xname is None else get_format(xname)
     xs = np.asarray(x, dtype=np.float64).reshape(-1)
     out = np.asarray(y_engine, dtype=np.float64).reshape(-1).copy()
     fin = np.isfinite(xs)

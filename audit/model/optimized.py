@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field
+from typing import Any
 
 from audit.errors import BadFileError, BadOptionError
 from audit.model.scan import MS, Site
@@ -316,7 +317,7 @@ def _folded(s: Site, model, opt, producer, inits, tensors, find) -> EngineSite |
     elem = _elem_type(opt, a_opt, producer, inits)
     if elem is None:
         return None
-    m = es.subgraph
+    m: Any = es.subgraph
     y = f"actaudit_folded_{s.id}"
     k_t = numpy_helper.from_array(np.array(k, dtype=helper.tensor_dtype_to_np_dtype(elem)), y + "_k")
     m.graph.initializer.append(k_t)
