@@ -174,3 +174,44 @@ def test_a_folded_product_that_is_not_a_power_of_two_is_reported_with_its_reason
     why = r.effect["skipped"]["s1"]
     assert f"FusedMatMul {fm.name} (alpha={alpha!r}, not a power of two" in why
     assert why in a.findings[-1]
+
+
+def test_identify_follows_the_folded_site_in_the_format_ort_runs_it(tmp_path):
+    """``identify model:FILE#SITE`` of the folded GELU: ORT's kept nodes and the * 0.5, in
+    fp32 (the format ORT runs the fp16 graph in; it used to build the subgraph in fp16 and
+    fail).  The best match's count of identical outputs, checked against our own fp32
+    session of those nodes (constants as ORT casts them) and the candidate on the same
+    inputs."""
+    from audit.compare.identify import inputs
+    from audit.model.site_identify import identify_target
+    from audit.numbers.formats import get_format
+    from audit.targets.registry import catalog
+
+    p, _, _ = _model(tmp_path)
+    fast = {"window": 256, "samples": 4096}
+    r = identify_target(f"model:{p}#s1", **fast)
+    assert r.dtype == "fp32" and r.reference == "gelu"
+    best = r.matches[0]
+    F = TensorProto.FLOAT
+
+    def c(name, v):
+        return numpy_helper.from_array(np.array(np.float16(v), np.float32), name)
+
+    s = _fp32_graph(
+        [
+            helper.make_node("Div", ["x", "sqrt2"], ["d"]),
+            helper.make_node("Erf", ["d"], ["e"]),
+            helper.make_node("Add", ["e", "one"], ["a"]),
+            helper.make_node("Mul", ["x", "a"], ["m"]),
+            helper.make_node("Mul", ["m", "half"], ["y"]),
+        ],
+        [("x", F)],
+        [("y", F)],
+        [c("sqrt2", math.sqrt(2)), c("one", 1.0), c("half", 0.5)],
+    )
+    f32 = get_format("fp32")
+    x, _ = inputs(f32, fast["window"], fast["samples"])
+    got = s.run(None, {"x": x.astype(np.float32)})[0]
+    want = catalog()[best.candidate].evaluate(x, f32, f32).astype(np.float32)
+    assert best.count == x.size
+    assert best.identical == int(np.count_nonzero(got.view(np.uint32) == want.view(np.uint32)))
