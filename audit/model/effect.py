@@ -371,17 +371,12 @@ def levels(opt, cuts: list) -> dict:
             n = producer.get(t)
             if n is not None:
                 todo.extend(i for i in n.input if i)
+    order = {o: k for k, n in enumerate(g.node) for o in n.output}  # topological
     out: dict[str, int] = {}
-
-    def lv(t: str, path: tuple = ()) -> int:
-        if t not in out:
-            if t in path:
-                raise BadFileError(f"the sites' cuts form a cycle through {t}")
-            out[t] = 1 + max((lv(u, (*path, t)) for u in above[t]), default=-1)
-        return out[t]
-
-    for t in above:
-        lv(t)
+    for t in sorted(above, key=lambda t: order.get(t, -1)):  # a cut above comes first
+        if any(u not in out for u in above[t]):
+            raise BadFileError(f"the sites' cuts are not in graph order at {t}")
+        out[t] = 1 + max((out[u] for u in above[t]), default=-1)
     return out
 
 
