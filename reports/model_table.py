@@ -175,8 +175,8 @@ def effect_lines(doc: dict) -> list[str]:
         lines.append(_cut(f"{'-':<5}{sid:<5}not cut: {why}", WIDTH))
     lines += [
         "ranked by the outputs' argmax changes (argmax: the fraction of rows whose",
-        "  top score moves; classifier-shaped outputs only), then max abs relative to",
-        "  the output's largest magnitude; all: every site replaced at once",
+        "  top score moves; classifier-shaped outputs only), then max abs, then mean",
+        "  abs, relative to the output's largest magnitude; all: every site at once",
     ]
     return lines
 

@@ -210,7 +210,8 @@ def test_effect_table_fits_80_columns_and_json_keys(tmp_path):
     assert "effect" not in json.loads(out)  # only with --effect
     code, out = _cli(["model", str(p), "--data", str(d), "--effect", "--report", str(tmp_path / "r")])
     html = (tmp_path / "r" / "index.html").read_text()
-    assert code == 0 and 'aria-label="effect ranking"' in html and "all (2 sites)" in html
+    assert code == 0 and "id='effect-ranking'" in html and "<td>2 sites</td>" in html
+    assert "all (2 sites)" in (tmp_path / "r" / "effect-ranking.svg").read_text()
 
 
 def test_a_site_fused_into_its_producer_is_cut_at_the_fused_ops_output(tmp_path):
@@ -253,3 +254,90 @@ def _sess_opts(m, so, outputs):
     for o in outputs:
         m2.graph.output.append(helper.make_empty_tensor_value_info(o))
     return ort.InferenceSession(m2.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def test_a_selu_site_is_replaced_by_the_correct_rounding_of_selus_own_constants(tmp_path):
+    """Selu's attributes (ONNX's fp32 defaults) are the site's parameters, not the catalog
+    reference's (its exact constants): the effect used to fail on them (a TypeError)."""
+    import mpmath
+
+    g = helper.make_graph(
+        [helper.make_node("Selu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", H, [16, 4])],
+        [helper.make_tensor_value_info("y", H, [16, 4])],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    p = tmp_path / "selu.onnx"
+    onnx.save(m, p)
+    x = (np.random.default_rng(4).standard_normal((16, 4)) * 3).astype(np.float32)
+    np.savez(tmp_path / "b.npz", x=x)
+    r = audit_model(p, data=str(tmp_path / "b.npz"), effect=True)
+    scale = mpmath.mpf("1.0507009873554804934193349852946")
+    alpha = mpmath.mpf("1.6732632423543772848170429916717")
+    cr = cr32(lambda v: scale * (v if v > 0 else alpha * mpmath.expm1(v)), x)
+    y = _sess(m).run(None, {"x": x})[0]
+    d = np.abs(cr.astype(np.float64) - y.astype(np.float64))
+    got = r.effect["sites"]["s1"]["outputs"]["y"]
+    assert got["max_abs"] == float(d.max()) and got["mean_abs"] == pytest.approx(float(d.mean()), rel=1e-12)
+
+
+def cr16(fn, xs: np.ndarray) -> np.ndarray:
+    """RN_fp16 of fn at each (float32) x, decided against the neighbours exactly (mpmath)."""
+    import mpmath
+
+    mpmath.mp.prec = 120
+    out = np.empty(xs.shape, np.float16)
+    for i, x in np.ndenumerate(xs):
+        v = fn(mpmath.mpf(float(x)))
+        a = np.float16(float(v))
+        cands = [np.nextafter(a, np.float16(-np.inf)), a, np.nextafter(a, np.float16(np.inf))]
+        out[i] = min(
+            (c for c in cands if np.isfinite(c)),
+            key=lambda c: (abs(mpmath.mpf(float(c)) - v), int(np.array(c).view(np.uint16)) & 1),
+        )
+    return out
+
+
+def test_an_fp16_site_fused_into_an_fp32_gemm_reads_its_input_as_the_kernel_computes_it(tmp_path):
+    """fp16 Gemm + Sigmoid: ORT runs it in fp32 (its inserted casts) as FusedGemm(activation=
+    Sigmoid), then casts to fp16.  The site's x is the fp32 Gemm's result, not the fp16 Gemm
+    of the graph without optimizations (which rounds to fp16 first): checked against our own
+    fp32 Gemm session and mpmath's RN_fp16(sigmoid(x))."""
+    H16 = TensorProto.FLOAT16
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((8, 4)).astype(np.float16)
+    b = rng.standard_normal(4).astype(np.float16)
+    g = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "W", "b"], ["p"]), helper.make_node("Sigmoid", ["p"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", H16, [32, 8])],
+        [helper.make_tensor_value_info("y", H16, [32, 4])],
+        [onnx.numpy_helper.from_array(w, "W"), onnx.numpy_helper.from_array(b, "b")],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    p = tmp_path / "fused16.onnx"
+    onnx.save(m, p)
+    x = (rng.standard_normal((32, 8)) * 2).astype(np.float16)
+    np.savez(tmp_path / "b.npz", x=x)
+    r = audit_model(p, data=str(tmp_path / "b.npz"), effect=True)
+    assert "FusedGemm" in r.sites[0].engine.op  # the premise: ORT fused the Sigmoid
+    e = r.effect["sites"]["s1"]
+    assert any("without its activation (Gemm)" in n for n in e["notes"])
+    g32 = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["x32"], to=H), helper.make_node("Gemm", ["x32", "W", "b"], ["p"])],
+        "g32",
+        [helper.make_tensor_value_info("x", H16, None)],
+        [helper.make_tensor_value_info("p", H, None)],
+        [onnx.numpy_helper.from_array(w.astype(np.float32), "W"),
+         onnx.numpy_helper.from_array(b.astype(np.float32), "b")],
+    )  # fmt: skip
+    m32 = helper.make_model(g32, opset_imports=[helper.make_opsetid("", 17)])
+    m32.ir_version = 9
+    pre = _sess(m32).run(None, {"x": x})[0]
+    y = _sess(m).run(None, {"x": x})[0]
+    d = np.abs(cr16(sig, pre).astype(np.float64) - y.astype(np.float64))
+    got = e["outputs"]["y"]
+    assert got["max_abs"] == float(d.max()) and got["mean_abs"] == pytest.approx(float(d.mean()), rel=1e-12)

@@ -79,7 +79,7 @@ def scan_only(path, opt_level: str = opt_mod.DEFAULT_LEVEL) -> list[tuple[scan_m
     model = scan_mod.load(path)
     sites = scan_mod.scan(model)
     opt = opt_mod.optimize(model, opt_level, str(path), path)
-    es = opt_mod.engine_sites(sites, opt)
+    es = opt_mod.engine_sites(sites, opt, model)
     return [(s, es[s.id]) for s in sites]
 
 
@@ -115,7 +115,7 @@ def audit_model(
     ort = opt_mod._ort()
     sites = scan_mod.scan(model)
     opt = opt_mod.optimize(model, opt_level, str(path), path)
-    es = opt_mod.engine_sites(sites, opt)
+    es = opt_mod.engine_sites(sites, opt, model)
     audits = [SiteAudit(s, es[s.id]) for s in sites]
     wants = {a.site.id: a.engine.capture for a in audits if a.engine.capture and a.site.near is None}
     extra = [n for a in audits if a.site.id in wants for n in a.engine.capture_nodes]

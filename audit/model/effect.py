@@ -9,10 +9,15 @@ rounded values and the rest of the graph is kept:
   optimized graph (audit/model/optimized.py) and the suffix runs with optimizations off,
   so it runs exactly the kernels the whole model runs at the chosen ``--opt-level``: fed
   the engine's own values it gives the model's outputs bit for bit;
-* a site that ORT fused into its producer (``FusedConv`` with ``activation=...``) is cut at
-  the fused op's output, and its input x, which lives inside that kernel, is read from
-  the graph without optimizations (said in ``notes``); BiasGelu's x is its two inputs
-  added in their format, as the kernel does;
+* a site that ORT fused into its producer (``FusedGemm``, ``FusedConv`` with
+  ``activation=...``) is cut at the fused op's output, and its input x, which lives inside
+  that kernel, is computed by the same op without its activation (``Gemm``, ``Conv``: the
+  fused kernels are those ops with the activation applied to their result), or where that
+  is not possible (an NCHWc Conv) read from the graph without optimizations (said in
+  ``notes``); BiasGelu's x is its two inputs added in their format, as the kernel does;
+* a site whose last product by a power of two k (GELU's * 0.5) ORT folded into the MatMul
+  after it (``FusedMatMul`` with alpha = k) is cut at that fused op's input, which is the
+  site's output divided by k, and fed RN(f(x)) / k (exact), said in ``notes``;
 * non-finite inputs keep the engine's value at that position (counted in ``notes``);
 * per graph output (floating point): ``max_abs`` (the largest |change|), ``max_rel`` (the
   largest |change| / |output| over nonzero outputs), ``mean_abs`` and, for a
@@ -21,13 +26,17 @@ rounded values and the rest of the graph is kept:
   the last axis changes; ``nonfinite_changed``: positions where one of the two values is
   NaN or infinite and they differ (left out of the other figures);
 * the sites are ranked by effect: the largest ``argmax_changed`` over the outputs, then
-  the largest ``max_abs`` relative to that output's largest magnitude (``score``);
+  the largest ``max_abs`` relative to that output's largest magnitude, then the largest
+  ``mean_abs`` relative to it (``score``);
 * the **joint** effect: every site replaced at once.  A site downstream of another then
-  reads the values computed from its upstream sites' correct roundings: the suffix of all
-  the cuts is run again, each time fed RN(f(x)) at the x the previous run gave, until the
-  feeds no longer change (at most one run per site more than the graph's depth of sites).
+  reads the values computed from its upstream sites' correct roundings: the cuts are taken
+  level by level down the graph (level 0: no cut above the site's input; level k: one of
+  level k - 1 above it), the suffix of all the cuts run once per level, and after each run
+  the sites of the next level fed RN(f(x)) at the x it gave (their x is then final): one run
+  more than the deepest level, and one correct rounding per site and batch.
 
-Cost: one pass of the whole model and one run of a suffix per site and batch.
+Cost: one pass of the whole model, one run of a suffix per site and batch, and the joint
+runs; every suffix session is built once and reused for every batch.
 """
 
 from __future__ import annotations
@@ -41,8 +50,6 @@ from audit.errors import BadFileError
 from audit.model import capture as capture_mod
 from audit.model import optimized as opt_mod
 from audit.numbers.formats import get_format
-
-JOINT_ROUNDS = 64  # at most this many runs of the joint suffix per batch
 
 
 @dataclass
@@ -58,6 +65,8 @@ class Cut:
     params: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     nonfinite: int = 0
+    nodes: list = field(default_factory=list)  # nodes added to compute x (a fused op's input)
+    scale: float = 1.0  # the cut tensor is scale * the site's output (a folded * 1/scale)
 
 
 class Stats:
@@ -111,16 +120,19 @@ class Stats:
 
 
 def score(outputs: dict) -> tuple:
-    """The ranking key of an effect: (largest argmax change, largest relative max_abs)."""
+    """The ranking key of an effect: (largest argmax change, largest max_abs relative to its
+    output's largest magnitude, largest mean_abs relative to it: low-precision outputs often
+    tie on max_abs, one unit in their last place)."""
     arg = max((o["argmax_changed"] or 0.0 for o in outputs.values()), default=0.0)
-    rel = 0.0
+    rel = mean = 0.0
     for o in outputs.values():
         s = o.get("scale") or 0.0
         r = o["max_abs"] / s if s > 0 else (math.inf if o["max_abs"] > 0 else 0.0)
+        q = o["mean_abs"] / s if s > 0 else (math.inf if o["mean_abs"] > 0 else 0.0)
         if o.get("nonfinite_changed"):
-            r = math.inf
-        rel = max(rel, r)
-    return (arg, rel)
+            r = q = math.inf
+        rel, mean = max(rel, r), max(mean, q)
+    return (arg, rel, mean)
 
 
 def _find(tensors: set, name: str) -> str | None:
@@ -146,22 +158,75 @@ def plan(audits: list, opt) -> tuple[list, list]:
             skipped.append((s.id, f"inside the {s.pattern.split('.')[0]} kernel: no tensor to cut"))
             continue
         y = _find(tensors, s.output)
+        scale, note = 1.0, None
+        if y is None and e.folded is not None:  # its last * k is inside the op after it
+            y, k = e.folded["tensor"], e.folded["scale"]
+            scale = 1 / k
+            note = (
+                f"ORT folded its last * {k!r} into {', '.join(e.folded['into'])}: cut at that"
+                f" fused op's input ({y}), fed {scale!r} x RN(f(x))"
+            )
         if y is None or y in {i.name for i in g.input}:
-            skipped.append((s.id, "its output is not a tensor of ORT's optimized graph"))
+            skipped.append((s.id, e.why or "its output is not a tensor of ORT's optimized graph"))
             continue
         c = Cut(s.id, y, list(e.capture), family=ref["family"], params=dict(ref.get("params", {})))
+        c.scale = scale
+        if note:
+            c.notes.append(note)
         if not e.capture:
             if e.why and e.why.startswith("fused into"):
-                c.reads, c.unoptimized = [s.input], True
-                c.notes.append(
-                    f"{e.why.split(':')[0]}: cut at the fused op's output; its input read from the"
-                    " graph without optimizations"
-                )
+                lin = _linear_part(producer, y, s.id)
+                if lin is not None:  # x as the kernel computes it: the op without its activation
+                    c.reads, c.nodes = [lin.output[0]], [lin]
+                    c.notes.append(
+                        f"{e.why.split(':')[0]}: cut at the fused op's output; its input computed"
+                        f" by the same op without its activation ({lin.op_type})"
+                    )
+                else:
+                    c.reads, c.unoptimized = [s.input], True
+                    c.notes.append(
+                        f"{e.why.split(':')[0]}: cut at the fused op's output; its input read from"
+                        " the graph without optimizations"
+                    )
             else:
                 skipped.append((s.id, e.why or "its input is not in ORT's optimized graph"))
                 continue
         cuts.append(c)
     return cuts, skipped
+
+
+ACTIVATION_ATTRS = (
+    "activation",
+    "activation_params",
+    "activation_alpha",
+    "activation_beta",
+    "activation_gamma",
+)
+
+
+def _linear_part(producer: dict, y: str, sid: str):
+    """A node that computes what the fused op writing ``y`` (through ORT's casts) feeds its
+    activation: a ``com.microsoft.FusedGemm`` as ``Gemm``, a ``FusedConv`` without a sum
+    input as ``Conv``, with the same inputs and attributes (ORT's fused kernels are those
+    ops with the activation applied to their result); None for any other op (an NCHWc
+    Conv: its layout)."""
+    from onnx import helper
+
+    p = producer.get(y)
+    while p is not None and p.op_type == "Cast" and p.input[0] in producer:
+        p = producer[p.input[0]]
+    if p is None or p.domain != opt_mod.MS:
+        return None
+    if p.op_type == "FusedGemm":
+        op = "Gemm"
+    elif p.op_type == "FusedConv" and len([i for i in p.input if i]) <= 3:
+        op = "Conv"
+    else:
+        return None
+    t = f"actaudit_preactivation_{sid}"
+    n = helper.make_node(op, list(p.input), [t], name=t)
+    n.attribute.extend(a for a in p.attribute if a.name not in ACTIVATION_ATTRS)
+    return n
 
 
 def _session(model, what: str):
@@ -251,11 +316,14 @@ def _outer(sub) -> list:
 def correctly_rounded(c: Cut, x: np.ndarray, y_engine: np.ndarray, count: bool = True) -> np.ndarray:
     """RN_F(f(x)) in the cut tensor's format F, shaped like the engine's values; non-finite
     inputs keep the engine's value (counted in ``c.nonfinite``)."""
-    from audit.oracle.oracle import evaluate, exact_points
+    from audit.oracle.oracle import _compute, evaluate, exact_points, fast_path_applies
     from audit.oracle.references import get_reference
 
     fmt = get_format(c.fmt)
     ref = get_reference(c.family)
+    params = {k: v for k, v in c.params.items() if k in ref.params}  # selu: its own constants
+    xname = _FORMAT_OF.get(np.asarray(x).dtype.name)
+    xfmt = None if xname is None else get_format(xname)
     xs = np.asarray(x, dtype=np.float64).reshape(-1)
     out = np.asarray(y_engine, dtype=np.float64).reshape(-1).copy()
     fin = np.isfinite(xs)
@@ -267,11 +335,49 @@ def correctly_rounded(c: Cut, x: np.ndarray, y_engine: np.ndarray, count: bool =
         with np.errstate(all="ignore"):
             representable = bool(np.all(fmt.round(u) == u))
         if representable:
-            r = evaluate(ref, fmt, u, c.params).rounded
-        else:  # x wider than the cut's format (a kernel that computes in fp32 and casts)
-            r = exact_points(ref, u, fmt, ref.with_defaults(c.params)).rounded
-        out[fin] = r[inv]
+            r = evaluate(ref, fmt, u, params).rounded
+        elif fast_path_applies(ref, fmt) and xfmt is not None and xfmt.p <= 24:
+            # x wider than the cut's format (a kernel that computes in fp32 and casts): the
+            # fast path at those x, mpmath where it cannot decide (as sweep does for inputs
+            # of another format)
+            r = _compute(ref, fmt, u, ref.with_defaults(params)).rounded
+        else:
+            r = exact_points(ref, u, fmt, ref.with_defaults(params)).rounded
+        out[fin] = r[inv] * c.scale  # a power of two: exact (to an overflow, as the engine's)
     return out.reshape(np.shape(y_engine)).astype(np.asarray(y_engine).dtype)
+
+
+def levels(opt, cuts: list) -> dict:
+    """cut tensor -> its level: 0 where no other cut tensor lies above the tensors its x is
+    read from in the optimized graph, else one more than the highest level above (a site
+    whose x is read from the graph without optimizations is level 0: its x is the engine's)."""
+    g = opt.graph
+    producer = {o: n for n in g.node for o in n.output}
+    cut = {c.tensor for c in cuts}
+    above: dict[str, set] = {}
+    for c in cuts:
+        ups = above.setdefault(c.tensor, set())
+        if c.unoptimized:
+            continue
+        todo, seen = list(c.reads), set()
+        while todo:
+            t = todo.pop()
+            if t in seen:
+                continue
+            seen.add(t)
+            if t in cut and t != c.tensor:
+                ups.add(t)
+                continue
+            n = producer.get(t)
+            if n is not None:
+                todo.extend(i for i in n.input if i)
+    order = {o: k for k, n in enumerate(g.node) for o in n.output}  # topological
+    out: dict[str, int] = {}
+    for t in sorted(above, key=lambda t: order.get(t, -1)):  # a cut above comes first
+        if any(u not in out for u in above[t]):
+            raise BadFileError(f"the sites' cuts are not in graph order at {t}")
+        out[t] = 1 + max((out[u] for u in above[t]), default=-1)
+    return out
 
 
 def _x_of(c: Cut, vals: dict) -> np.ndarray:
@@ -292,9 +398,11 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
         return {"sites": {}, "ranking": [], "joint": None, "skipped": dict(skipped)}
     outs = [o.name for o in opt.graph.output]
     extra = [n for a in audits for n in a.engine.capture_nodes if a.site.id in {c.site for c in cuts}]
+    extra += [n for c in cuts for n in c.nodes]
+    opt = with_outputs(opt, [], extra)  # the optimized graph with the nodes that read x
     opt_reads = sorted({t for c in cuts if not c.unoptimized for t in c.reads})
     cut_names = sorted({c.tensor for c in cuts})
-    full = _session(with_outputs(opt, opt_reads + cut_names, extra), "model with the sites as outputs")
+    full = _session(with_outputs(opt, opt_reads + cut_names), "model with the sites as outputs")
     types = {o.name: o.type for o in full.get_outputs()}
     elem = {v: k for k, v in _ORT_ELEM.items()}
     for c in cuts:
@@ -318,6 +426,8 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
     joint_model = suffix(opt, joint_types, outs + joint_reads)
     joint = _session(joint_model, "graph cut at every site")
     joint_inputs = {i.name for i in joint_model.graph.input}
+    level = levels(opt, cuts)
+    top = max(level.values(), default=0)
     stats = {c.site: {o: Stats() for o in outs} for c in cuts}
     jstats = {o: Stats() for o in outs}
     rounds_max = 0
@@ -335,7 +445,8 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
             f[c.tensor] = crs[c.site]
             for o, v in zip(outs, _run(sessions[c.tensor], outs, f, label)):
                 stats[c.site][o].add(base[o], v)
-        # joint: iterate until the feeds are the correct roundings of the x they produce
+        # joint: the cuts level by level down the graph; a cut's x is final once every cut
+        # above it is fed its correct rounding at its final x (level 0: no cut above)
         jf = {k: v for k, v in feed.items() if k in joint_inputs}
         for c in cuts:
             jf[c.tensor] = crs[c.site]
@@ -345,13 +456,11 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
             rounds += 1
             res = dict(zip(names, _run(joint, names, jf, label)))
             res.update({t: got[t] for t in unopt_reads})  # fused sites: their x as run
-            new = {c.tensor: correctly_rounded(c, _x_of(c, res), got[c.tensor], False) for c in cuts}
-            changed = any(new[t].tobytes() != jf[t].tobytes() for t in new)
-            jf.update(new)
-            if not changed:
+            if rounds > top:
                 break
-            if rounds >= JOINT_ROUNDS:
-                raise BadFileError(f"{label}: the joint effect did not settle in {JOINT_ROUNDS} runs")
+            for c in cuts:
+                if level[c.tensor] == rounds:
+                    jf[c.tensor] = correctly_rounded(c, _x_of(c, res), got[c.tensor], False)
         rounds_max = max(rounds_max, rounds)
         for o in outs:
             jstats[o].add(base[o], res[o])
@@ -375,6 +484,7 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
     }
 
 
+_FORMAT_OF = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 _ORT_ELEM = {1: "tensor(float)", 10: "tensor(float16)", 11: "tensor(double)", 16: "tensor(bfloat16)"}
 
 

@@ -17,6 +17,13 @@ trailing Cast that ORT inserted) is the op the engine runs:
   audited as one kernel (a model of those nodes and their constants, run by ORT with
   optimizations off: the graph is already optimized).
 
+* a site whose last node, a product by a power of two (GELU's ``* 0.5``), ORT folded into
+  the MatMul after it (MatMulScaleFusion: ``FusedMatMul`` with that alpha), so that its
+  output tensor is gone: the nodes ORT kept, then that product, as a subgraph
+  (``EngineSite.folded`` says where; audit/model/effect.py cuts at the fused op's input);
+  any other site whose output ORT removed is reported with the ops that read the last of
+  its tensors ORT kept.
+
 Tensors keep their names through ORT's optimizations, except where it inserted casts
 (``InsertedPrecisionFreeCast_NAME``): both names are looked up.
 """
@@ -26,6 +33,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field
+from typing import Any
 
 from audit.errors import BadFileError, BadOptionError
 from audit.model.scan import MS, Site
@@ -50,6 +58,7 @@ class EngineSite:
     dtype: str | None = None  # the format the engine computes it in (set by capture)
     notes: list = field(default_factory=list)
     capture_nodes: list = field(default_factory=list)  # nodes added to read the capture (reorders)
+    folded: dict | None = None  # the site's last * k folded into the op after it (FusedMatMul)
 
 
 def _ort():
@@ -119,8 +128,9 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def engine_sites(sites: list[Site], opt) -> dict[str, EngineSite]:
-    """site id -> EngineSite, read from the optimized graph ``opt``."""
+def engine_sites(sites: list[Site], opt, model=None) -> dict[str, EngineSite]:
+    """site id -> EngineSite, read from the optimized graph ``opt`` (``model``: the original
+    graph, to follow a site whose last node ORT folded into the op after it)."""
     from onnx import helper
 
     from audit.targets.engines.ort import OPS
@@ -146,7 +156,10 @@ def engine_sites(sites: list[Site], opt) -> dict[str, EngineSite]:
         y = find(s.output)
         x = find(s.input)
         if y is None:
-            out[s.id] = EngineSite("?", None, {}, [], why="its output is not in ORT's optimized graph")
+            es = _folded(s, model, opt, producer, inits, tensors, find)
+            if es is None:
+                es = EngineSite("?", None, {}, [], why=_missing(s, model, opt, find))
+            out[s.id] = es
             continue
         y_run, ro = y, None  # the activation's own output, the layout reorder after it
         p = producer.get(y)
@@ -213,6 +226,139 @@ def engine_sites(sites: list[Site], opt) -> dict[str, EngineSite]:
             es.notes.append(f"ORT casts the result to {_cast_to(producer[y])} after the site's nodes")
         out[s.id] = es
     return out
+
+
+def _const_of(model, t: str):
+    """The value of tensor ``t`` of the original graph where it is a constant (an
+    initializer or a Constant node), else None."""
+    from onnx import numpy_helper
+
+    for i in model.graph.initializer:
+        if i.name == t:
+            return numpy_helper.to_array(i)
+    for n in model.graph.node:
+        if n.op_type == "Constant" and n.output and n.output[0] == t:
+            for a in n.attribute:
+                if a.name == "value":
+                    return numpy_helper.to_array(a.t)
+    return None
+
+
+def _elem_type(opt, t: str, producer: dict, inits: dict, seen=None) -> int | None:
+    """The ONNX element type of tensor ``t`` of the optimized graph: from its initializer,
+    graph input, value_info or Cast; else that of its producer's first typed input (the
+    elementwise and MatMul nodes of a site keep their inputs' type)."""
+    if t in inits:
+        return inits[t].data_type
+    for vi in list(opt.graph.input) + list(opt.graph.value_info) + list(opt.graph.output):
+        if vi.name == t and vi.type.tensor_type.elem_type:
+            return vi.type.tensor_type.elem_type
+    n = producer.get(t)
+    seen = set() if seen is None else seen
+    if n is None or t in seen:
+        return None
+    seen.add(t)
+    if n.op_type == "Cast":
+        return next((a.i for a in n.attribute if a.name == "to"), None)
+    for i in n.input:
+        if i:
+            e = _elem_type(opt, i, producer, inits, seen)
+            if e is not None:
+                return e
+    return None
+
+
+def _folded(s: Site, model, opt, producer, inits, tensors, find) -> EngineSite | None:
+    """A site whose last node, a product by a power of two k (GELU's * 0.5 or / 2), ORT
+    folded into the MatMul after it (MatMulScaleFusion: ``FusedMatMul`` with alpha = k):
+    the site's nodes ORT kept, then * k, as a subgraph (exact: a power of two); with
+    ``folded`` {tensor (the input of the fused op, k^-1 times the site's output), scale k,
+    into (the fused ops)}.  None where that is not what happened."""
+    import math
+
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    if model is None or s.internal:
+        return None
+    orig = {o: n for n in model.graph.node for o in n.output}
+    root = orig.get(s.output)
+    if root is None or root.op_type not in ("Mul", "Div") or root.domain not in ("", "ai.onnx"):
+        return None
+    if len(root.input) != 2:
+        return None
+    c = _const_of(model, root.input[1])
+    a = root.input[0]
+    if c is None and root.op_type == "Mul":
+        c, a = _const_of(model, root.input[0]), root.input[1]
+    if c is None or c.size != 1:
+        return None
+    v = float(c.reshape(-1)[0])
+    if not math.isfinite(v) or v == 0:
+        return None
+    k = 1 / v if root.op_type == "Div" else v
+    if math.frexp(abs(k))[0] != 0.5:  # not a power of two: scaling would round
+        return None
+    a_opt, x = find(a), find(s.input)
+    if a_opt is None or x is None or a_opt == x:
+        return None
+    readers = [n for n in opt.graph.node if a_opt in n.input]
+    if not readers or any(
+        n.domain != MS or n.op_type != "FusedMatMul" or list(n.input).index(a_opt) != 0 for n in readers
+    ):
+        return None
+    for n in readers:
+        alpha = next((helper.get_attribute_value(t) for t in n.attribute if t.name == "alpha"), 1.0)
+        if float(np.float32(alpha)) != float(np.float32(k)):
+            return None
+    es = _subgraph(s, opt, producer, inits, x, a_opt)
+    if es.why is not None or es.subgraph is None:
+        return None
+    elem = _elem_type(opt, a_opt, producer, inits)
+    if elem is None:
+        return None
+    m: Any = es.subgraph
+    y = f"actaudit_folded_{s.id}"
+    k_t = numpy_helper.from_array(np.array(k, dtype=helper.tensor_dtype_to_np_dtype(elem)), y + "_k")
+    m.graph.initializer.append(k_t)
+    m.graph.node.append(helper.make_node("Mul", [a_opt, k_t.name], [y], name=y))
+    m.graph.output[0].name = y
+    es.nodes.append("Mul")
+    es.node_names.append(y)
+    into = [n.name or n.op_type for n in readers]
+    es.folded = {"tensor": a_opt, "scale": k, "into": into}
+    es.notes.append(
+        f"ORT folded the site's last * {k!r} into {', '.join(into)} (FusedMatMul, alpha={k!r}): "
+        f"audited as the nodes it kept, then * {k!r} (exact, a power of two)"
+    )
+    return es
+
+
+def _missing(s: Site, model, opt, find) -> str:
+    """Why a site's output tensor is not in the optimized graph, as precisely as it can be
+    said: the last of the site's tensors ORT kept and the ops that read it."""
+    if model is None:
+        return "its output is not in ORT's optimized graph"
+    own, kept = set(s.nodes), None
+    for i, n in enumerate(model.graph.node):  # graph order: the last kept tensor wins
+        if (n.name or f"{n.op_type}#{i}") in own:
+            for o in n.output:
+                kept = find(o) or kept
+    if kept is None:
+        return f"its output {s.output} is not in ORT's optimized graph (nor any tensor of its nodes)"
+    readers = []
+    for n in opt.graph.node:
+        if kept in n.input:
+            what = f"{n.domain + '.' if n.domain else ''}{n.op_type}"
+            alpha = _attr_of(n, "alpha") if n.op_type == "FusedMatMul" else None
+            if alpha is not None:  # MatMulScaleFusion: the site's last product is its alpha
+                what += f" {n.name} (alpha={alpha!r}, not a power of two: no tensor holds the site's output)"
+            readers.append(what)
+    readers = sorted(set(readers))
+    return (
+        f"its output {s.output} is not in ORT's optimized graph: ORT fused its last nodes into "
+        f"{', '.join(readers) or 'nothing that reads ' + kept} (after {kept})"
+    )
 
 
 def _attr_of(n, name):

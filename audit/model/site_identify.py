@@ -30,9 +30,14 @@ def site_candidate(spec: str, dtype: str | None):
     if site.reference is None:
         raise BadOptionError(f"{spec}: a near match has no reference ({site.near})")
     opt = opt_mod.optimize(model, opt_mod.DEFAULT_LEVEL, path, path)
-    es = opt_mod.engine_sites([site], opt)[site.id]
+    es = opt_mod.engine_sites([site], opt, model)[site.id]
     if es.why is not None:
         raise BadOptionError(f"{spec}: the engine op is not auditable alone: {es.why}")
+    if es.dtype is None and es.capture:  # the format ORT runs it in (fp32 for an fp16 graph
+        # whose casts ORT moved), from the optimized graph
+        producer = {o: n for n in opt.graph.node for o in n.output}
+        inits = {t.name: t for t in opt.graph.initializer}
+        es.dtype = scan_mod.ELEM.get(opt_mod._elem_type(opt, es.capture[0], producer, inits) or 0)
     fmt = get_format(dtype or es.dtype or site.dtype or "fp32")
     es.dtype = es.dtype or site.dtype
     a = SiteAudit(site, es)
