@@ -481,7 +481,7 @@ def write_report(doc: dict, m, out_dir) -> Path:
     alone, e.g. a fix document: no histograms)."""
     import base64
 
-    from audit.io import write_text
+    from audit.io import write_files
 
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
@@ -490,13 +490,14 @@ def write_report(doc: dict, m, out_dir) -> Path:
     if isinstance(doc, dict) and doc.get("schema") == "actaudit.model-fix/1":
         shown = _dict(doc.get("before"), "the fix document's before")
     rows = effect_rows(_dict(shown, "the document"))
-    picture = None
+    picture, files = None, []
     if rows:
         from reports.model_figures import effect_ranking_svg
 
         svg = effect_ranking_svg([(k, label, outs) for k, label, outs, _ in rows])
-        write_text(d / "effect-ranking.svg", svg.decode("utf-8"))
+        files.append(("effect-ranking.svg", svg))
         picture = base64.b64encode(svg).decode("ascii")
     p = d / "index.html"
-    write_text(p, page(doc, curves, picture))
+    files.append(("index.html", page(doc, curves, picture)))  # (written as a set, index.html last)
+    write_files(d, files)
     return p

@@ -94,9 +94,15 @@ def test_fix_rewrites_a_cancelling_fp16_erf_gelu_and_both_site_and_output_improv
     assert r["rewrite"] == "gelu-kernel" and r["kept"] and doc["written"] == str(out)
     b, a = r["before"]["weighted"], r["after"]["weighted"]
     assert a["p99_ulp"] < b["p99_ulp"] and a["mean_ulp"] < b["mean_ulp"]  # the tool's figures
-    # the table: 80 columns
-    code, text = _cli([*args, "--fix", str(tmp_path / "f2.onnx")])
+    # the table: 80 columns; with --report, the page of the model before with its fix results
+    code, text = _cli([*args, "--fix", str(tmp_path / "f2.onnx"), "--report", str(tmp_path / "rep")])
     assert code == 0 and max(map(len, text.splitlines())) <= 80 and "gelu-kernel" in text
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert (
+        "id='fix-outputs'" in html
+        and "gelu-kernel" in html
+        and (tmp_path / "rep" / "effect-ranking.svg").exists()
+    )
     # independently: the site's fp16 output and the model's output, in both models
     [site] = scan_mod.scan(scan_mod.load(gelu16))
     orig, fixed = onnx.load(gelu16), onnx.load(out)

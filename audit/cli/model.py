@@ -67,14 +67,14 @@ def model_cmd(
         return
     path = paths[0]
     if fix is not None:
-        if report is not None:
-            from audit.errors import BadOptionError
-
-            raise BadOptionError("--fix and --report: give one of them")
         fdoc = audit.model.run_fix(
             path, fix, json_out, data=data, random=random, shape=shape, seed=seed, batches=batches,
             engine=engine, opt_level=opt_level, dtype=dtype, compute=compute, bin=bin,
         )  # fmt: skip
+        if report is not None:  # the model before, its fix results beside each site
+            from reports.model_html import write_report
+
+            write_report(fdoc, None, report)
         if json_out == "-":
             from audit.io import dumps
 
