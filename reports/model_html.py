@@ -490,7 +490,8 @@ def write_report(doc: dict, m, out_dir) -> Path:
     if isinstance(doc, dict) and doc.get("schema") == "actaudit.model-fix/1":
         shown = _dict(doc.get("before"), "the fix document's before")
     rows = effect_rows(_dict(shown, "the document"))
-    picture, files = None, []
+    picture = None
+    files: list[tuple[str, str | bytes]] = []
     if rows:
         from reports.model_figures import effect_ranking_svg
 

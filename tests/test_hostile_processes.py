@@ -32,6 +32,43 @@ def _python(code: str, tmp_path: Path, timeout: float = 120, env=None) -> subpro
     )
 
 
+@pytest.mark.skipif(not HAS_GCC, reason="needs gcc")
+def test_a_kernel_including_a_fifo_is_stopped_with_its_whole_process_group(tmp_path):
+    # the compiler blocks opening the FIFO (no CPU time used: the CPU limit never acts);
+    # the wall limit stops it, and kills cc1 with the driver (no orphan left blocked)
+    fifo = tmp_path / "pipe.h"
+    os.mkfifo(fifo)
+    k = tmp_path / "k.c"
+    k.write_text(
+        f'#include "{fifo}"\n#include <stddef.h>\n'
+        "void k(const float *x, float *y, size_t n) { for (size_t i = 0; i < n; i++) y[i] = x[i]; }\n"
+    )
+    code = f"""
+import sys
+from audit.targets import ckernels
+ckernels.COMPILE_TIMEOUT_S = 1.0
+try:
+    ckernels.compile_kernel(ckernels.Path({str(k)!r}), None, "k")
+except ckernels.KernelError as e:
+    print(e)
+    sys.exit(2)
+"""
+    r = _python(code, tmp_path, timeout=120)
+    assert r.returncode == 2, r.stderr
+    msg = r.stdout.strip()
+    assert len(msg.splitlines()) == 1 and "did not finish within 1 s" in msg, msg
+    left = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = open(f"/proc/{d}/cmdline", "rb").read()
+            except OSError:
+                continue
+            if str(k).encode() in cmd:
+                left.append((d, cmd))
+    assert not left, left
+
+
 # ------------------------------------------------------------------ item 9
 @pytest.mark.skipif(not HAS_GCC, reason="needs gcc")
 def test_a_kernel_including_dev_zero_stops_at_the_compilers_memory_limit(tmp_path):

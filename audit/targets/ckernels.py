@@ -60,7 +60,7 @@ from audit.numbers.formats import Format
 
 DEFAULT_CFLAGS = "-O2"
 KERNEL_TIMEOUT_S = 600.0  # a kernel call still running after this is stopped (unless --timeout)
-COMPILE_TIMEOUT_S = 600.0
+COMPILE_TIMEOUT_S = 300.0  # wall seconds a compilation may take (then its process group is killed)
 MAX_SOURCE = 1 << 22  # bytes of a kernel source (and of each file it includes)
 MAX_OBJECT = 1 << 26  # bytes of a compiled object
 KILL_GRACE_S = 2.0  # seconds a stopped runner has to kill its kernel's descendants
@@ -268,13 +268,45 @@ def _limited(cmd: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _LIMITED, *limits, exe, *cmd[1:]]
 
 
-def _run(cmd: list[str], stdin: bytes = b"", timeout: float = COMPILE_TIMEOUT_S) -> tuple[int, bytes, bytes]:
+def _run(cmd: list[str], stdin: bytes = b"", timeout: float | None = None) -> tuple[int, bytes, bytes]:
+    """``cmd`` (the compiler) under its limits, in a process group of its own: after
+    ``timeout`` wall seconds (default COMPILE_TIMEOUT_S; an ``#include`` of a FIFO blocks
+    the compiler without using CPU time), or on SIGINT/SIGTERM, the whole group is killed,
+    the driver's passes (cc1, as) with it: no orphan is left."""
+    import signal
+
     env = {**os.environ, "LC_ALL": "C"}  # messages in one language, plain quotes
+    limit = COMPILE_TIMEOUT_S if timeout is None else timeout
     try:
-        r = subprocess.run(_limited(cmd), input=stdin, capture_output=True, timeout=timeout, env=env)
-    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        proc = subprocess.Popen(
+            _limited(cmd),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+    except (OSError, ValueError) as e:
         raise KernelError(f"cannot run the C compiler '{cmd[0]}': {_one_line(str(e))}") from None
-    return r.returncode, r.stdout, r.stderr
+    try:
+        out, err = proc.communicate(stdin, timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc, signal.SIGKILL)
+        raise KernelError(
+            f"the C compiler '{cmd[0]}' did not finish within {limit:g} s (stopped; an #include "
+            "of a FIFO or a device blocks it)"
+        ) from None
+    except BaseException:
+        _kill_group(proc, signal.SIGKILL)
+        raise
+    return proc.returncode, out, err
+
+
+def _kill_group(proc, sig) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+    with contextlib.suppress(Exception):
+        proc.communicate(timeout=30)
 
 
 _IDENTITY: dict = {}
