@@ -122,15 +122,27 @@ def atomic_path(path):
         sys.stdout.flush()
         yield Path("/dev/stdout")
         return
+    if not str(path):
+        raise BadFileError("an output path must not be empty")
     path = Path(path)
     if is_special(path):
-        yield path
+        try:
+            yield path
+        except OSError as e:
+            if e.filename is None:  # (a write to it: name the user's path, /dev/full)
+                raise OSError(e.errno, e.strerror, str(path)) from None
+            raise
         return
     if path.is_symlink():
         path = Path(os.path.realpath(path))
+    if path.is_dir():
+        raise BadFileError(f"{path}: is a directory, not a file to write")
     directory = path.parent if str(path.parent) else Path(".")
     clean_stale(directory)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
+    except OSError as e:  # (a missing directory, one not writable: the user's path, not ours)
+        raise OSError(e.errno, e.strerror, str(path)) from None
     try:
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode) & 0o777  # (never a set-id bit)

@@ -1,6 +1,7 @@
 """Untrusted files: input lists, dumps, devices, bombs, checkpoints (issue 18 A5-A7, B2)."""
 
 import json
+import os
 from pathlib import Path
 
 import mpmath as mp
@@ -180,3 +181,18 @@ def test_a_dump_npz_whose_pairs_agree_is_read(tmp_path, capsys):
         capsys, "sweep", f"dump:{tmp_path / 'd.npz'}", "--reference", "gelu", "--dtype", "fp16"
     )
     assert code == 0, err
+
+
+def test_write_errors_name_the_users_path_not_a_temporary_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link.json").symlink_to(tmp_path / "missing" / "out.json")
+    (tmp_path / "d").mkdir()
+    cases = [
+        ("link.json", f"{tmp_path / 'missing' / 'out.json'}: No such file or directory"),
+        ("d", "d: is a directory, not a file to write"),
+    ]
+    if os.path.exists("/dev/full"):
+        cases.append(("/dev/full", "/dev/full: No space left on device"))
+    for target, needle in cases:
+        code, _, err = run(capsys, "sweep", "relu", "--dtype", "fp8_e4m3", "--json", target)
+        assert code == 2 and needle in err and ".tmp" not in err and err.count("\n") == 1, err
