@@ -93,6 +93,7 @@ def test_a_baseline_of_nans_does_not_pass(tmp_path, monkeypatch, capsys):
         ("nan_count", "12", "must be an integer"),
         ("nan_count", None, "must be an integer"),
         ("nan_count", -1, "must be an integer"),
+        ("nan_count", 300, "more than the entry's 254 inputs"),
         ("max_ulp", -3.0, "must be a number >= 0"),
         ("max_ulp", [1, 2], "must be a number >= 0"),
         ("findings", {"nan": [[1.0]]}, "intervals"),

@@ -677,6 +677,13 @@ def _check_entry(path, where: str, e) -> None:
     if "identity" not in e:
         bad("identity", "is missing (what produced the entry: re-record with actaudit baseline)")
     gate_identity.check(path, where, e["identity"], "float")
+    n = e["identity"]["inputs"]
+    if not (isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**63):
+        bad("identity.inputs", "must be an integer >= 0")
+    for c in (*COUNTS, *(f"finding_counts.{k}" for k in fc)):
+        v = fc[c.split(".", 1)[1]] if c.startswith("finding_counts.") else e[c]
+        if v > n + 2:  # (a finding may count the specials beside the inputs: +-inf, NaN)
+            bad(c, f"is {v}, more than the entry's {n} inputs")
 
 
 # ---------------------------------------------------------------- compare
