@@ -13,6 +13,7 @@ import html
 import os
 import platform
 import re
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -191,18 +192,31 @@ def slug(s: str) -> str:
 
 
 def binade_table(r) -> list[tuple]:
-    """(e, count, max and mean ULP for x < 0, max and mean ULP for x > 0) per binade of |x|."""
+    """(e, count, max and mean ULP for x < 0, max and mean ULP for x > 0) per binade of |x|.
+
+    One stable sort by (binade, sign) puts each cell's errors together in their input order,
+    so each max and mean is taken over the same array as a mask would select (the same
+    numbers, bit for bit) without two passes over every input per binade."""
     p = r.points
     ok = (p.cls == 0) & (p.x != 0)
     x, u = p.x[ok], p.ulp_err[ok]
     ex = np.frexp(np.abs(x))[1] - 1
+    side = np.where(x < 0, 0, np.where(x > 0, 1, 2))  # (2: neither, a NaN x: counted only)
+    base = int(ex.min()) if len(ex) else 0
+    key = (ex.astype(np.int64) - base) * 3 + side
+    order = np.argsort(key, kind="stable")
+    key, u = key[order], u[order]
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    starts, ends = np.r_[0, cuts], np.r_[cuts, len(key)]
+    cell = {int(key[a]): u[a:b] for a, b in zip(starts, ends) if b > a}
     rows = []
     for b in np.unique(ex):
-        cells = []
-        for sel in (x < 0, x > 0):
-            m = sel & (ex == b)
-            cells += [float(u[m].max()), float(u[m].mean())] if m.any() else [None, None]
-        rows.append((int(b), int((ex == b).sum()), *cells))
+        k, cells = (int(b) - base) * 3, []
+        for s in (0, 1):
+            v = cell.get(k + s)
+            cells += [float(v.max()), float(v.mean())] if v is not None else [None, None]
+        n = sum(len(cell[k + s]) for s in (0, 1, 2) if k + s in cell)
+        rows.append((int(b), n, *cells))
     return rows
 
 
@@ -274,14 +288,23 @@ class Report:
         if len(self.jobs) < 8 or (os.cpu_count() or 1) < 2:
             pngs = [_render(j) for j in self.jobs]
         else:  # audit's worker pool: interruptible at any moment, workers die with it
-            from audit.measure.executors import run_chunks
+            from audit.measure.executors import engine_threads, run_chunks
 
-            pngs = list(run_chunks(_render_in_pool, None, self.jobs, workers=os.cpu_count()))
+            if engine_threads():  # fresh interpreters: each job travels to its worker
+                pngs = list(run_chunks(_render_in_pool, None, self.jobs, workers=os.cpu_count()))
+            else:  # forked workers hold the jobs already: each gets only its job's index
+                pngs = list(
+                    run_chunks(_render_nth, self.jobs, list(range(len(self.jobs))), workers=os.cpu_count())
+                )
         return [(j[0], p) for j, p in zip(self.jobs, pngs)]
 
 
 def _render_in_pool(_, job) -> bytes:
     return _render(job)
+
+
+def _render_nth(jobs, i: int) -> bytes:
+    return _render(jobs[i])
 
 
 def _render(job) -> bytes:
@@ -355,8 +378,12 @@ def build(results, out_dir, command: str = "", suggestions=None) -> Path:
     parts.append(f"</main><script>{JS}{EXPLORER_JS}</script></body></html>")
     page = "\n".join(parts)
     images = rep.render()
-    for fname, png in images:
-        page = page.replace(f"@@{fname}@@", "data:image/png;base64," + base64.b64encode(png).decode("ascii"))
+    uri = {
+        f"@@{fname}@@": "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        for fname, png in images
+    }
+    # one pass over the page (a replace per image copied its megabytes 127 times)
+    page = re.sub(r"@@[0-9]{3,}-[a-z0-9._-]*\.png@@", lambda m: uri.get(m[0], m[0]), page)
 
     # written as a set (audit.io.write_files): an interrupted report leaves nothing
     # half-written (index.html is moved last)
@@ -376,9 +403,21 @@ def written(path: Path, results) -> str:
     )
 
 
+def _version_of(module: str) -> str:
+    """A library's version without importing it where this process has not (ml_dtypes takes
+    0.75 s of CPU to import, for one line of the page)."""
+    if module in sys.modules:
+        return str(getattr(sys.modules[module], "__version__", "?"))
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(module)
+    except PackageNotFoundError:
+        return "not installed"
+
+
 def _meta(results, command) -> str:
     import matplotlib
-    import ml_dtypes
     import mpmath
 
     rows = [
@@ -387,7 +426,7 @@ def _meta(results, command) -> str:
         (
             "versions",
             f"actaudit {__version__}, numpy {np.__version__}, mpmath {mpmath.__version__}, "
-            f"ml_dtypes {ml_dtypes.__version__}, matplotlib {matplotlib.__version__}, "
+            f"ml_dtypes {_version_of('ml_dtypes')}, matplotlib {matplotlib.__version__}, "
             f"Python {platform.python_version()}",
         ),
         (
@@ -567,11 +606,7 @@ def _packed(a, dtype) -> str:
 def _envelope(idx: np.ndarray, u: np.ndarray, runs: int) -> np.ndarray:
     """Of the inputs idx (in order), the one with the largest error u in each of ``runs``
     runs of consecutive ones (all of them when there are fewer)."""
-    if len(idx) <= runs:
-        return idx
-    edges = np.linspace(0, len(idx), runs + 1).astype(int)
-    v = u[idx]
-    return np.array([idx[a + int(np.argmax(v[a:b]))] for a, b in zip(edges[:-1], edges[1:]) if b > a])
+    return idx[figures.worst_of_runs(u[idx], runs)]
 
 
 def _explorer(r, color, key: str) -> str:
