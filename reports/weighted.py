@@ -54,12 +54,18 @@ def any_weighted(results) -> bool:
 
 
 # ------------------------------------------------------------------- report
+FAR = 8.0
+
+
 def active_region(r) -> tuple[float, float]:
     """The x range of the linear panel: where the distribution puts 99.9% of its mass
     (central interval) when the result is weighted, else where the exact function neither
     saturates nor flushes (between its saturation thresholds in the format) and where its
     findings begin (each finding interval's end nearest 0: a NaN from x = 11.1 on widens it
-    to 11.1, not to the format's max), padded 5%."""
+    to 11.1, not to the format's max), padded 5%.  A finding that begins more than FAR times
+    as far from 0 as the saturation thresholds (an overflow near 65504 in fp16) is left to the
+    full-range picture: it would squash the region where the function changes to a few
+    pixels, in the candidate's panel and in its family's small multiples."""
     from audit.measure import weighting
     from audit.numbers.formats import get_format
 
@@ -75,11 +81,14 @@ def active_region(r) -> tuple[float, float]:
     hi_s = sat.get("high", {}) or {}
     lo, hi = weighting.active_region(d, fmt, lo_s.get("x"), hi_s.get("x"))
     if d is None:
+        reach = FAR * max(abs(lo), abs(hi))
         starts = [
-            a if abs(a) <= abs(b) else b
+            s
             for f in r.findings
             for a, b in f.intervals[:200]
             if math.isfinite(a) and math.isfinite(b) and f.kind != "special"
+            for s in [a if abs(a) <= abs(b) else b]
+            if abs(s) <= reach
         ]
         lo, hi = min([lo, *starts]), max([hi, *starts])
     pad = 0.05 * (hi - lo)

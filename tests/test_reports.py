@@ -204,6 +204,24 @@ def test_a_nan_region_widens_the_active_region_only_to_where_it_begins():
     assert first_nan < hi < 2 * first_nan and lo < -17
 
 
+def test_a_finding_far_beyond_the_saturation_thresholds_is_left_to_the_full_picture():
+    """gelu.erf_rational overflows to inf from x = 64192 on (its rational function's x^k),
+    far beyond GELU's fp16 saturation thresholds (-5.73 and 3.45): the linear region stays
+    where the function changes (so do its family's small multiples, the union of the
+    regions), and the overflow is in the full-range picture."""
+    from reports import figures, weighted
+
+    (r,) = audit.sweep("gelu.erf_rational", dtype="fp16", keep_points=True)
+    far = [a for f in r.findings for a, b in f.intervals if f.kind == "overflow"]
+    assert far and min(far) > weighted.FAR * 6  # (the finding the rule is about exists)
+    lo, hi = weighted.active_region(r)
+    sat = [s["x"] for s in r.saturation.values()]
+    assert lo <= min(sat) and max(sat) <= hi and hi - lo < 12
+    (t,) = audit.sweep("gelu.tanh", dtype="fp16", keep_points=True)
+    a, b = figures.region_of([r, t])
+    assert b - a < 12
+
+
 def test_report_images_are_palette_pngs_and_the_explorer_opens_linear(tmp_path):
     """Issue 35, item 9: every image is an 8-bit palette PNG (a third of the bytes of RGBA),
     index.html stays within 160 KB per result, the explorer's data opens on the active region
