@@ -1,9 +1,17 @@
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 
 import pytest
+
+# Bytecode: with PYTHONDONTWRITEBYTECODE set (some containers set it), every one of the
+# suite's subprocesses (the docs examples, the CLI tests: hundreds of `actaudit` runs) compiled
+# audit/ from source again, 0.3 s each, and every xdist worker rewrote every test module's
+# asserts anew (10 s). The session writes __pycache__ (git-ignored), as Python does by default.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
 
 # Every test session gets a fresh oracle cache, so that tests never see a stale one; the
 # process that made it removes it at exit (a pytest started by a test inherits it and keeps it:
