@@ -16,6 +16,22 @@ import pytest
 from helpers import optional
 
 
+def _export(module, dtype, path):
+    """A ``module()`` made after seeding torch, in ``dtype``, exported at opset 17 with a
+    dynamic batch axis."""
+    import torch
+
+    torch.manual_seed(0)
+    net = module().to(dtype).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            net, (torch.randn(4, 8).to(dtype),), str(path), dynamo=False, opset_version=17,
+            input_names=["x"], dynamic_axes={"x": {0: "batch"}},
+        )  # fmt: skip
+    return path
+
+
 @pytest.fixture(scope="module")
 def gelu16(tmp_path_factory):
     torch = optional("torch")
@@ -159,15 +175,7 @@ class _Softplus:  # torch's export of log(1 + exp(16 x)) (log1p(exp(.)) exports 
             def forward(self, x):
                 return self.lin(torch.log(1 + torch.exp(x * 16.0)))
 
-        torch.manual_seed(0)
-        net = SP().to(dtype).eval()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                net, (torch.randn(4, 8).to(dtype),), str(path), dynamo=False, opset_version=17,
-                input_names=["x"], dynamic_axes={"x": {0: "batch"}},
-            )  # fmt: skip
-        return path
+        return _export(SP, dtype, path)
 
 
 def _sess(m, extra=()):
@@ -286,15 +294,7 @@ def _export_sigmoid(path, form, dtype):
             v = x * 4.0
             return self.lin(0.5 + 0.5 * torch.tanh(v / 2) if form == "tanh" else 1 / (1 + torch.exp(-v)))
 
-    torch.manual_seed(0)
-    net = S().to(dtype).eval()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            net, (torch.randn(4, 8).to(dtype),), str(path), dynamo=False, opset_version=17,
-            input_names=["x"], dynamic_axes={"x": {0: "batch"}},
-        )  # fmt: skip
-    return path
+    return _export(S, dtype, path)
 
 
 def test_fix_rewrites_an_fp16_tanh_sigmoid_to_the_exp_form_and_site_and_output_improve(tmp_path):
