@@ -21,7 +21,7 @@ from pathlib import Path
 
 from audit.errors import ActauditError, BadFileError
 from audit.gate import identity as gate_identity
-from audit.gate.schema import PRINTABLE, SPEC_KEYS, is_text, refuse_unknown
+from audit.gate.schema import SPEC_KEYS, entry_head
 from audit.gate.schema import is_number as _num
 
 DIFF_KEYS = set(SPEC_KEYS["diff"])
@@ -35,27 +35,11 @@ def parse(p: Path, raws, where: str) -> list[dict]:
         return []
     if not isinstance(raws, list):
         raise BadFileError(f"{p}: key '{where}' must be an array of tables ([[diff]])")
-    out, names = [], set()
+    out: list[dict] = []
+    names: set[str] = set()
     for i, raw in enumerate(raws):
         w = f"{where}[{i}]"
-
-        def bad(k, msg, w=w):
-            raise BadFileError(f"{p}: key '{w}.{k}' {msg}")
-
-        if not isinstance(raw, dict):
-            raise BadFileError(f"{p}: key '{w}' must be a table")
-        refuse_unknown(p, raw, "diff", w)
-        for k in ("name", "a", "b", "dtype"):
-            if k not in raw:
-                bad(k, "is missing")
-        for k in ("name", "a", "b"):
-            if not isinstance(raw[k], str) or not raw[k]:
-                bad(k, "must be a non-empty string")
-            if not is_text(raw[k]):
-                bad(k, PRINTABLE)
-        if raw["name"] in names:
-            bad("name", f"duplicate name '{raw['name']}'")
-        names.add(raw["name"])
+        bad = entry_head(p, raw, "diff", w, ("name", "a", "b", "dtype"), ("name", "a", "b"), names)
         dt = [raw["dtype"]] if isinstance(raw["dtype"], str) else raw["dtype"]
         if not isinstance(dt, list) or not dt or not all(isinstance(d, str) and d for d in dt):
             bad("dtype", "must be a string or a non-empty list of strings")

@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 
 from audit.errors import ActauditError, BadFileError
-from audit.gate.schema import PRINTABLE, SPEC_KEYS, is_text, refuse_unknown
+from audit.gate.schema import SPEC_KEYS, entry_head, refuse_unknown
 from audit.gate.schema import is_number as _num
 
 MODEL_KEYS = set(SPEC_KEYS["model"])
@@ -42,26 +42,12 @@ def parse(p: Path, raws, where: str) -> list[dict]:
         return []
     if not isinstance(raws, list):
         raise BadFileError(f"{p}: key '{where}' must be an array of tables ([[model]])")
-    out, names = [], set()
+    out: list[dict] = []
+    names: set[str] = set()
     for i, raw in enumerate(raws):
         w = f"{where}[{i}]"
-
-        def bad(k, msg, w=w):
-            raise BadFileError(f"{p}: key '{w}.{k}' {msg}")
-
-        if not isinstance(raw, dict):
-            raise BadFileError(f"{p}: key '{w}' must be a table")
-        refuse_unknown(p, raw, "model", w)
-        for k in ("name", "path", "data"):
-            if k not in raw:
-                bad(k, "is missing")
-            if not isinstance(raw[k], str) or not raw[k]:
-                bad(k, "must be a non-empty string")
-            if not is_text(raw[k]):
-                bad(k, PRINTABLE)
-        if raw["name"] in names:
-            bad("name", f"duplicate name '{raw['name']}'")
-        names.add(raw["name"])
+        keys = ("name", "path", "data")
+        bad = entry_head(p, raw, "model", w, keys, keys, names)
         random = raw["data"] == "random"
         shape = raw.get("shape")
         if random:

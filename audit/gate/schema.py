@@ -271,3 +271,29 @@ def is_text(v) -> bool:
     """A non-empty string of printable characters: a name or a target the gate prints (a
     newline, ESC or a bidirectional override would forge or hide lines of its report)."""
     return isinstance(v, str) and bool(v) and v.isprintable()
+
+
+def entry_head(p: Path, raw, kind: str, where: str, required, texts, names: set):
+    """The checks a [[diff]] or [[model]] entry starts with: a table, no unknown key, every
+    ``required`` key present, each of ``texts`` a non-empty printable string, its name not
+    used by an entry before (then added to ``names``).  Returns ``bad(key, message)`` for the
+    entry's other keys: one line naming ``where.key``."""
+
+    def bad(k, msg):
+        raise BadFileError(f"{p}: key '{where}.{k}' {msg}")
+
+    if not isinstance(raw, dict):
+        raise BadFileError(f"{p}: key '{where}' must be a table")
+    refuse_unknown(p, raw, kind, where)
+    for k in required:
+        if k not in raw:
+            bad(k, "is missing")
+    for k in texts:
+        if not isinstance(raw[k], str) or not raw[k]:
+            bad(k, "must be a non-empty string")
+        if not is_text(raw[k]):
+            bad(k, PRINTABLE)
+    if raw["name"] in names:
+        bad("name", f"duplicate name '{raw['name']}'")
+    names.add(raw["name"])
+    return bad
