@@ -82,14 +82,14 @@ def active_region(r) -> tuple[float, float]:
     lo, hi = weighting.active_region(d, fmt, lo_s.get("x"), hi_s.get("x"))
     if d is None:
         reach = FAR * max(abs(lo), abs(hi))
-        starts = [
-            s
-            for f in r.findings
-            for a, b in f.intervals[:200]
-            if math.isfinite(a) and math.isfinite(b) and f.kind != "special"
-            for s in [a if abs(a) <= abs(b) else b]
-            if abs(s) <= reach
-        ]
+        starts = []
+        for f in r.findings:
+            if f.kind == "special":
+                continue
+            for a, b in f.intervals[:200]:
+                start = a if abs(a) <= abs(b) else b  # (the end nearest 0)
+                if math.isfinite(a) and math.isfinite(b) and abs(start) <= reach:
+                    starts.append(start)
         lo, hi = min([lo, *starts]), max([hi, *starts])
     pad = 0.05 * (hi - lo)
     return lo - pad, hi + pad

@@ -136,6 +136,8 @@ def _checkpointed(tmp_path, monkeypatch):
         (lambda d: d.update(mono_last=[[float("nan"), 0.5, 0.5]]), "'mono_last' entries"),
         (lambda d: d.update(mono_last=[[1.0, 0.5]]), "'mono_last' entries"),
         (lambda d: d.update(mono_last=["x"]), "'mono_last' entries"),
+        (lambda d: d.update(mono_last=[[10**400, 0.5, 0.5]]), "invalid"),
+        (lambda d: d["summary"].update(max_abs=10**400), "invalid"),
     ],
 )
 def test_a_tampered_checkpoint_is_refused(tmp_path, monkeypatch, edit, needle):

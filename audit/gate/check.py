@@ -680,9 +680,9 @@ def _check_entry(path, where: str, e) -> None:
     n = e["identity"]["inputs"]
     if not (isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**63):
         bad("identity.inputs", "must be an integer >= 0")
-    for c in (*COUNTS, *(f"finding_counts.{k}" for k in fc)):
-        v = fc[c.split(".", 1)[1]] if c.startswith("finding_counts.") else e[c]
-        if v > n + 2:  # (a finding may count the specials beside the inputs: +-inf, NaN)
+    counts = {c: e[c] for c in COUNTS} | {f"finding_counts.{k}": v for k, v in fc.items()}
+    for c, v in counts.items():
+        if v > n + 3:  # (the special inputs +-inf and NaN are counted beside the finite ones)
             bad(c, f"is {v}, more than the entry's {n} inputs")
 
 

@@ -250,7 +250,8 @@ class Checkpoint:
             return doc
         except BadFileError as e:
             raise BadFileError(f"checkpoint {self.path} is invalid ({e}); delete it to start over") from None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError) as e:
+            # (OverflowError: an integer beyond float64 where a float belongs)
             raise BadFileError(f"checkpoint {self.path} is invalid ({e}); delete it to start over") from None
 
     def due(self) -> bool:
