@@ -307,31 +307,38 @@ def test_softplus_and_sigmoid_forms_and_near_misses():
     assert (e.pattern, near.pattern, near.reference) == ("Exp", "sigmoid-exp", None) and "2.0" in near.near
 
 
-def test_standard_ops_and_relu6_and_fused_ops():
-    ops = [
-        "Sigmoid",
-        "Tanh",
-        "Erf",
-        "Softplus",
-        "Softsign",
-        "Elu",
-        "Selu",
-        "Celu",
-        "LeakyRelu",
-        "Mish",
-        "Exp",
-        "Log",
-    ]
+STANDARD_OPS = (
+    "Sigmoid",
+    "Tanh",
+    "Erf",
+    "Softplus",
+    "Softsign",
+    "Elu",
+    "Selu",
+    "Celu",
+    "LeakyRelu",
+    "Mish",
+    "Exp",
+    "Log",
+)
+
+
+def standard_chain():
+    """Each standard op on the one before it, from x, then Clip(0, 6) (a ReLU6) to r6."""
     nodes, prev = [], "x"
-    for i, op in enumerate(ops):
+    for i, op in enumerate(STANDARD_OPS):
         nodes.append(N(op, [prev], [f"t{i}"]))
         prev = f"t{i}"
-    nodes += [const("lo", 0.0), const("hi", 6.0), N("Clip", [prev, "lo", "hi"], ["r6"])]
+    return nodes + [const("lo", 0.0), const("hi", 6.0), N("Clip", [prev, "lo", "hi"], ["r6"])]
+
+
+def test_standard_ops_and_relu6_and_fused_ops():
+    nodes = standard_chain()
     nodes += [const("lo2", -1.0), N("Clip", ["r6", "lo2", "hi"], ["cl"])]  # a clamp, not ReLU6
     nodes += [N("Gelu", ["cl"], ["g"], approximate="tanh"), N("HardSwish", ["g"], ["hw"])]
     nodes += [N("HardSigmoid", ["hw"], ["y"], alpha=1 / 6)]
     sites = scan_mod.scan(graph(nodes, opsets=(("", 20),)))
-    assert [s.pattern for s in sites] == ops + ["Clip(0,6)", "Gelu", "HardSwish", "HardSigmoid"]
+    assert [s.pattern for s in sites] == [*STANDARD_OPS, "Clip(0,6)", "Gelu", "HardSwish", "HardSigmoid"]
     assert [s.reference["family"] for s in sites][-4:] == ["relu6", "gelu", "hardswish", "hardsigmoid"]
     ms = [
         helper.make_node("Gelu", ["x"], ["a"], domain="com.microsoft", name="g"),
@@ -888,25 +895,7 @@ def test_fp32_inputs_binned_to_bf16_are_counted_per_bf16_value(tmp_path):
 def test_every_table_fits_80_columns_and_the_json_has_the_documented_keys(tmp_path):
     from reports.model_table import table
 
-    ops = [
-        "Sigmoid",
-        "Tanh",
-        "Erf",
-        "Softplus",
-        "Softsign",
-        "Elu",
-        "Selu",
-        "Celu",
-        "LeakyRelu",
-        "Mish",
-        "Exp",
-        "Log",
-    ]
-    nodes, prev = [], "x"
-    for i, op in enumerate(ops):
-        nodes.append(N(op, [prev], [f"t{i}"]))
-        prev = f"t{i}"
-    nodes += [const("lo", 0.0), const("hi", 6.0), N("Clip", [prev, "lo", "hi"], ["r6"])]
+    nodes = standard_chain()
     nodes += [N("HardSigmoid", ["r6"], ["h"]), N("Mul", ["r6", "h"], ["y"])]  # a near-match hardswish
     p = tmp_path / "std.onnx"
     onnx.save(graph(nodes, opsets=(("", 20),)), p)
