@@ -278,23 +278,12 @@ def capture(opt, wants: dict, model, b: Batches, bin: str | None = None, extra=(
     it reads: one, or two that the kernel adds, BiasGelu's input and bias), over every
     batch; and each key's format as ORT reports it.  ``model``: the original graph;
     ``extra``: nodes added to read a tensor back (ReorderOutput of an NCHWc tensor)."""
-    import onnx
 
     from audit.model.optimized import _ort, session_options
     from audit.targets.engines.base import one_line
 
     ort = _ort()
-    m = onnx.ModelProto()
-    m.CopyFrom(opt)
-    m.graph.node.extend(extra)
-    have = {o.name for o in m.graph.output}
-    tensors = sorted({t for ts in wants.values() for t in ts})
-    for t in tensors:
-        if t not in have:
-            vi = onnx.ValueInfoProto()
-            vi.name = t
-            m.graph.output.append(vi)
-            have.add(t)
+    m = with_outputs(opt, sorted({t for ts in wants.values() for t in ts}), extra)
     so = session_options("off")
     try:
         sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
@@ -328,3 +317,20 @@ def capture(opt, wants: dict, model, b: Batches, bin: str | None = None, extra=(
     for hst in hists.values():
         hst.finish()
     return hists, fmts
+
+
+def with_outputs(model, names, extra_nodes=()):
+    """A copy of ``model`` with tensors ``names`` added as graph outputs."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    m.graph.node.extend(extra_nodes)
+    have = {o.name for o in m.graph.output}
+    for t in names:
+        if t not in have:
+            vi = onnx.ValueInfoProto()
+            vi.name = t
+            m.graph.output.append(vi)
+            have.add(t)
+    return m

@@ -241,23 +241,6 @@ def _session(model, what: str):
         raise BadFileError(f"onnxruntime refused the {what}: {one_line(e)}") from None
 
 
-def with_outputs(model, names, extra_nodes=()):
-    """A copy of ``model`` with tensors ``names`` added as graph outputs."""
-    import onnx
-
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    m.graph.node.extend(extra_nodes)
-    have = {o.name for o in m.graph.output}
-    for t in names:
-        if t not in have:
-            vi = onnx.ValueInfoProto()
-            vi.name = t
-            m.graph.output.append(vi)
-            have.add(t)
-    return m
-
-
 def suffix(opt, cut_types: dict, outputs: list):
     """The optimized graph cut at the tensors of ``cut_types`` (name -> elem type): each
     becomes a graph input, the nodes that wrote them and every node no output needs are
@@ -399,10 +382,10 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
     outs = [o.name for o in opt.graph.output]
     extra = [n for a in audits for n in a.engine.capture_nodes if a.site.id in {c.site for c in cuts}]
     extra += [n for c in cuts for n in c.nodes]
-    opt = with_outputs(opt, [], extra)  # the optimized graph with the nodes that read x
+    opt = capture_mod.with_outputs(opt, [], extra)  # the optimized graph with the nodes that read x
     opt_reads = sorted({t for c in cuts if not c.unoptimized for t in c.reads})
     cut_names = sorted({c.tensor for c in cuts})
-    full = _session(with_outputs(opt, opt_reads + cut_names), "model with the sites as outputs")
+    full = _session(capture_mod.with_outputs(opt, opt_reads + cut_names), "model with the sites as outputs")
     types = {o.name: o.type for o in full.get_outputs()}
     elem = {v: k for k, v in _ORT_ELEM.items()}
     for c in cuts:
@@ -415,7 +398,8 @@ def effects(model, opt, audits: list, b: capture_mod.Batches) -> dict:
     raw = None
     if unopt_reads:
         raw = _session(
-            with_outputs(model, unopt_reads), "model (optimizations off) with the sites' inputs as outputs"
+            capture_mod.with_outputs(model, unopt_reads),
+            "model (optimizations off) with the sites' inputs as outputs",
         )
     per_tensor: dict[str, list] = {}
     for c in cuts:

@@ -68,21 +68,12 @@ def _ort():
 
 
 def session_options(level: str):
-    ort = _ort()
+    """The adapter's session options (audit.targets.engines.ort), at ``level`` (--opt-level)."""
+    from audit.targets.engines.ort import session_options as options
+
     if level not in LEVELS:
         raise BadOptionError(f"--opt-level '{level}': one of {', '.join(LEVELS)}")
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.log_severity_level = 3
-    so.graph_optimization_level = {
-        "off": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-    }[level]
-    return so
+    return options(_ort(), level)
 
 
 def optimize(model, level: str = DEFAULT_LEVEL, where: str = "model", path=None):

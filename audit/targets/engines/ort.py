@@ -155,18 +155,7 @@ class OrtEngine(Engine):
         onnx = _need_onnx()
         op = OPS[key.op]
         model = make_model(op, key.attrs, key.dtype)
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = 1
-        so.inter_op_num_threads = 1
-        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        so.log_severity_level = 3
-        level = key.opts["optimize"]
-        so.graph_optimization_level = {
-            "off": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-        }[level]
+        so = session_options(ort, key.opts["optimize"])
         import os
         import tempfile
 
@@ -193,6 +182,23 @@ class OrtEngine(Engine):
 
 
 _CAST_TO: dict[int | None, str] = {1: "fp32", 10: "fp16", 16: "bf16", 11: "fp64"}
+
+
+def session_options(ort, level: str):
+    """ORT's session options as actaudit runs every session: one thread, sequential, quiet,
+    at graph optimization ``level`` (off, basic, extended, all)."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    so.graph_optimization_level = {
+        "off": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[level]
+    return so
 
 
 def _node_text(n) -> str:
