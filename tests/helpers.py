@@ -78,6 +78,19 @@ def is_nearest_even(fmt: Format, exact, r: float) -> bool:
 README_INSTALLS = {"torch", "distributed", "dask"}
 
 
+def required(module: str):
+    """``module``, which the README's test command installs (the engines are part of the
+    test install): a test that needs it fails where it is missing, it never skips."""
+    import importlib
+
+    import pytest
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        pytest.fail(f"{module} is required by the tests (pip install -e '.[test]'): {e}")
+
+
 def optional(module: str):
     import importlib
     import os

@@ -26,25 +26,17 @@ other values; each OpenVINO precision hint is the one the compiled model reports
 
 from __future__ import annotations
 
-import importlib
 import itertools
 
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import required as need
 
 from audit.errors import ActauditError
 from audit.numbers.formats import get_format
 from audit.targets import engines
 from audit.targets.engines import base
-
-
-def need(module):
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:  # the engines extra is part of the test install: fail, never skip
-        pytest.fail(f"{module} is required by the engine tests (pip install 'actaudit[engines]'): {e}")
-
 
 ort = need("onnxruntime")
 onnx = need("onnx")

@@ -14,6 +14,7 @@ from pathlib import Path
 import mpmath as mp
 import numpy as np
 import pytest
+from helpers import required as need
 
 import audit
 from audit.cli import main
@@ -24,14 +25,6 @@ from audit.targets import candidates, engines
 from audit.targets.engines import base
 from audit.targets.engines import ort as ort_engine
 from reports import engines_table
-
-
-def need(module):
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:  # the engines extra is part of the test install: fail, never skip
-        pytest.fail(f"{module} is required by the engine tests (pip install 'actaudit[engines]'): {e}")
-
 
 ort = need("onnxruntime")
 onnx = need("onnx")

@@ -9,21 +9,14 @@ test's own arithmetic, an engine session it builds, or a C compiler it runs.
 
 from __future__ import annotations
 
-import importlib
 import os
 
 import numpy as np
 import pytest
+from helpers import required as need
 
 import audit
 from audit.cli import main  # noqa: F401  (the CLI tests below)
-
-
-def need(module):
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:  # the engines extra is part of the test install: fail, never skip
-        pytest.fail(f"{module} is required here (pip install 'actaudit[engines]'): {e}")
 
 
 # ------------------------------------------------------------------ item 5: labels

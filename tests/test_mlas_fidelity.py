@@ -8,23 +8,15 @@ and fp32 ranges around the clamps, the split points, the tiny inputs (subnormals
 underflows) and the tails.
 """
 
-import importlib
 import platform
 
 import ml_dtypes
 import numpy as np
 import pytest
+from helpers import required as need
 
 from audit.numbers.formats import get_format
 from audit.targets.candidates import catalog
-
-
-def need(module):
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        pytest.fail(f"{module} is required by the engine tests (pip install 'actaudit[engines]'): {e}")
-
 
 ort = need("onnxruntime")
 need("onnx")

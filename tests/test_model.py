@@ -11,16 +11,7 @@ import math
 import numpy as np
 import pytest
 from helpers import optional
-
-
-def need(module):
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:  # the engines extra is part of the test install: fail, never skip
-        pytest.fail(f"{module} is required by the model tests (pip install 'actaudit[engines]'): {e}")
-
+from helpers import required as need
 
 onnx = need("onnx")
 ort = need("onnxruntime")
