@@ -77,9 +77,10 @@ def _parse_hex_or_float(cells: list[str], fmt: Format, what: str, path) -> np.nd
 NPZ_MEMBERS = ("x_bits", "x", "inputs", "y_bits", "y", "outputs", "exact", "exact_lo", "format", "reference")
 
 
-def _check_members(p, z, fmt: Format) -> None:
+def _check_members(p, z, fmt: Format) -> dict:
     """Refuse a member the format does not know, a 'format' that is not ``fmt``, and bits
-    and values of the same side that disagree (both are read; neither may be ignored)."""
+    and values of the same side that disagree (both are read; neither may be ignored).
+    Returns the values of each side's first member where it held two or more (decoded once)."""
     unknown = sorted(set(z) - set(NPZ_MEMBERS))
     if unknown:
         raise BadFileError(f"{p}: unknown member(s) {unknown} (known: {', '.join(NPZ_MEMBERS)})")
@@ -87,19 +88,23 @@ def _check_members(p, z, fmt: Format) -> None:
         named = z["format"]
         if named.dtype.kind != "U" or named.shape != () or str(named) != fmt.name:
             raise BadFileError(f"{p}: member 'format' says {str(named)[:40]!r}, not {fmt.name}")
+    decoded = {}
     for side in (("x_bits", "x", "inputs"), ("y_bits", "y", "outputs")):
         held = [k for k in side if k in z]
-        if len(held) > 1:
-            vals = [_values(fmt, z[k], f"'{k}'", p) for k in held]
-            for k, v in zip(held[1:], vals[1:]):
-                a, nan = vals[0], np.isnan(vals[0])  # (a NaN's payload is not compared)
-                same = (
-                    v.shape == a.shape
-                    and bool(np.array_equal(np.isnan(v), nan))
-                    and bool(np.array_equal(fmt.to_bits(v[~nan]), fmt.to_bits(a[~nan])))
-                )
-                if not same:
-                    raise BadFileError(f"{p}: members '{held[0]}' and '{k}' disagree")
+        if len(held) < 2:
+            continue
+        a = decoded[held[0]] = _values(fmt, z[held[0]], f"'{held[0]}'", p)
+        nan = np.isnan(a)  # (a NaN's payload is not compared)
+        for k in held[1:]:
+            v = _values(fmt, z[k], f"'{k}'", p)
+            same = (
+                v.shape == a.shape
+                and bool(np.array_equal(np.isnan(v), nan))
+                and bool(np.array_equal(fmt.to_bits(v[~nan]), fmt.to_bits(a[~nan])))
+            )
+            if not same:
+                raise BadFileError(f"{p}: members '{held[0]}' and '{k}' disagree")
+    return decoded
 
 
 def dump_limit(fmt: Format) -> int:
@@ -124,18 +129,22 @@ def _read_columns(
         if suffix == ".npz":
             z = load_npz(p, limit, "dump", regular=regular)
             keys = set(z)
-            _check_members(p, z, fmt)
+            decoded = _check_members(p, z, fmt)
+
+            def member(k):
+                return decoded[k] if k in decoded else _values(fmt, z[k], f"'{k}'", p)
+
             xk = next((k for k in ("x_bits", "x", "inputs") if k in keys), None)
             yk = next((k for k in ("y_bits", "y", "outputs") if k in keys), None)
             if inputs_only and xk is not None:  # golden --inputs: the x key alone will do
-                return _values(fmt, z[xk], f"'{xk}'", p), None
+                return member(xk), None
             if yk is None:
                 raise BadFileError(
                     f"{p}: no outputs: expected key 'y' (or 'y_bits', 'outputs'); found {sorted(keys)}"
                 )
-            y = _values(fmt, z[yk], f"'{yk}'", p)
+            y = member(yk)
             if xk is not None:
-                x = _values(fmt, z[xk], f"'{xk}'", p)
+                x = member(xk)
         elif suffix == ".npy":
             a = load_npy(p, limit, "dump", regular)
             if a.ndim == 2 and a.shape[1] == 2:
