@@ -73,3 +73,34 @@ def test_numpy_namespace_intact_after_scipy_special():
         "import numpy.testing, numpy.ma\n"
     )
     assert "scipy" in _loaded(code)
+
+
+def _console(argv: list[str], env_extra: dict) -> list[str]:
+    """What the console script leaves behind at its exit: its OS threads, the variable
+    OPENBLAS_NUM_THREADS, the collector's first threshold, numpy.ma and numpy.random
+    loaded or not (printed from an atexit handler registered first, so it runs last)."""
+    probe = (
+        "import atexit, gc, os, sys\n"
+        "def report():\n"
+        "    print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'),"
+        " gc.get_threshold()[0], 'numpy.ma' in sys.modules, 'numpy.random' in sys.modules,"
+        " file=sys.stderr)\n"
+        "atexit.register(report)\n"
+        f"sys.argv = ['actaudit', *{argv!r}]\n"
+        "from audit.cli import console_main\nconsole_main()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env.update(PYTHONPATH=ROOT, COLUMNS="80", **env_extra)
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    return p.stderr.splitlines()[-1].split()
+
+
+def test_the_first_command_runs_on_one_thread_and_loads_no_numpy_extras():
+    # OpenBLAS's spinning threads (0.2 s of CPU), numpy.ma (np.unique imports it) and
+    # numpy.random (the oracle's spot check): none in a sweep of a cached format
+    threads, blas, threshold, ma, rnd = _console(["sweep", "relu", "--dtype", "fp8_e4m3"], {})
+    assert (threads, blas, ma, rnd) == ("1", "1", "False", "False")
+    assert int(threshold) >= 10_000
+    # the user's own setting is kept
+    assert _console(["sweep", "relu", "--dtype", "fp8_e4m3"], {"OPENBLAS_NUM_THREADS": "2"})[1] == "2"
