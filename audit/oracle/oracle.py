@@ -498,7 +498,10 @@ def _spot_check(
     n = len(x)
     # the seeded positions: 8-byte words of SHA-256(key, i) modulo n (neither numpy.random
     # nor np.unique: their imports cost the first command 0.05 s, numpy.ma with np.unique)
-    words = (int.from_bytes(hashlib.sha256(f"{key}|{i}".encode()).digest()[:8], "little") for i in range(SPOT_CHECKS))
+    words = (
+        int.from_bytes(hashlib.sha256(f"{key}|{i}".encode()).digest()[:8], "little")
+        for i in range(SPOT_CHECKS)
+    )
     chosen = {0, n - 1, n // 2 - 1, n // 2, *(w % n for w in words)}
     idx = np.array(sorted(min(max(i, 0), n - 1) for i in chosen), dtype=np.int64)
     ex = exact_points(ref, x[idx], fmt, params)
