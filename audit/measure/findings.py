@@ -94,9 +94,19 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
         out = {"nan": (e.cls == NAN if any_nonfinite else np.zeros(len(got), bool), "")}
         over = e.cls == INF if any_nonfinite else np.zeros(len(got), bool)
         m = fmt.max_finite
-        if got.max(initial=-np.inf, where=~nonfinite) >= m or got.min(initial=np.inf, where=~nonfinite) <= -m:
+        if any_nonfinite:
+            top, bottom = (
+                got.max(initial=-np.inf, where=~nonfinite),
+                got.min(initial=np.inf, where=~nonfinite),
+            )
+        else:  # (plain reductions: twice as fast as the masked ones)
+            top, bottom = got.max(initial=-np.inf), got.min(initial=np.inf)
+        if top >= m or bottom <= -m:
             over |= ~nonfinite & (np.abs(got) == m) & np.isfinite(rn) & (np.abs(rn) < m)
-        rn_over = np.flatnonzero(~np.isfinite(rn) & ~np.isnan(e.exact))
+        rn_fin = np.isfinite(rn)
+        rn_over = (
+            rn_fin[:0].astype(np.int64) if rn_fin.all() else np.flatnonzero(~rn_fin & ~np.isnan(e.exact))
+        )
         if len(rn_over):
             g = got[rn_over]
             over[rn_over] |= np.isfinite(g) & (np.abs(g) < np.abs(e.exact[rn_over] + e.exact_lo[rn_over]))
@@ -122,9 +132,16 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
         if ref.bounds is not None and ref.arity == 1:
             lo, hi = ref.bounds(e.x, **ref_params)
             # RN_F is monotone: a correctly rounded result lies in [RN_F(lo), RN_F(hi)] (with
-            # --out-dtype a bound such as x itself need not be a value of the output format)
-            lo, hi = fmt.round(lo), fmt.round(hi)
+            # --out-dtype a bound such as x itself need not be a value of the output format).
+            # got is a value of F, so got < RN_F(lo) implies got < lo (got >= lo gives
+            # got = RN_F(got) >= RN_F(lo)): the rounded bounds are needed only where the
+            # unrounded ones already fail
             rng = (got < lo) | (got > hi)
+            idx = np.flatnonzero(rng) if rng.any() else None
+            if idx is not None:
+                g = got[idx]
+                lo, hi = (np.broadcast_to(np.asarray(b, dtype=np.float64), got.shape) for b in (lo, hi))
+                rng[idx] = (g < fmt.round(lo[idx])) | (g > fmt.round(hi[idx]))
             if any_nonfinite:
                 rng &= ~nonfinite
             out["range"] = (rng, "")
