@@ -1,5 +1,6 @@
 """The oracle against mpmath: fast-path bounds, correct rounding, ties, the cache."""
 
+import dataclasses
 import math
 
 import mpmath as mp
@@ -7,9 +8,9 @@ import numpy as np
 import pytest
 from helpers import is_nearest_even
 
-from audit.numbers.formats import get_format
+from audit.numbers.formats import FORMATS, get_format
 from audit.oracle import oracle
-from audit.oracle.references import Reference, get_reference
+from audit.oracle.references import REFERENCES, Reference, get_reference
 
 SMALL = ["fp8_e4m3", "fp8_e5m2", "bf16", "fp16"]
 
@@ -282,3 +283,25 @@ def test_gated_ties_at_large_a_are_decided_without_mpmath(name, a_min, fmt_name)
     exact = oracle.exact_points(ref, a[sub], f, {}, b[sub])
     assert np.array_equal(fast.rounded[sub], exact.rounded)
     assert np.all(np.abs(fast.rounded) <= np.abs(a * b))  # |f| < |a b|: toward zero
+
+
+def test_points_settled_by_mpmath_are_computed_once_per_process(monkeypatch):
+    # the results of one sweep share their oracle: the inputs one result settles by mpmath
+    # are not computed again for the next (oracle._POINTS), and the numbers are the same
+    from audit.measure.sweep import sweep
+
+    monkeypatch.setattr(oracle, "_POINTS", {})
+    monkeypatch.setattr(oracle, "_MEMO", {})  # (the table loaded again: its spot check too)
+    calls = []
+    real = oracle.exact_point
+    monkeypatch.setattr(oracle, "exact_point", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    first = sweep("gelu", "fp16", "auto")
+    n_first = len(calls)
+    again = sweep("gelu", "fp16", "auto")
+    assert n_first > 0 and len(calls) == n_first
+    assert [(r.max_ulp, r.mean_ulp) for r in first] == [(r.max_ulp, r.mean_ulp) for r in again]
+    # a reference replaced under the same name is not answered from the memo
+    ref = REFERENCES["gelu"]
+    monkeypatch.setitem(REFERENCES, "gelu", dataclasses.replace(ref, mp=lambda x: ref.mp(x)))
+    oracle.exact_points(REFERENCES["gelu"], np.array(calls[:1]), FORMATS["fp16"], {})
+    assert len(calls) == n_first + 1

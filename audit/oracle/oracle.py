@@ -154,6 +154,14 @@ def exact_text(ref: Reference, x: float, params: dict, x2: float | None = None) 
             last, prec = txt, prec * 2
 
 
+# the exact points this process has computed, per reference, format and parameters: the
+# results of one sweep share their oracle, and so the few inputs each settles by mpmath (the
+# first command's 26 results settled the same fp16 inputs 26 times); mpmath has no signed
+# zero, so -0.0 and +0.0 are one point here too (exact_points gives zeros their sign after)
+_POINTS: dict[tuple, dict] = {}
+POINTS_KEPT = 1 << 16  # points kept per table key (bounded: exhaustive fp32 sweeps)
+
+
 def exact_points(
     ref: Reference, x: np.ndarray, fmt: Format, params: dict, x2: np.ndarray | None = None
 ) -> OracleValues:
@@ -161,9 +169,16 @@ def exact_points(
     if x2 is not None:
         pts = list(zip(pts, np.asarray(x2, dtype=np.float64).tolist()))
     out = np.empty((3, len(pts)))
+    # (keyed by the mpmath function too: a reference replaced under the same name misses)
+    memo = _POINTS.setdefault((cache_key(ref, fmt, params), ref.mp), {}) if x2 is None else None
     with _MPMATH:  # (threaded Dask workers)
         for i, p in enumerate(pts):
-            out[:, i] = exact_point(ref, p, fmt, params)
+            got = None if memo is None else memo.get(p)
+            if got is None:
+                got = exact_point(ref, p, fmt, params)
+                if memo is not None and len(memo) < POINTS_KEPT:
+                    memo[p] = got
+            out[:, i] = got
     # mpmath has no signed zero: an exact zero (hi = lo = 0; a value below float64's range
     # keeps its sign in hi and lo), and an infinity at a zero input (1/-0 = -inf), take the
     # reference's sign, as every fast path does

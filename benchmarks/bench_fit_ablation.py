@@ -1,0 +1,136 @@
+"""What each speed idea for the fitted vector kernels can save at most (issue 36, item 2):
+the kernel `actaudit fit REF --dtype FMT` writes, timed beside copies of it with one step
+taken out.  A copy's results are wrong (timing only); its time is a floor for any kernel
+that does that step more cheaply, so the saving shown bounds what the idea can give:
+
+* no final rounding to 16 bits: the round-to-nearest-even of the fp32 value to the 16-bit
+  format (integer ops on its bits, and the subnormal rounding) removed -- the bound on
+  folding the rounding into the polynomial's last step;
+* no subnormal handling: the tiny-input correction (|x| < 2^-12) and the output's subnormal
+  rounding (|y| < 2^-14, fp16) made constant-false -- the bound on running them only on
+  the lanes that need them;
+* exp of degree 3: the exp polynomial's two highest terms removed -- the bound on a
+  smaller exp (table plus a degree-3 polynomial: the table lookup not counted);
+* no division: the kernel's division replaced by a multiply -- the bound on any
+  reciprocal (Newton steps, rcp14);
+* the first two together.
+
+Each kernel is compiled with the AVX-512 flags its header names (gcc -O3 -march=x86-64-v4
+-mprefer-vector-width=512 -ffp-contract=off -fno-math-errno -fno-trapping-math) into a
+timing program: 2^22 inputs uniform in [-8, 8] rounded to fp16 (the kernels take fp32
+values), 41 runs, the fastest; the programs run interleaved --repeat times and the table
+shows the median of those minima (the machine's other load shows in the spread).
+
+Usage: python benchmarks/bench_fit_ablation.py [--targets gelu:fp16,silu:fp16,...] [--repeat 9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+FLAGS = "-O3 -march=x86-64-v4 -mprefer-vector-width=512 -ffp-contract=off -fno-math-errno -fno-trapping-math"
+HARNESS = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+void KERNEL(const float *restrict xs, float *restrict ys, size_t n);
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+int main(void) {
+    size_t n = (size_t)1 << 22;
+    float *x = aligned_alloc(64, n * 4), *y = aligned_alloc(64, n * 4);
+    uint64_t s = 88172645463325252ull;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        x[i] = (float)(_Float16)((float)((s >> 11) * (1.0 / 9007199254740992.0)) * 16.0f - 8.0f);
+    }
+    double best = 1e30, check = 0;
+    for (int r = 0; r < 41; r++) {
+        double a = now(); KERNEL(x, y, n); double t = (now() - a) / n * 1e9;
+        if (t < best) best = t;
+    }
+    for (size_t i = 0; i < n; i += 4096) check += y[i];
+    printf("%.4f %g\n", best, check);
+    return 0;
+}
+"""
+
+
+def variants(code: str) -> dict[str, str]:
+    """The kernel and its copies with one step taken out (see the module's text)."""
+    out = {"as fitted": code}
+    m = re.search(r"const uint32_t (v\d+) = aa_bits\((v\d+)\);\n\s*const uint32_t v\d+ = \1 >> 0x", code)
+    last = re.findall(r"ys\[j\] = (v\d+);", code)
+    if m and last:
+        out["no final rounding to 16 bits"] = code.replace(f"ys[j] = {last[0]};", f"ys[j] = {m.group(2)};")
+    sub = re.sub(r"const int (v\d+) = (v\d+) < 0x1\.0000000000000p-1[246]f;", r"const int \1 = 0;", code)
+    if sub != code:
+        out["no subnormal handling"] = sub
+    names = ["pexp_5", "pexp_4"] if "pexp_5" in code else ["p_4", "p_3"]
+    e = re.sub(rf"const float {names[0]} = fmaf\([^;]*;", f"const float {names[0]} = 0.0f;", code)
+    e = re.sub(
+        rf"const float {names[1]} = fmaf\({names[0]}, (v\d+), ([^)]*)\);", rf"const float {names[1]} = \2;", e
+    )
+    if e != code:
+        out["exp of degree 3 (two terms fewer)"] = e
+    d = re.sub(r"= (0x[0-9a-fp.+-]+f|v\d+) / (v\d+);", r"= \1 * \2;", code)
+    if d != code:
+        out["no division (a multiply)"] = d
+    if m and last and sub != code:  # the two largest together
+        out["no subnormal handling, no rounding"] = sub.replace(
+            f"ys[j] = {last[0]};", f"ys[j] = {m.group(2)};"
+        )
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--targets", default="gelu:fp16,gelu:bf16,silu:fp16,silu:bf16")
+    ap.add_argument("--repeat", type=int, default=9)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        progs: dict[tuple[str, str], Path] = {}
+        for t in a.targets.split(","):
+            ref, fmt = t.split(":")
+            kdir = Path(tmp, f"{ref}_{fmt}")
+            kdir.mkdir()
+            cmd = [sys.executable, "-c", "from audit.cli import console_main; console_main()"]
+            subprocess.run(
+                [*cmd, "fit", ref, "--dtype", fmt, "--out", str(kdir)], check=True, stdout=subprocess.DEVNULL
+            )
+            name = f"fitv_{ref}_{fmt}"
+            code = (kdir / f"{name}.c").read_text()
+            for i, (tag, src) in enumerate(variants(code).items()):
+                k, h, exe = kdir / f"k{i}.c", kdir / f"h{i}.c", kdir / f"a{i}"
+                k.write_text(src)
+                h.write_text(HARNESS.replace("KERNEL", name))
+                subprocess.run(["gcc", *FLAGS.split(), "-o", str(exe), str(k), str(h), "-lm"], check=True)
+                progs[(t, tag)] = exe
+        times: dict[tuple[str, str], list[float]] = {k: [] for k in progs}
+        for _ in range(a.repeat):  # interleaved: every program once per round
+            for key, exe in progs.items():
+                times[key].append(
+                    float(
+                        subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()[
+                            0
+                        ]
+                    )
+                )
+    print(f"flags: gcc {FLAGS}; medians of {a.repeat} interleaved minima of 41 runs, 2^22 inputs")
+    print(f"{'target':10s} {'kernel':36s} {'ns/el':>7s} {'saving':>7s}")
+    for t in a.targets.split(","):
+        base = statistics.median(times[(t, "as fitted")])
+        for (tt, tag), v in times.items():
+            if tt == t:
+                m = statistics.median(v)
+                print(f"{t:10s} {tag:36s} {m:7.3f} {100 * (1 - m / base):6.1f}%")
+
+
+if __name__ == "__main__":
+    main()
