@@ -186,7 +186,8 @@ class Format:
         pow2 = (y.view(np.uint64) & np.uint64(0x7FF0000000000000)).view(np.float64)
         out = np.maximum(pow2, self.smallest_normal)
         out *= math.ldexp(1.0, 1 - self.p)
-        out[pow2 == math.inf] = math.nan
+        if pow2.max(initial=0.0) == math.inf:  # (a reduction first: most arrays have none)
+            out[pow2 == math.inf] = math.nan
         return out
 
     # ------------------------------------------------------------ bit views
