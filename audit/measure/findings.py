@@ -137,11 +137,11 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
             # got = RN_F(got) >= RN_F(lo)): the rounded bounds are needed only where the
             # unrounded ones already fail
             rng = (got < lo) | (got > hi)
-            idx = np.flatnonzero(rng) if rng.any() else None
-            if idx is not None:
-                g = got[idx]
+            if rng.any():
+                fail = np.flatnonzero(rng)
+                g = got[fail]
                 lo, hi = (np.broadcast_to(np.asarray(b, dtype=np.float64), got.shape) for b in (lo, hi))
-                rng[idx] = (g < fmt.round(lo[idx])) | (g > fmt.round(hi[idx]))
+                rng[fail] = (g < fmt.round(lo[fail])) | (g > fmt.round(hi[fail]))
             if any_nonfinite:
                 rng &= ~nonfinite
             out["range"] = (rng, "")
