@@ -162,6 +162,22 @@ _POINTS: dict[tuple, dict] = {}
 POINTS_KEPT = 1 << 16  # points kept per table key (bounded: exhaustive fp32 sweeps)
 
 
+def _memo(ref: Reference, fmt, params: dict) -> dict | None:
+    """The exact points kept for (ref, fmt, params): keyed by the table key and the mpmath
+    function (a reference replaced under the same name misses); only for the registered
+    element formats themselves (not a quantized code's rounding, nor another object of a
+    registered name)."""
+    from audit.numbers.formats import FORMATS
+
+    if FORMATS.get(getattr(fmt, "name", None)) is not fmt:
+        return None
+    try:
+        key = cache_key(ref, fmt, params)
+    except (TypeError, ValueError):  # (parameters JSON cannot write: not kept)
+        return None
+    return _POINTS.setdefault((key, ref.mp), {})
+
+
 def exact_points(
     ref: Reference, x: np.ndarray, fmt: Format, params: dict, x2: np.ndarray | None = None
 ) -> OracleValues:
@@ -169,8 +185,7 @@ def exact_points(
     if x2 is not None:
         pts = list(zip(pts, np.asarray(x2, dtype=np.float64).tolist()))
     out = np.empty((3, len(pts)))
-    # (keyed by the mpmath function too: a reference replaced under the same name misses)
-    memo = _POINTS.setdefault((cache_key(ref, fmt, params), ref.mp), {}) if x2 is None else None
+    memo = _memo(ref, fmt, params) if x2 is None else None
     with _MPMATH:  # (threaded Dask workers)
         for i, p in enumerate(pts):
             got = None if memo is None else memo.get(p)
