@@ -57,3 +57,12 @@ def test_specials_keep_the_formula_answers():
     # +inf is x itself; NaN and -inf are the formula's NaN (the fast path declining)
     got = FAST(np.array([np.inf, -np.inf, np.nan]))
     assert got[0] == np.inf and np.isnan(got[1]) and np.isnan(got[2])
+
+
+def test_one_value_gives_the_formula_scalar():
+    # a 0-d input (one value) takes the formula: a scalar, as the fast path gave before
+    rel = REFERENCES["gelu"].rel_err_at
+    for x in (9.5, -50.0, 1.25):
+        v, r = FAST(x), rel(x)
+        assert np.ndim(v) == 0 and np.ndim(r) == 0
+        assert float(v) == float(FAST(np.array([x]))[0]) and float(r) == float(rel(np.array([x]))[0])

@@ -75,6 +75,9 @@ def test_numpy_namespace_intact_after_scipy_special():
     assert "scipy" in _loaded(code)
 
 
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
 def _console(argv: list[str], env_extra: dict) -> list[str]:
     """What the console script leaves behind at its exit: its OS threads, the variable
     OPENBLAS_NUM_THREADS, the collector's first threshold, numpy.ma and numpy.random
@@ -89,7 +92,7 @@ def _console(argv: list[str], env_extra: dict) -> list[str]:
         f"sys.argv = ['actaudit', *{argv!r}]\n"
         "from audit.cli import console_main\nconsole_main()\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREADS}
     env.update(PYTHONPATH=ROOT, COLUMNS="80", **env_extra)
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
     assert p.returncode == 0, p.stderr
@@ -102,5 +105,6 @@ def test_the_first_command_runs_on_one_thread_and_loads_no_numpy_extras():
     threads, blas, threshold, ma, rnd = _console(["sweep", "relu", "--dtype", "fp8_e4m3"], {})
     assert (threads, blas, ma, rnd) == ("1", "1", "False", "False")
     assert int(threshold) >= 10_000
-    # the user's own setting is kept
+    # the user's own setting is kept, and one OpenBLAS reads below its own is not overridden
     assert _console(["sweep", "relu", "--dtype", "fp8_e4m3"], {"OPENBLAS_NUM_THREADS": "2"})[1] == "2"
+    assert _console(["sweep", "relu", "--dtype", "fp8_e4m3"], {"OMP_NUM_THREADS": "2"})[1] == "None"

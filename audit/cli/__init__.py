@@ -54,10 +54,12 @@ def console_main() -> None:
         sys.exit(0)
     # OpenBLAS (numpy's and scipy's each) starts a thread per core at import, and they
     # spin: 0.2 s of CPU in the first command, which makes no BLAS call worth a thread;
-    # one thread unless the user says otherwise (before numpy is imported)
+    # one thread unless the user says otherwise (before numpy is imported; OpenBLAS also
+    # reads GOTO_NUM_THREADS and OMP_NUM_THREADS, below OPENBLAS_NUM_THREADS)
     import os
 
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if not any(v in os.environ for v in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
     # a command makes and frees objects by the hundred thousand (imports, per-result
     # records): with the default threshold (700) the collector ran 130 times, 0.04-0.05 s
     # of the first command; as mypy does, it runs far less often here (memory: a few MB)

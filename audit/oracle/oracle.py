@@ -159,7 +159,8 @@ def exact_text(ref: Reference, x: float, params: dict, x2: float | None = None) 
 # first command's 26 results settled the same fp16 inputs 26 times); mpmath has no signed
 # zero, so -0.0 and +0.0 are one point here too (exact_points gives zeros their sign after)
 _POINTS: dict[tuple, dict] = {}
-POINTS_KEPT = 1 << 16  # points kept per table key (bounded: exhaustive fp32 sweeps)
+POINTS_KEPT = 1 << 16  # points kept per key (bounded: exhaustive fp32 sweeps)
+POINT_KEYS_KEPT = 256  # keys (reference, format, parameters) kept: a long-lived process is bounded too
 
 
 def _memo(ref: Reference, fmt, params: dict) -> dict | None:
@@ -171,11 +172,13 @@ def _memo(ref: Reference, fmt, params: dict) -> dict | None:
 
     if FORMATS.get(getattr(fmt, "name", None)) is not fmt:
         return None
-    try:
-        key = cache_key(ref, fmt, params)
-    except (TypeError, ValueError):  # (parameters JSON cannot write: not kept)
+    try:  # the parameters written out whole (no hash that two parameter sets could share)
+        key = (ref.name, fmt.name, json.dumps(params, sort_keys=True), ORACLE_VERSION, ref.mp)
+        if key not in _POINTS and len(_POINTS) >= POINT_KEYS_KEPT:
+            return None
+        return _POINTS.setdefault(key, {})
+    except (TypeError, ValueError):  # (parameters JSON cannot write, an unhashable function)
         return None
-    return _POINTS.setdefault((key, ref.mp), {})
 
 
 def exact_points(
