@@ -140,3 +140,33 @@ def test_the_clip_sentence_when_there_is_nothing_to_clip(tmp_path):
     assert r.clip["lo_action"] == r.clip["hi_action"] == "none"
     page = html_report.build([r], tmp_path, "t").read_text(encoding="utf-8")
     assert "Nothing to clip" in page and ": none;" not in page and "below -" not in page
+
+
+def test_action_errors_are_reused_only_for_the_same_bits():
+    # a clip's action errors are kept (clip._ACTIONS) and reused only where the inputs and
+    # the oracle's values are the same bits: one hi changed (an input settled by mpmath for
+    # another candidate) gives errors computed anew, equal to point_errors' own
+    from audit.measure.metrics import point_errors
+    from audit.numbers.formats import get_format
+    from audit.oracle.oracle import OracleValues
+
+    fmt = get_format("fp16")
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    idx = np.arange(4)
+    rounded = np.array([1.0, 2.0, 4.0, 8.0])
+    hi = np.array([1.0 + 2.0**-12, 2.0, 4.0, 8.0])
+    ov = OracleValues(rounded, hi, np.zeros(4), 0)
+    first = clip_mod._action_errors(x, idx, "identity", ov, fmt)
+    assert (
+        clip_mod._action_errors(x, idx, "identity", OracleValues(rounded, hi.copy(), np.zeros(4), 0), fmt)
+        is first
+    )
+    hi2 = hi.copy()
+    hi2[0] = 1.0 + 2.0**-13
+    again = clip_mod._action_errors(x, idx, "identity", OracleValues(rounded, hi2, np.zeros(4), 0), fmt)
+    want = point_errors(x, x, OracleValues(rounded, hi2, np.zeros(4), 0), fmt)
+    assert again is not first and np.array_equal(again.ulp_err, want.ulp_err)
+    assert again.ulp_err[0] != first.ulp_err[0]
+    # another action value, and -0.0 against 0.0, are other entries
+    zero = clip_mod._action_errors(x, idx, 0.0, ov, fmt)
+    assert clip_mod._action_errors(x, idx, -0.0, ov, fmt) is not zero

@@ -69,6 +69,33 @@ def _low(vals, rn):
     return {"x": float(vals[j]), "value": float(rn[0])}
 
 
+# The errors of a clip's action (x itself, or the saturation constant) depend on the inputs
+# and the oracle only, not on the candidate: the 26 results of the first command computed
+# the same ones 52 times (a tenth of its evaluation time).  The last few are kept, each
+# with the arrays it was computed from, and reused only where those are the same bits
+# (an input settled by mpmath for one candidate has other hi/lo bits: computed anew).
+_ACTIONS: list = []
+ACTIONS_KEPT = 4
+
+
+def _bits(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a).tobytes()
+
+
+def _action_errors(x: np.ndarray, idx: np.ndarray, value, ov: OracleValues, fmt: Format):
+    """point_errors of the action ``value`` at the inputs idx (reused where the same)."""
+    xi, taken = x[idx], ov.take(idx)
+    key = (fmt.name, repr(value), *(_bits(a) for a in (xi, taken.rounded, taken.hi, taken.lo)))
+    for k, ea in _ACTIONS:
+        if k == key:
+            return ea
+    out = xi if value == "identity" else np.full(len(idx), value)
+    ea = point_errors(xi, out, taken, fmt)
+    _ACTIONS.append((key, ea))
+    del _ACTIONS[:-ACTIONS_KEPT]
+    return ea
+
+
 def _ok(ulp, abs_err, cls, max_ulp, atol):
     good = np.zeros(len(ulp), bool)
     with np.errstate(invalid="ignore"):
@@ -115,8 +142,7 @@ def recommend(
             if s is None:
                 note = f"{side} side: f does not saturate in {fmt.name}: no clip helps"
             else:
-                out = x[idx] if s["value"] == "identity" else np.full(len(idx), s["value"])
-                ea = point_errors(x[idx], out, ov.take(idx), fmt)
+                ea = _action_errors(x, idx, s["value"], ov, fmt)
                 oka = _ok(ea.ulp_err, ea.abs_err, ea.cls, max_ulp, atol)
                 pre = np.cumprod(okc[idx]).astype(bool)
                 suf = np.cumprod(oka[::-1])[::-1].astype(bool)
