@@ -99,12 +99,19 @@ def main() -> int:
             for d in deps:
                 code = "pass" if d.startswith("(") else f"import {d}"
                 deps[d].append(timed([sys.executable, "-c", code], envs[root]))
+        # the machine's own speed at the time (a virtual machine's drifts by a third within
+        # minutes here): a fixed pure-Python loop, median of 5, read beside the figures
+        loop = statistics.median(
+            timed([sys.executable, "-c", "s = 0\nfor i in range(3_000_000): s += i"], envs[root])[1]
+            for _ in range(5)
+        )
     load = os.getloadavg()
 
     def med(v, i):
         return statistics.median(x[i] for x in v)
 
     print(f"load average after the runs: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (1, 5, 15 min)")
+    print(f"machine speed: a loop of 3,000,000 Python additions took {loop:.2f} s of CPU (0.28 s quiet here)")
     print(f"medians of {RUNS} runs, wall / CPU (user + system)")
     print("| command | " + " | ".join(trees) + " |")
     print("|---|" + "---|" * len(trees))
