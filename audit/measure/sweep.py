@@ -516,9 +516,9 @@ def _fold_findings(out: dict, chunk: list, fmt: Format) -> None:
     keep = findings_mod.KEEP_INTERVALS
     for f in chunk:
         if f.kind not in out:
-            g = findings_mod.Finding(**{**vars(f), "intervals": [list(v) for v in f.intervals]})
-            g.last = None if f.last is None else list(f.last)
-            out[f.kind] = g
+            # the chunk's own Finding, kept (no copy of its 256 intervals: a chunk's findings
+            # are made fresh by findings.find, or unpickled from a worker, and used only here)
+            out[f.kind] = f
             continue
         g = out[f.kind]
         g.count += f.count
