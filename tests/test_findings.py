@@ -218,3 +218,23 @@ def test_swish_monotone_pieces_follow_beta(beta):
     (res,) = audit.sweep("swish.beta", dtype="fp16", compute="fp32", params={"beta": beta})
     assert res.correctly_rounded_fraction > 0.999
     assert not [f for f in res.findings if f.kind == "monotonicity"]
+
+
+def test_causes_from_one_trace_are_each_inputs_own():
+    # find() traces every kind's example input at once; each cause is the one a trace of
+    # that input alone gives (real catalog candidates with several finding kinds)
+    from audit.measure import findings as F
+    from audit.measure.sweep import sweep
+    from audit.numbers.formats import get_format
+    from audit.targets.candidates import resolve
+
+    for cid in ("gelu.erf_rational", "gelu.tanh_exp", "gelu.fastgelu_v2"):
+        r = sweep(cid, "fp16", "fp16", keep_points=True)[0]
+        e = r.points
+        kinds = [f for f in r.findings if f.kind != "special"]
+        assert len(kinds) >= 2, cid
+        for f in kinds:
+            i = int(np.flatnonzero(e.x == f.example["x"])[0])
+            fmt = get_format("fp16")
+            alone = F.explain(resolve([cid])[0], fmt, fmt, {}, e.x[i : i + 1], None, f.kind)
+            assert f.cause == alone, (cid, f.kind)

@@ -672,8 +672,18 @@ def test_find_builds_each_finding(monkeypatch):
             "overflow": (np.array([False, False, False, True, False]), "a note"),
         }
 
-    def fake_explain(cand, storage, compute_fmt, params, x, x2, kind):
+    traced = [SimpleNamespace(op="const"), SimpleNamespace(op="mul")]
+
+    def fake_trace(cand, storage, compute_fmt, params, x, x2=None):
+        # one trace at every kind's example input, in the kinds' order
+        calls.append(
+            ("trace", storage.name, compute_fmt.name, params, x.tolist(), None if x2 is None else x2.tolist())
+        )
+        return traced
+
+    def fake_explain(cand, storage, compute_fmt, params, x, x2, kind, entries=None, j=0):
         assert cand in (plain, bwd, gated)
+        assert entries == traced[1:]  # the trace's operations (its constants left out)
         calls.append(
             (
                 "explain",
@@ -683,17 +693,19 @@ def test_find_builds_each_finding(monkeypatch):
                 x.tolist(),
                 None if x2 is None else x2.tolist(),
                 kind,
+                j,
             )
         )
         return {"text": kind}
 
     monkeypatch.setattr(F, "masks", fake_masks)
+    monkeypatch.setattr(F, "trace", fake_trace)
     monkeypatch.setattr(F, "explain", fake_explain)
     s, c = get_format("fp16"), get_format("fp32")
     e = _pe([1.0, 2.0, 3.0, 4.0, 5.0], [0.0, NAN, NAN, INF, NAN], [0.1, 0.2, 0.3, 0.4, 0.5], [0.1] * 5)
-    plain = SimpleNamespace(ref=SimpleNamespace())
-    bwd = SimpleNamespace(ref=SimpleNamespace(x_intervals=True))
-    gated = SimpleNamespace(ref=SimpleNamespace())  # a Reference has no x_intervals
+    plain = SimpleNamespace(ref=SimpleNamespace(), semantics=None)
+    bwd = SimpleNamespace(ref=SimpleNamespace(x_intervals=True), semantics=None)
+    gated = SimpleNamespace(ref=SimpleNamespace(), semantics=None)  # a Reference has no x_intervals
     got = [vars(f) for f in F.find(e, plain, s, c, {"a": 1}, {"b": 2})]
     assert got == [
         dict(
@@ -736,9 +748,10 @@ def test_find_builds_each_finding(monkeypatch):
     assert all(type(v) is float for f in got for v in f["example"].values())
     assert calls == [
         ("masks", "fp16", {"b": 2}),
-        ("explain", "fp16", "fp32", {"a": 1}, [2.0], None, "nan"),
-        ("explain", "fp16", "fp32", {"a": 1}, [1.0], None, "underflow"),
-        ("explain", "fp16", "fp32", {"a": 1}, [4.0], None, "overflow"),
+        ("trace", "fp16", "fp32", {"a": 1}, [2.0, 1.0, 4.0], None),
+        ("explain", "fp16", "fp32", {"a": 1}, [2.0], None, "nan", 0),
+        ("explain", "fp16", "fp32", {"a": 1}, [1.0], None, "underflow", 1),
+        ("explain", "fp16", "fp32", {"a": 1}, [4.0], None, "overflow", 2),
     ]
     # pairs (x, dy) of a backward reference: intervals over x, the dead-gradient note
     calls.clear()
@@ -766,9 +779,10 @@ def test_find_builds_each_finding(monkeypatch):
     ]
     assert got[1]["example"] == {"x": 3.0, "got": 0.0, "exact": 0.1, "b": 5.0}
     assert calls[1:] == [
-        ("explain", "fp16", "fp32", {}, [1.0], [6.0], "nan"),
-        ("explain", "fp16", "fp32", {}, [3.0], [5.0], "underflow"),
-        ("explain", "fp16", "fp32", {}, [2.0], [8.0], "overflow"),
+        ("trace", "fp16", "fp32", {}, [1.0, 3.0, 2.0], [6.0, 5.0, 8.0]),
+        ("explain", "fp16", "fp32", {}, [1.0], [6.0], "nan", 0),
+        ("explain", "fp16", "fp32", {}, [3.0], [5.0], "underflow", 1),
+        ("explain", "fp16", "fp32", {}, [2.0], [8.0], "overflow", 2),
     ]
     # a gated unit (x, b): no intervals, the note as masks gives it
     got = [vars(f) for f in F.find(e, gated, s, c, {}, {})]

@@ -229,11 +229,21 @@ def find(
 ) -> list[Finding]:
     """Every finding over the inputs of e, with causes for formula candidates."""
     out: list[Finding] = []
+    kinds = []  # (kind, mask, note, count, first input) of the kinds found
     for kind, (mask, note) in masks(e, cand, storage, ref_params).items():
         n = int(np.count_nonzero(mask))
-        if not n:
-            continue
-        i = int(np.flatnonzero(mask)[0])
+        if n:
+            kinds.append((kind, mask, note, n, int(np.flatnonzero(mask)[0])))
+    entries = None
+    if kinds and getattr(cand, "semantics", None) is None:
+        # one trace at every kind's example input (the ops are elementwise: each input's
+        # values are those of its own trace; a semantics flag's note speaks of the whole
+        # array, so those candidates are traced one input at a time)
+        at = np.array([k[4] for k in kinds])
+        entries = _all_ops(
+            trace(cand, storage, compute_fmt, params, e.x[at], None if e.x2 is None else e.x2[at])
+        )
+    for j, (kind, mask, note, n, i) in enumerate(kinds):
         ex = {"x": float(e.x[i]), "got": float(e.got[i]), "exact": float(e.exact[i])}
         if e.x2 is not None:
             ex["b"] = float(e.x2[i])
@@ -251,6 +261,8 @@ def find(
             e.x[i : i + 1],
             None if e.x2 is None else e.x2[i : i + 1],
             kind,
+            entries,
+            j,
         )
         if kind == "underflow" and getattr(cand.ref, "x_intervals", False):
             note = "dead gradient: dx = 0 where dy * f'(x) rounds to a nonzero value"
@@ -316,8 +328,20 @@ def _show(t, ins) -> str:
     return f"{t.op}({', '.join(_fmt(v) for v in ins)})"
 
 
+def _all_ops(entries: list) -> list:
+    return [t for t in entries if t.op != "const"]
+
+
 def explain(
-    cand: Candidate, storage: Format, compute_fmt: Format, params: dict, x, x2, kind: str
+    cand: Candidate,
+    storage: Format,
+    compute_fmt: Format,
+    params: dict,
+    x,
+    x2,
+    kind: str,
+    entries: list | None = None,
+    j: int = 0,
 ) -> dict | None:
     """The first operation that produced the bad intermediate at input x (one input).
 
@@ -328,7 +352,8 @@ def explain(
     absorbed by rounding); special: as nan, or the operation that turned the non-finite
     input into a finite value.
     """
-    entries = [t for t in trace(cand, storage, compute_fmt, params, x, x2) if t.op != "const"]
+    if entries is None:  # (else: a trace of several inputs, of which this one is the j-th)
+        entries, j = _all_ops(trace(cand, storage, compute_fmt, params, x, x2)), 0
     first_over = None
 
     def after_overflow(text):
@@ -337,8 +362,8 @@ def explain(
         return text
 
     for t in entries:
-        ins = [_at(a) for a in t.ins]
-        out, ex = _at(t.out), _at(t.exact)
+        ins = [_at(a, j) for a in t.ins]
+        out, ex = _at(t.out, j), _at(t.exact, j)
         finite_ins = all(math.isfinite(v) for v in ins)
         if t.note and kind == "underflow" and out == 0 and "ftz" in t.note:
             return _cause(t, f"{_show(t, ins)} = {_fmt(ex)}, subnormal, {t.note}")
