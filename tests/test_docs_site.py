@@ -87,15 +87,20 @@ def test_search_works_from_disk(site):
         ), page
 
 
-# Scrolled to the bottom, the sidebar's height follows from Material's scroll handlers, which
-# run on animation frames: the probe measures every 100 ms (virtual time) and reports once
-# five measurements in a row agree (under load one frame may come late), or after 80 tries.
+# Scrolled to the bottom, the sidebar's place follows from Material's script, which sets its
+# sticky offset (the inline style top) and runs its scroll handlers on animation frames: the
+# probe measures every 100 ms (virtual time), scrolling to the bottom again each time (the
+# page may grow while it loads), counts only once the script has placed the sidebar (under
+# load that came late: the sidebar was measured 32 px lower, before it), and reports once
+# five measurements in a row agree, or after 80 tries.
 PROBE = """<script>window.addEventListener("load",function(){setTimeout(function(){
-window.scrollTo(0,document.body.scrollHeight);var last=null,same=0,tries=0;
+var last=null,same=0,tries=0;
 (function look(){
-var s=document.querySelector(".md-sidebar--primary .md-sidebar__scrollwrap").getBoundingClientRect(),
+window.scrollTo(0,document.body.scrollHeight);
+var side=document.querySelector(".md-sidebar--primary"),
+s=side.querySelector(".md-sidebar__scrollwrap").getBoundingClientRect(),
 f=document.querySelector(".md-footer").getBoundingClientRect(),now=s.bottom+"/"+f.top;
-same=(now===last)?same+1:0;last=now;tries++;
+same=(now===last&&side.style.top!=="")?same+1:0;last=now;tries++;
 if(same>=5||tries>=80){document.body.dataset.sidebar=s.bottom;document.body.dataset.footer=f.top;
 document.body.dataset.stable=(same>=5)?"1":"0";}else{setTimeout(look,100);}})();},300);});</script></body>"""
 
