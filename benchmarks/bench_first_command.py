@@ -111,7 +111,9 @@ def main() -> int:
         return statistics.median(x[i] for x in v)
 
     print(f"load average after the runs: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (1, 5, 15 min)")
-    print(f"machine speed: a loop of 3,000,000 Python additions took {loop:.2f} s of CPU (0.28 s quiet here)")
+    print(
+        f"machine speed: a loop of 3,000,000 Python additions took {loop:.2f} s of CPU (0.28-0.33 s in quiet minutes here)"
+    )
     print(f"medians of {RUNS} runs, wall / CPU (user + system)")
     print("| command | " + " | ".join(trees) + " |")
     print("|---|" + "---|" * len(trees))

@@ -26,7 +26,7 @@ from pathlib import Path
 import mpmath as mp
 import numpy as np
 
-from audit.numbers.formats import Format
+from audit.numbers.formats import FORMATS, Format
 from audit.oracle.references import Reference
 
 log = logging.getLogger(__name__)
@@ -168,8 +168,6 @@ def _memo(ref: Reference, fmt, params: dict) -> dict | None:
     function (a reference replaced under the same name misses); only for the registered
     element formats themselves (not a quantized code's rounding, nor another object of a
     registered name)."""
-    from audit.numbers.formats import FORMATS
-
     if FORMATS.get(getattr(fmt, "name", None)) is not fmt:
         return None
     try:  # the parameters written out whole (no hash that two parameter sets could share)
@@ -526,7 +524,7 @@ def _spot_check(
 
     A digest proves only that a file was not damaged, not that its numbers are right:
     anyone who can write the cache can recompute it.  These entries (the same for a
-    given key, chosen by a seed derived from it, plus both ends and the zeros) catch a
+    given key, chosen by SHA-256 words of it, plus both ends and the zeros) catch a
     table computed for another function or filled with a candidate's outputs."""
     n = len(x)
     # the seeded positions: 8-byte words of SHA-256(key, i) modulo n (neither numpy.random
@@ -559,8 +557,6 @@ _POS: dict[str, np.ndarray] = {}
 
 def _position_table(name: str) -> np.ndarray:
     if name not in _POS:
-        from audit.numbers.formats import FORMATS
-
         fmt = FORMATS[name]
         vals = fmt.finite_values()
         t = np.full(1 << fmt.bits, -1, dtype=np.int64)

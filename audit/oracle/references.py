@@ -287,24 +287,27 @@ GELU_GRAD_ROOT = -0.7517916243684  # gelu'(x) = 0 (minimum of GELU)
 # to 2.0 and 0.5*x*2.0 = x; for x <= -40, erfc(40/sqrt(2)) < 1e-349 is below float64's
 # smallest subnormal, so erfc rounds to 0.0 and the value is 0.5*x*0.0 = -0.0.  Both are
 # also the float64 roundings of the exact GELU there (x - x*Q(x) with Q = erfc/2 < 2**-62;
-# |x*Q(|x|)| < 2**-1075).  tests/test_oracle_tails.py checks both in mpmath and that the shortcut
-# gives the erfc formula's bits.  An exhaustive fp32 sweep spends most of its oracle time
-# in erfc (30 ns a value), and most fp32 values lie in these tails.
+# |x*Q(|x|)| < 2**-1075).  tests/test_oracle_tails.py checks both in mpmath.  An exhaustive
+# fp32 sweep spends most of its oracle time in erfc (30 ns a value), and most fp32 values
+# lie in these tails.
 GELU_ONE, GELU_ZERO = 9.0, -40.0
+
+
+def _gelu_formula(x):
+    return 0.5 * x * sc.erfc(-x * _SQRT_HALF)
 
 
 def _gelu_fast(x):
     """0.5 * x * erfc(-x/sqrt(2)), erfc evaluated only between the tails."""
     if x.ndim == 0:  # (one value: the formula, a scalar as before)
-        return 0.5 * x * sc.erfc(-x * _SQRT_HALF)
+        return _gelu_formula(x)
     one = x >= GELU_ONE  # (+inf too: the formula gives inf there)
     mid = ~(one | ((x <= GELU_ZERO) & (x != -np.inf)))  # (NaN and -inf: the formula's NaN)
     if mid.all():
-        return 0.5 * x * sc.erfc(-x * _SQRT_HALF)
+        return _gelu_formula(x)
     v = np.where(one, x, -0.0)
     if mid.any():
-        xm = x[mid]
-        v[mid] = 0.5 * xm * sc.erfc(-xm * _SQRT_HALF)
+        v[mid] = _gelu_formula(x[mid])
     return v
 
 
