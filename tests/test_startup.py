@@ -108,3 +108,18 @@ def test_the_first_command_runs_on_one_thread_and_loads_no_numpy_extras():
     # the user's own setting is kept, and one OpenBLAS reads below its own is not overridden
     assert _console(["sweep", "relu", "--dtype", "fp8_e4m3"], {"OPENBLAS_NUM_THREADS": "2"})[1] == "2"
     assert _console(["sweep", "relu", "--dtype", "fp8_e4m3"], {"OMP_NUM_THREADS": "2"})[1] == "None"
+
+
+def test_a_sigint_during_the_exit_leaves_the_exit_code():
+    # the command has ended and said so: a SIGINT during the exit (here from an atexit
+    # handler, with the default action inherited) does not turn its exit code into -2
+    probe = (
+        "import atexit, os, signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+        "atexit.register(lambda: os.kill(os.getpid(), signal.SIGINT))\n"
+        "sys.argv = ['actaudit', 'sweep', '--bogus']\n"
+        "from audit.cli import console_main\nconsole_main()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": ROOT, "COLUMNS": "80"}
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].startswith("actaudit: error:"), p
