@@ -59,18 +59,71 @@ def test_fp16_sweep_imports_no_ml_dtypes_and_bf16_neither():
 
 
 def test_numpy_namespace_intact_after_scipy_special():
-    # audit.numbers.special imports scipy.special with numpy's heavy submodules hidden: numpy's
-    # namespace is as it was before, those submodules are not loaded, and they import on use
+    # a name outside the lean set imports the whole scipy.special, numpy's heavy submodules
+    # hidden meanwhile: numpy's namespace is as it was before, those submodules are not
+    # loaded, and they import on use
     code = (
         "import sys, math, numpy\n"
         "before = (sorted(dir(numpy)), list(numpy.__all__))\n"
         "hidden = [f'numpy.{n}' for n in ('f2py', 'testing', 'ma') if f'numpy.{n}' not in sys.modules]\n"
         "from audit.numbers.special import sc\n"
-        "for x in (0.1, 0.5, 1.0, 2.5):\n"
-        "    assert abs(sc.erf(x) - math.erf(x)) <= 2 * math.ulp(math.erf(x))\n"
+        "assert sc.log_ndtr(0.0) == -math.log(2)\n"
+        "assert 'scipy.special' in sys.modules\n"
         "assert (sorted(dir(numpy)), list(numpy.__all__)) == before\n"
         "assert hidden and not [m for m in hidden if m in sys.modules], hidden\n"
         "import numpy.testing, numpy.ma\n"
+    )
+    assert "scipy" in _loaded(code)
+
+
+def test_erf_erfc_expit_are_scipy_specials_own_without_its_package():
+    # the three ufuncs the references and the compute model use come from the compiled
+    # module alone (scipy.special's __init__ is not run), and they are the very objects
+    # that scipy.special exports once it is imported after them, or before them
+    lean = (
+        "import sys, math\n"
+        "from audit.numbers.special import sc\n"
+        "got = [sc.erf, sc.erfc, sc.expit]\n"
+        "assert abs(got[0](0.5) - math.erf(0.5)) <= 2 * math.ulp(0.5)\n"
+        "assert 'scipy.special' not in sys.modules and 'numpy.ma' not in sys.modules\n"
+        "import scipy.special\n"
+        "assert got == [scipy.special.erf, scipy.special.erfc, scipy.special.expit]\n"
+        "assert all(a is b for a, b in zip(got, [scipy.special.erf, scipy.special.erfc, scipy.special.expit]))\n"
+    )
+    assert "scipy" in _loaded(lean)
+    full_first = (
+        "import scipy.special\n"
+        "from audit.numbers.special import sc\n"
+        "assert sc.erf is scipy.special.erf and sc.expit is scipy.special.expit\n"
+    )
+    assert "scipy" in _loaded(full_first)
+    # a sweep that evaluates erf (the first command's GELU) does not import the package
+    sweep = (
+        "import sys, audit\n"
+        "r = audit.sweep(['gelu.erf'], 'fp16', 'fp16')\n"
+        "assert r[0].summary.count > 60000\n"
+        "assert 'scipy.special._ufuncs' in sys.modules and 'scipy.special' not in sys.modules\n"
+    )
+    assert "scipy" in _loaded(sweep)
+
+
+def test_a_failed_lean_load_falls_back_to_the_whole_package():
+    # a scipy whose layout differs (here: the compiled module cannot be found under the
+    # stand-in): the whole package is imported, and nothing half-loaded stays behind
+    code = (
+        "import importlib, sys\n"
+        "real = importlib.import_module\n"
+        "def broken(name, *a):\n"
+        "    if name == 'scipy.special._ufuncs':\n"
+        "        real('scipy.special._ufuncs_cxx')\n"
+        "        raise ImportError(name)\n"
+        "    return real(name, *a)\n"
+        "importlib.import_module = broken\n"
+        "from audit.numbers.special import sc\n"
+        "f = sc.erf\n"
+        "importlib.import_module = real\n"
+        "import scipy.special\n"
+        "assert f is scipy.special.erf and 'scipy.special' in sys.modules\n"
     )
     assert "scipy" in _loaded(code)
 

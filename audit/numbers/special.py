@@ -1,30 +1,45 @@
-"""scipy.special, imported without loading numpy's unused heavy submodules.
+"""scipy.special's ufuncs, loaded without scipy.special's package (0.3-0.5 s of start-up).
 
-scipy 1.17's ``scipy.special`` builds an array-API copy of the ``numpy`` namespace on
-import: it reads every name that ``dir(numpy)`` and ``numpy.__all__`` list, and so imports
-numpy's lazily loaded ``f2py``, ``testing``, ``ma``, ``random`` (with hashlib),
-``ctypeslib`` and ``polynomial`` (0.3 s here, half of the command line's start-up;
-scipy.special's functions do not use them, and actaudit imports ``numpy.random`` where it
-samples).  While scipy.special is imported, both leave out those of them that are not
-loaded yet; both are restored at once, and the submodules still import on first use as
-usual.  The functions are scipy's own: erf, erfc, expit, ... give the same values bit for
-bit.
+The references and the compute model use three of scipy.special's ufuncs: erf, erfc and
+expit (the references' float64 fast values, the compute model's float64 primitives).
+scipy.special's ``__init__`` costs far more than they do: scipy 1.17 builds an array-API
+layer on import (``_support_alternative_backends``, ``scipy._lib._array_api``), reading
+every name of ``dir(numpy)`` and so importing numpy's lazily loaded ``f2py``, ``testing``,
+``ma``, ``random``, ``ctypeslib`` and ``polynomial``.  The ufuncs themselves live in the
+compiled module ``scipy.special._ufuncs``; ``sc.<name>`` is read from it, loaded alone:
 
-``sc`` is a stand-in that imports scipy.special on its first attribute read, so that the
-modules that name it (the references, the compute model) load without scipy (0.3 s): a
-command that evaluates no erf or expit, ``--help`` and ``--version`` never import it.
+* ``_ufuncs`` is imported under a bare stand-in for its package (``scipy.special`` with
+  scipy's own ``__path__``, so Python finds the same files and runs no ``__init__``); the
+  stand-in is removed at once, so a later ``import scipy.special`` runs the real package,
+  which finds ``_ufuncs`` already loaded and exports the very same objects;
+* only the names of ``_LEAN`` are read there, each only when it is a numpy ufunc of that
+  name (scipy.special exports those very objects; where a scipy version wraps one for
+  other array libraries, the wrapper calls the same ufunc on numpy arrays; a test checks
+  the installed scipy); any other name, or any failure of the lean load, imports the whole
+  scipy.special, with numpy's heavy submodules hidden while it loads (``_full``).  The
+  functions are scipy's own in every path: the same values, bit for bit.
+
+``sc`` is a stand-in that loads on its first attribute read, so that the modules that name
+it load without scipy: a command that evaluates no erf or expit, ``--help`` and
+``--version`` never touch it.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
+import types
 
 import numpy as np
 
 HEAVY = ("f2py", "testing", "ma", "random", "ctypeslib", "polynomial")
+# names that scipy.special exports as the ufunc of the same name in _ufuncs
+_LEAN = ("erf", "erfc", "expit")
 
 
-def _load():
+def _full():
+    """scipy.special, imported whole, numpy's unused heavy submodules left out meanwhile."""
     if "scipy.special" in sys.modules:
         return sys.modules["scipy.special"]
     skip = {n for n in HEAVY if f"numpy.{n}" not in sys.modules}
@@ -42,11 +57,47 @@ def _load():
     return scipy.special
 
 
+def _lean():
+    """scipy.special._ufuncs, imported under a stand-in package (None where that fails)."""
+    if "scipy.special._ufuncs" in sys.modules:
+        return sys.modules["scipy.special._ufuncs"]
+    if "scipy.special" in sys.modules:
+        return None
+    try:
+        import scipy
+
+        stub = types.ModuleType("scipy.special")
+        stub.__path__ = [os.path.join(os.path.dirname(scipy.__file__), "special")]
+        stub.__package__ = "scipy.special"
+        sys.modules["scipy.special"] = stub
+        try:
+            mod = importlib.import_module("scipy.special._ufuncs")
+        finally:
+            if sys.modules.get("scipy.special") is stub:
+                del sys.modules["scipy.special"]
+    except Exception:  # any scipy whose layout differs: the whole package instead
+        for name in [m for m in sys.modules if m.startswith("scipy.special.")]:
+            del sys.modules[name]
+        return None
+    return mod
+
+
+def _load(name: str):
+    if "scipy.special" not in sys.modules and name in _LEAN:
+        mod = _lean()
+        f = getattr(mod, name, None)
+        if isinstance(f, np.ufunc) and f.__name__ == name:
+            return f
+    return getattr(_full(), name)
+
+
 class _Lazy:
-    """scipy.special, imported on the first attribute read (then the module's own)."""
+    """scipy.special's functions, loaded on the first read of each (then kept)."""
 
     def __getattr__(self, name: str):
-        return getattr(_load(), name)
+        f = _load(name)
+        setattr(self, name, f)
+        return f
 
 
 sc = _Lazy()
