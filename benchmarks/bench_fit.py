@@ -84,7 +84,7 @@ def c_runner(fn, x: np.ndarray, y: np.ndarray):
 
 
 def table_kernel(ref: str, dtype: str, tmp: Path):
-    """The piecewise table kernel of audit/repair/fit.py, gcc -O3 -march=x86-64-v4 (its own flags:
+    """The piecewise table kernel of audit/repair/fit.py, gcc -O3 -march=x86-64-v4 (v3 without AVX-512; its own flags:
     -ffp-contract=off)."""
     from audit.repair import fit
 
@@ -99,7 +99,7 @@ def table_kernel(ref: str, dtype: str, tmp: Path):
         [
             "gcc",
             "-O3",
-            "-march=x86-64-v4",
+            "-march=x86-64-v4" if "avx512" in fs.runnable_builds() else "-march=x86-64-v3",
             "-ffp-contract=off",
             "-shared",
             "-fPIC",
@@ -130,6 +130,12 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="actaudit-bench-fit-"))
     before = {tuple(t.split(":")) for t in args.before.split(",") if t}
+    builds = fs.runnable_builds()  # what this CPU runs: an AVX-512 build on a CPU without it is SIGILL
+    vector = [b for b in builds if b != "scalar"]
+    if not vector:
+        raise SystemExit("bench_fit: this CPU runs no vector build (AVX2+FMA+F16C or AVX-512)")
+    wide = vector[0]
+    print(f"builds this CPU runs: {', '.join(builds)}; timed: {', '.join(vector)}, u16 and the ratio: {wide}")
     rows = []
     for spec in args.targets.split(","):
         ref, dtype = spec.split(":")
@@ -145,12 +151,12 @@ def main() -> None:
         with np.errstate(invalid="ignore"):
             x16 = codes.view(np16).astype(np.float64)
         kern, correct = {}, True
-        for build in ("avx512", "avx2", "scalar"):
+        for build in builds:
             k = emit_c.compile_source(emit_c.source(prog, fs.header(r)), prog.name, build, tmp)
             correct &= bool(fs._same_bits(k(tg.x32).view(np.uint32), tg.y_bits).all())
             correct &= (build == "scalar") or bool(k.vectorized)
             kern[build] = k
-        k16 = emit_c.compile_source(emit_c.source(prog16, fs.header(r)), prog16.name, "avx512", tmp)
+        k16 = emit_c.compile_source(emit_c.source(prog16, fs.header(r)), prog16.name, wide, tmp)
         got16 = k16(codes)
         # every 16-bit code: the native kernel against RN_F(f(x)) (NaN codes: any NaN)
         xs_val = {int(b): i for i, b in enumerate(tg.x32.view(np.uint32)) if np.isfinite(tg.x[i])}
@@ -163,7 +169,7 @@ def main() -> None:
         x = np.ascontiguousarray(xr.astype(np.float32))
         xh = np.ascontiguousarray(xr.view(np.uint16))
         runs = {}
-        for build in ("avx512", "avx2"):
+        for build in vector:
             runs[f"fit {build}"] = c_runner(kern[build].fn, x, np.empty_like(x))
         runs["fit u16"] = c_runner(k16.fn, xh, np.empty_like(xh))
         ort_names = []
@@ -201,17 +207,17 @@ def main() -> None:
     print()
     print(
         f"{'target':<14}{'ops':>5}{'fit ns/el':>11}{'ORT ns/el':>11}{'ratio':>7}{'CR':>5}"
-        f"{'avx2':>8}{'u16':>8}{'min ratio':>10}  ORT kernel (others)"
+        f"{'avx2':>8}{'u16':>8}{'min ratio':>10}  ORT kernel (others)  [fit ns/el, ratio, u16: {wide}]"
     )
     for ref, dtype, r, med, best_ort, correct, note, low in rows:
         others = ", ".join(f"{k} {v:.2f}" for k, v in med.items() if k.startswith("ORT") and k != best_ort)
         if "table fit" in med:
             others += f"; before (audit/repair/fit.py table, {note}) {med['table fit']:.2f} = {med['table fit'] / med[best_ort]:.2f}x"
         print(
-            f"{ref + ' ' + dtype:<14}{sum(r.program.counts().values()):>5}{med['fit avx512']:>11.3f}"
-            f"{med[best_ort]:>11.3f}{med['fit avx512'] / med[best_ort]:>6.2f}x{'yes' if correct else 'NO':>5}"
+            f"{ref + ' ' + dtype:<14}{sum(r.program.counts().values()):>5}{med['fit ' + wide]:>11.3f}"
+            f"{med[best_ort]:>11.3f}{med['fit ' + wide] / med[best_ort]:>6.2f}x{'yes' if correct else 'NO':>5}"
             f"{med['fit avx2']:>8.3f}{med['fit u16']:>8.3f}"
-            f"{low['fit avx512'] / min(low[k] for k in low if k.startswith('ORT')):>9.2f}x  {best_ort}"
+            f"{low['fit ' + wide] / min(low[k] for k in low if k.startswith('ORT')):>9.2f}x  {best_ort}"
             + (f" ({others})" if others else "")
         )
 
