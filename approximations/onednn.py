@@ -20,7 +20,8 @@ lookups by ``vpermt2ps`` (the low five index bits select one of 32 entries):
   (0.044715), the tanh above, then ``((t + 1) 0.5) x``.
 
 The AVX2 path (``avx2``) computes Gelu(erf) by Abramowitz-Stegun 7.1.26 with oneDNN's exp
-instead: not modelled here (the fidelity tests detect the dispatch and fail elsewhere).
+instead: not modelled here (the fidelity tests detect the dispatch: on a CPU that takes
+another path they are skipped, naming it, never compared with that path's kernel).
 Proven bit-identical to openvino 2026.4 on this machine (avx512_core_amx) at every bf16 and
 fp16 input of fp32 models, and at every input of bf16 models, where the kernel computes in
 fp32 and converts its result with VCVTNEPS2BF16, which reads subnormal float32 values as zero:

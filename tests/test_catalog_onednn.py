@@ -26,9 +26,12 @@ NODES = {
 
 @pytest.fixture(scope="module", autouse=True)
 def avx512():
-    """The candidates model the AVX-512 path; elsewhere this must fail, not compare wrongly."""
+    """The candidates model the AVX-512 path: on a CPU whose plugin dispatches to another
+    (avx2 on a CPU without AVX-512) there is nothing to compare them with, so these tests
+    are skipped, the ISA named; never compared against another path's kernel."""
     isa = dispatch()
-    assert isa.startswith("avx512_core"), f"these models are of the avx512_core path; this CPU takes {isa}"
+    if not isa.startswith("avx512_core"):
+        pytest.skip(f"these models are of OpenVINO's avx512_core path; this CPU takes {isa}")
 
 
 def compiled(node, elem, hint="f32"):
