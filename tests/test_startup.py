@@ -107,6 +107,38 @@ def test_erf_erfc_expit_are_scipy_specials_own_without_its_package():
     assert "scipy" in _loaded(sweep)
 
 
+def test_another_thread_importing_scipy_special_meanwhile_gets_the_real_package():
+    # while the stand-in is in place another thread imports scipy.special: it waits on the
+    # import system's lock of that module (the readiness signal: it is counted among the
+    # lock's waiters) and, once the lean load is over, gets the real package, never the
+    # stand-in
+    code = (
+        "import importlib, importlib._bootstrap as b, sys, threading\n"
+        "real = importlib.import_module\n"
+        "got = {}\n"
+        "def other():\n"
+        "    import scipy.special\n"
+        "    got['m'] = scipy.special\n"
+        "def patched(name, *a):\n"
+        "    if name == 'scipy.special._ufuncs':\n"
+        "        t = threading.Thread(target=other)\n"
+        "        t.start()\n"
+        "        lock = b._module_locks['scipy.special']()\n"
+        "        while lock.waiters < 1 and t.is_alive():\n"
+        "            threading.Event().wait(0.001)\n"
+        "        assert lock.waiters >= 1, 'the other thread did not wait'\n"
+        "        got['t'] = t\n"
+        "    return real(name, *a)\n"
+        "importlib.import_module = patched\n"
+        "from audit.numbers.special import sc\n"
+        "f = sc.erf\n"
+        "got['t'].join()\n"
+        "m = got['m']\n"
+        "assert m is sys.modules['scipy.special'] and m.erf is f and hasattr(m, 'gammaln'), m\n"
+    )
+    assert "scipy" in _loaded(code)
+
+
 def test_a_failed_lean_load_falls_back_to_the_whole_package():
     # a scipy whose layout differs (here: the compiled module cannot be found under the
     # stand-in): the whole package is imported, and nothing half-loaded stays behind

@@ -11,7 +11,9 @@ compiled module ``scipy.special._ufuncs``; ``sc.<name>`` is read from it, loaded
 * ``_ufuncs`` is imported under a bare stand-in for its package (``scipy.special`` with
   scipy's own ``__path__``, so Python finds the same files and runs no ``__init__``); the
   stand-in is removed at once, so a later ``import scipy.special`` runs the real package,
-  which finds ``_ufuncs`` already loaded and exports the very same objects;
+  which finds ``_ufuncs`` already loaded and exports the very same objects; meanwhile it is
+  marked as being initialized and the import system's lock of ``scipy.special`` is held, so
+  another thread importing scipy.special then waits and gets the real package;
 * only the names of ``_LEAN`` are read there, each only when it is a numpy ufunc of that
   name (scipy.special exports those very objects; where a scipy version wraps one for
   other array libraries, the wrapper calls the same ufunc on numpy arrays; a test checks
@@ -26,9 +28,12 @@ it load without scipy: a command that evaluates no erf or expit, ``--help`` and
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.machinery
 import os
 import sys
+import threading
 import types
 
 import numpy as np
@@ -36,6 +41,17 @@ import numpy as np
 HEAVY = ("f2py", "testing", "ma", "random", "ctypeslib", "polynomial")
 # names that scipy.special exports as the ufunc of the same name in _ufuncs
 _LEAN = ("erf", "erfc", "expit")
+_LOCK = threading.Lock()  # one first load at a time in this process
+
+
+def _module_lock(name: str):
+    """The import system's own lock of module NAME (what another thread importing it waits
+    on while a module of that name is being initialized); none where Python lacks it."""
+    try:
+        from importlib._bootstrap import _ModuleLockManager  # type: ignore[attr-defined]
+    except ImportError:
+        return contextlib.nullcontext()
+    return _ModuleLockManager(name)
 
 
 def _full():
@@ -58,7 +74,12 @@ def _full():
 
 
 def _lean():
-    """scipy.special._ufuncs, imported under a stand-in package (None where that fails)."""
+    """scipy.special._ufuncs, imported under a stand-in package (None where that fails).
+
+    While the stand-in is in sys.modules it is marked as being initialized and this thread
+    holds the import system's lock of ``scipy.special``: another thread that imports
+    scipy.special meanwhile waits, and then finds no stand-in and imports the real package
+    (the stand-in is removed before the lock is released)."""
     if "scipy.special._ufuncs" in sys.modules:
         return sys.modules["scipy.special._ufuncs"]
     if "scipy.special" in sys.modules:
@@ -66,15 +87,23 @@ def _lean():
     try:
         import scipy
 
+        where = os.path.join(os.path.dirname(scipy.__file__), "special")
         stub = types.ModuleType("scipy.special")
-        stub.__path__ = [os.path.join(os.path.dirname(scipy.__file__), "special")]
+        stub.__path__ = [where]
         stub.__package__ = "scipy.special"
-        sys.modules["scipy.special"] = stub
-        try:
-            mod = importlib.import_module("scipy.special._ufuncs")
-        finally:
-            if sys.modules.get("scipy.special") is stub:
-                del sys.modules["scipy.special"]
+        spec = importlib.machinery.ModuleSpec("scipy.special", None, is_package=True)
+        spec.submodule_search_locations = [where]
+        spec._initializing = True
+        stub.__spec__ = spec
+        with _module_lock("scipy.special"):
+            if "scipy.special" in sys.modules:  # another thread imported it meanwhile
+                return None
+            sys.modules["scipy.special"] = stub
+            try:
+                mod = importlib.import_module("scipy.special._ufuncs")
+            finally:
+                if sys.modules.get("scipy.special") is stub:
+                    del sys.modules["scipy.special"]
     except Exception:  # any scipy whose layout differs: the whole package instead
         for name in [m for m in sys.modules if m.startswith("scipy.special.")]:
             del sys.modules[name]
@@ -83,12 +112,12 @@ def _lean():
 
 
 def _load(name: str):
-    if "scipy.special" not in sys.modules and name in _LEAN:
-        mod = _lean()
-        f = getattr(mod, name, None)
-        if isinstance(f, np.ufunc) and f.__name__ == name:
-            return f
-    return getattr(_full(), name)
+    with _LOCK:
+        if "scipy.special" not in sys.modules and name in _LEAN:
+            f = getattr(_lean(), name, None)
+            if isinstance(f, np.ufunc) and f.__name__ == name:
+                return f
+        return getattr(_full(), name)
 
 
 class _Lazy:
