@@ -325,3 +325,61 @@ def test_variants_default_first():
     assert fs._variants("gelu") == [(None, fs.MAX_EXCEPTIONS), (None, 0)]
     assert [a for a, _ in fs._variants("tanh")][:2] == [0.5, 0.5]
     assert sorted({a for a, _ in fs._variants("erf")}) == [0.75, 1.0, 1.25]
+
+
+# ------------------------------------------------------------------ fp16 rounding by F16C
+def _disassembly(so: str) -> str:
+    return subprocess.run(["objdump", "-d", so], capture_output=True, text=True, check=True).stdout
+
+
+def _exact_bits(prog: ir.Program, x: np.ndarray) -> np.ndarray:
+    return ir.run(prog, x).view(np.uint32)
+
+
+def test_fp16_rounding_by_f16c_gives_the_ops_bits_at_every_input(tanh_fp16, tmp_path):
+    # the C source rounds to fp16 by VCVTPS2PH where the build has F16C (the vector builds)
+    # and by the rounding's own ops elsewhere (scalar): every build runnable here gives the
+    # emulator's bits at every input, and only the vector builds contain the conversion
+    prog = tanh_fp16.program
+    assert prog.round16 is not None
+    src = emit_c.source(prog, "")
+    assert "_mm256_cvtps_ph" in src and f"{prog.name}_round(" in src
+    tg = fs.targets("tanh", "fp16")
+    want = _exact_bits(prog, tg.x32)
+    for build in fs.runnable_builds():
+        k = emit_c.compile_source(src, prog.name, build, tmp_path)
+        # every length's tail: a block's last elements (and short arrays) take the ops
+        for n in (len(tg.x32), 1, 7, 8, 9, emit_c.BLOCK + 13):
+            assert fs._same_bits(k(tg.x32[:n]).view(np.uint32), want[:n]).all(), (build, n)
+        assert ("vcvtps2ph" in _disassembly(k.path)) == (build != "scalar"), build
+
+
+def test_f16c_rounding_keeps_the_ops_after_it(tanh_fp16, tmp_path):
+    # ops after the rounding (an exception list: x == xe -> ye) run after the conversion,
+    # reading x again; at every input the compiled kernel is the emulator's
+    s = fs.Shape(**{**tanh_fp16.shape.__dict__, "exceptions": ((0.5, 0.25), (-3.0, 2.0))})
+    prog = fs.build(s, {g: ir.coefficients(tanh_fp16.program, g) for g in tanh_fp16.program.polys})
+    src = emit_c.source(prog, "")
+    assert f"{prog.name}_after(" in src
+    tg = fs.targets("tanh", "fp16")
+    want = _exact_bits(prog, tg.x32)
+    assert want[tg.x32 == np.float32(-3.0)].view(np.float32).tolist() == [2.0]
+    for build in fs.runnable_builds():
+        k = emit_c.compile_source(src, prog.name, build, tmp_path)
+        assert fs._same_bits(k(tg.x32).view(np.uint32), want).all(), build
+
+
+def test_a_rounding_span_that_leaks_is_emitted_as_ops(tanh_fp16):
+    # the marked span is replaced only when only its result leaves it and the ops after it
+    # read nothing computed before it but x
+    prog = tanh_fp16.program
+    start, end = prog.round16
+    assert "_mm256_cvtps_ph" in emit_c.source(ir.Program(prog.name, prog.ops, prog.out, round16=(start, end)), "")
+    inner = prog.ops[start].dest
+    before = prog.ops[start - 1].dest
+    for read in (inner, before):
+        ops = [*prog.ops, ir.Op("y2", "add", (prog.out, 0.0)), ir.Op("y3", "select", ("y2", read, "y2"))]
+        other = ir.Program(prog.name, ops, "y3", round16=prog.round16)
+        assert "_mm256_cvtps_ph" not in emit_c.source(other, ""), read
+    native = fs.native(prog, tanh_fp16.shape)
+    assert native.round16 is None and "_mm256_cvtps_ph" not in emit_c.source(native, "")

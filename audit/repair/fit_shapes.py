@@ -180,7 +180,10 @@ def build(s: Shape, coefs: dict | None = None) -> ir.Program:
         yabs = b.select(b.lt(ac, s.a1), small, big)
         yabs = b.select(b.ge(a, s.cut), 1.0, yabs)
         y = b.float(b._op("or", b.bits(yabs), b._op("and", b.bits(x), 0x80000000)))
+    start = len(prog.ops)
     q = _round_to(b, y, s.dtype)
+    if s.dtype == "fp16" and not s.native:
+        prog.round16 = (start, len(prog.ops))
     for xe, ye in s.exceptions:  # CORE-MATH style exception list: exact results
         q = b.select(b.eq(x, float(xe)), float(ye), q)
     prog.out = _store(b, q, s.dtype, s.native)
@@ -771,7 +774,14 @@ def search(reference: str, dtype: str, tmpdir, time_n: int = 1 << 20, progress=N
             if f.ok:
                 assert f.program is not None  # ok: a program verified at every input
                 name = f"{f.program.name}_{len(kerns)}"
-                prog = ir.Program(name, f.program.ops, f.program.out, f.program.in_type, f.program.out_type)
+                prog = ir.Program(
+                    name,
+                    f.program.ops,
+                    f.program.out,
+                    f.program.in_type,
+                    f.program.out_type,
+                    round16=f.program.round16,
+                )
                 kerns.append(emit_c.compile_source(emit_c.source(prog, ""), name, build_, tmpdir))
                 fits.append((f, row))
                 row["ops"] = sum(f.program.counts().values())

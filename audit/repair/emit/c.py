@@ -49,7 +49,40 @@ def statement(o, ty: dict) -> str:
     return c_statement(o, ty, operand, CTYPE, SPELL)
 
 
+BLOCK = 512  # elements per block of the F16C form: its three passes stay in the L1 cache
+
+
+def _f16c_span(prog: Program) -> tuple | None:
+    """(start, end, input, output) of the fp16 rounding that F16C can compute, where it applies."""
+    if prog.round16 is None or prog.in_type != "f32" or prog.out_type != "f32":
+        return None
+    start, end = prog.round16
+    span = prog.ops[start:end]
+    if not span:
+        return None
+    inside = {o.dest for o in span}
+    outside = [a for o in span for a in o.args if isinstance(a, str) and a not in inside]
+    after = {a for o in prog.ops[end:] for a in o.args if isinstance(a, str)} | {prog.out}
+    before = {o.dest for o in prog.ops[:start]} | {"x"}
+    if len(set(outside)) != 1 or not set(outside) <= before:
+        return None  # the span reads one value computed before it, and only that
+    used = (after | {a for o in prog.ops[:start] for a in o.args if isinstance(a, str)}) & (
+        inside - {span[-1].dest}
+    )
+    if used or not (after & before) <= {"x"}:
+        return None  # nothing but its result leaves it; after it, only x and that result are read
+    return start, end, outside[0], span[-1].dest
+
+
 def source(prog: Program, header: str = "") -> str:
+    """C source of a kernel: one loop, every op a statement.  Where ``prog.round16`` marks
+    the final rounding to fp16, the ops come in up to three inline functions (before, the
+    rounding, after) and a build with F16C (``__F16C__``: -march=x86-64-v3 and v4) rounds
+    blocks of BLOCK results by VCVTPS2PH (nearest, ties to even, subnormals kept) and
+    VCVTPH2PS, 8 at a time, where gcc vectorizes no float-to-_Float16 conversion; other
+    builds, and the last elements of a block, run the rounding's own ops.  Both give the same
+    value, RN_fp16 of the same fp32 value (a quiet NaN stays NaN), and every build is checked
+    at every input (audit/repair/fit_shapes.py)."""
     ty = prog.types()
     io, oo, load, store = c_io(prog, CTYPE, "uint16_t")
     lines = [
@@ -62,16 +95,78 @@ def source(prog: Program, header: str = "") -> str:
         "#include <stddef.h>",
         "#include <stdint.h>",
         "#include <string.h>",
+    ]
+    span = _f16c_span(prog)
+    if span is not None:
+        lines += ["#if defined(__F16C__) && defined(__AVX__)", "#include <immintrin.h>", "#endif"]
+    lines += [
         "",
         "static inline uint32_t aa_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }",
         "static inline float aa_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }",
         "",
-        f"void {prog.name}(const {io} *restrict xs, {oo} *restrict ys, size_t n) {{",
-        "    for (size_t j = 0; j < n; j++) {",
-        "        " + load,
-        *["        " + statement(o, ty) for o in prog.ops],
-        "        " + store,
+    ]
+    if span is None:
+        return "\n".join(
+            [
+                *lines,
+                f"void {prog.name}(const {io} *restrict xs, {oo} *restrict ys, size_t n) {{",
+                "    for (size_t j = 0; j < n; j++) {",
+                "        " + load,
+                *["        " + statement(o, ty) for o in prog.ops],
+                "        " + store,
+                "    }",
+                "}",
+                "",
+            ]
+        )
+    start, end, y, q = span
+    name = prog.name
+    post = prog.ops[end:]
+    lines += [
+        f"static inline float {name}_value(float x) {{",
+        *["    " + statement(o, ty) for o in prog.ops[:start]],
+        f"    return {y};",
+        "}",
+        "",
+        f"static inline float {name}_round(float {y}) {{",
+        *["    " + statement(o, ty) for o in prog.ops[start:end]],
+        f"    return {q};",
+        "}",
+        "",
+    ]
+    if post:
+        lines += [
+            f"static inline float {name}_after(float x, float {q}) {{",
+            *["    " + statement(o, ty) for o in post],
+            f"    return {prog.out};",
+            "}",
+            "",
+        ]
+    tail = f"{name}_after(xs[j], ys[j])" if post else "ys[j]"
+    lines += [
+        f"/* With F16C (the vector builds) blocks of {BLOCK} values are rounded to fp16 by VCVTPS2PH",
+        f"   (nearest, ties to even, subnormals kept) and VCVTPH2PS: the value of {name}_round. */",
+        f"void {name}(const float *restrict xs, float *restrict ys, size_t n) {{",
+        "#if defined(__F16C__) && defined(__AVX__)",
+        f"    for (size_t b = 0; b < n; b += {BLOCK}) {{",
+        f"        size_t e = n - b < {BLOCK} ? n : b + {BLOCK}, j = b;",
+        f"        for (size_t i = b; i < e; i++) ys[i] = {name}_value(xs[i]);",
+        "        for (; j + 8 <= e; j += 8)",
+        "            _mm256_storeu_ps(ys + j, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(ys + j),"
+        " _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));",
+        f"        for (; j < e; j++) ys[j] = {name}_round(ys[j]);",
+        *([f"        for (j = b; j < e; j++) ys[j] = {tail};"] if post else []),
         "    }",
+        "#else",
+        "    for (size_t j = 0; j < n; j++)",
+        "        ys[j] = "
+        + (
+            f"{name}_after(xs[j], {name}_round({name}_value(xs[j])))"
+            if post
+            else f"{name}_round({name}_value(xs[j]))"
+        )
+        + ";",
+        "#endif",
         "}",
         "",
     ]

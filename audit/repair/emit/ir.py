@@ -44,6 +44,10 @@ class Program:
     out_type: str = "f32"  # "f32" or "u16"
     comment: str = ""
     polys: dict = field(default_factory=dict)  # fitted polynomial -> names of its coefficient slots
+    # (start, end): ops[start:end] round one fp32 value to fp16 (nearest, ties to even; NaN
+    # stays NaN) and nothing else: a C build with F16C computes that span by VCVTPS2PH and
+    # VCVTPH2PS instead (emit/c.py); every other emitter, and the emulator, runs the ops
+    round16: tuple | None = None
 
     def types(self) -> dict:
         """The type of every value: 'f' (fp32), 'u' (u32), 'm' (mask)."""
