@@ -374,7 +374,9 @@ def test_a_rounding_span_that_leaks_is_emitted_as_ops(tanh_fp16):
     # read nothing computed before it but x
     prog = tanh_fp16.program
     start, end = prog.round16
-    assert "_mm256_cvtps_ph" in emit_c.source(ir.Program(prog.name, prog.ops, prog.out, round16=(start, end)), "")
+    assert "_mm256_cvtps_ph" in emit_c.source(
+        ir.Program(prog.name, prog.ops, prog.out, round16=(start, end)), ""
+    )
     inner = prog.ops[start].dest
     before = prog.ops[start - 1].dest
     for read in (inner, before):
