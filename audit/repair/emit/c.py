@@ -145,7 +145,9 @@ def source(prog: Program, header: str = "") -> str:
     tail = f"{name}_after(xs[j], ys[j])" if post else "ys[j]"
     lines += [
         f"/* With F16C (the vector builds) blocks of {BLOCK} values are rounded to fp16 by VCVTPS2PH",
-        f"   (nearest, ties to even, subnormals kept) and VCVTPH2PS: the value of {name}_round. */",
+        f"   (nearest, ties to even, subnormals kept) and VCVTPH2PS: the value of {name}_round.",
+        "   xs and ys must not overlap (restrict): the rounding runs on ys, and the ops after it",
+        "   read xs again. */",
         f"void {name}(const float *restrict xs, float *restrict ys, size_t n) {{",
         "#if defined(__F16C__) && defined(__AVX__)",
         f"    for (size_t b = 0; b < n; b += {BLOCK}) {{",
