@@ -383,5 +383,39 @@ def test_a_rounding_span_that_leaks_is_emitted_as_ops(tanh_fp16):
         ops = [*prog.ops, ir.Op("y2", "add", (prog.out, 0.0)), ir.Op("y3", "select", ("y2", read, "y2"))]
         other = ir.Program(prog.name, ops, "y3", round16=prog.round16)
         assert "_mm256_cvtps_ph" not in emit_c.source(other, ""), read
+    # the 16-bit variant: its own three spans (load, rounding, store), one left unmarked -> ops
     native = fs.native(prog, tanh_fp16.shape)
-    assert native.round16 is None and "_mm256_cvtps_ph" not in emit_c.source(native, "")
+    assert "_mm256_cvtph_ps(_mm_loadu_si128" in emit_c.source(native, "")
+    for field in ("load16", "round16", "store16"):
+        plain = ir.Program(native.name, native.ops, native.out, native.in_type, native.out_type)
+        for other in {"load16", "round16", "store16"} - {field}:
+            setattr(plain, other, getattr(native, other))
+        assert "_mm256_cvtps_ph" not in emit_c.source(plain, ""), field
+
+
+def test_the_16_bit_fp16_variant_by_f16c_gives_the_ops_codes_at_every_code(tanh_fp16, tmp_path):
+    # codes in by VCVTPH2PS, codes out by VCVTPS2PH (after the exception list, if any): every
+    # build runnable here gives RN_fp16(f(x)) at all 65,536 codes (NaN codes: any NaN), with
+    # and without an exception list, and every tail length the emulator's codes
+    tg = fs.targets("tanh", "fp16")
+    coefs = {g: ir.coefficients(tanh_fp16.program, g) for g in tanh_fp16.program.polys}
+    codes = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    for i, exceptions in enumerate(((), ((0.5, 0.25), (-3.0, 2.0)))):
+        d = tmp_path / str(i)  # (a library of the same path would be the one loaded before)
+        d.mkdir()
+        s = fs.Shape(**{**tanh_fp16.shape.__dict__, "native": True, "exceptions": exceptions})
+        prog = fs.build(s, coefs)
+        src = emit_c.source(prog, "")
+        assert (f"{prog.name}_after(" in src) == bool(exceptions)
+        want = ir.run(prog, codes.astype(np.uint32)).astype(np.uint16)
+        for build in fs.runnable_builds():
+            k = emit_c.compile_source(src, prog.name, build, d)
+            if not exceptions:
+                assert fs._codes_check(k, tg) == 0, build
+            for n in (1 << 16, 1, 7, 8, 9, emit_c.BLOCK + 13):
+                got = k(codes[:n])
+                nan = np.isnan(want[:n].view(np.float16))
+                assert np.array_equal(got[~nan], want[:n][~nan]), (build, n, exceptions)
+                assert np.isnan(got[nan].view(np.float16)).all(), (build, n, exceptions)
+            dis = _disassembly(k.path)
+            assert ("vcvtph2ps" in dis and "vcvtps2ph" in dis) == (build != "scalar"), build

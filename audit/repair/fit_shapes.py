@@ -141,6 +141,8 @@ def build(s: Shape, coefs: dict | None = None) -> ir.Program:
         return coefs.get(tag) or [1.0] * (s.degrees[tag] + 1)
 
     x = _load(b, s.dtype, s.native)
+    if s.dtype == "fp16" and s.native:
+        prog.load16 = (0, len(prog.ops))
     a = b.abs(x)
     ac = b.select(b.gt(a, s.cut), s.cut, a)  # NaN stays NaN
     fx = s.reference
@@ -182,11 +184,14 @@ def build(s: Shape, coefs: dict | None = None) -> ir.Program:
         y = b.float(b._op("or", b.bits(yabs), b._op("and", b.bits(x), 0x80000000)))
     start = len(prog.ops)
     q = _round_to(b, y, s.dtype)
-    if s.dtype == "fp16" and not s.native:
+    if s.dtype == "fp16":
         prog.round16 = (start, len(prog.ops))
     for xe, ye in s.exceptions:  # CORE-MATH style exception list: exact results
         q = b.select(b.eq(x, float(xe)), float(ye), q)
+    start = len(prog.ops)
     prog.out = _store(b, q, s.dtype, s.native)
+    if s.dtype == "fp16" and s.native:
+        prog.store16 = (start, len(prog.ops))
     prog.polys.pop("pexp", None)  # fixed, not fitted
     return prog
 
@@ -781,6 +786,8 @@ def search(reference: str, dtype: str, tmpdir, time_n: int = 1 << 20, progress=N
                     f.program.in_type,
                     f.program.out_type,
                     round16=f.program.round16,
+                    load16=f.program.load16,
+                    store16=f.program.store16,
                 )
                 kerns.append(emit_c.compile_source(emit_c.source(prog, ""), name, build_, tmpdir))
                 fits.append((f, row))

@@ -74,6 +74,120 @@ def _f16c_span(prog: Program) -> tuple | None:
     return start, end, outside[0], span[-1].dest
 
 
+def _reads(ops) -> set:
+    """The values that ops read and do not compute themselves."""
+    made = {o.dest for o in ops}
+    return {a for o in ops for a in o.args if isinstance(a, str) and a not in made}
+
+
+def _f16c_native(prog: Program) -> tuple | None:
+    """The five parts of a 16-bit fp16 kernel whose load, rounding and store F16C can compute
+    (load, value, rounding, after, store: op lists) with the values passed between them
+    (xv, y, q, qq), where the marked spans are exactly that; None otherwise."""
+    ld, rd, st = prog.load16, prog.round16, prog.store16
+    if ld is None or rd is None or st is None or prog.in_type != "u16" or prog.out_type != "u16":
+        return None
+    (l0, l1), (r0, r1), (s0, s1) = ld, rd, st
+    ops = prog.ops
+    if not (l0 == 0 < l1 < r0 < r1 <= s0 < s1 == len(ops)) or prog.out != ops[-1].dest:
+        return None
+    load, value, rnd, after, store = ops[:l1], ops[l1:r0], ops[r0:r1], ops[r1:s0], ops[s0:]
+    xv, q = load[-1].dest, rnd[-1].dest
+    qq = after[-1].dest if after else q
+    y = _reads(rnd)
+    if len(y) != 1 or not y <= {o.dest for o in value}:
+        return None
+    ok = (
+        _reads(load) <= {"x"} and _reads(value) <= {xv} and _reads(after) <= {xv, q} and _reads(store) == {qq}
+    )
+    return (load, value, rnd, after, store, xv, next(iter(y)), q, qq) if ok else None
+
+
+def _source_native_f16c(prog: Program, parts: tuple, lines: list) -> str:
+    """The 16-bit fp16 kernel with F16C: codes to values by VCVTPH2PS, results to codes by
+    VCVTPS2PH (rounding and store in one where no op follows the rounding), in blocks of
+    BLOCK through two scratch arrays; without F16C, and for a block's last values, the ops."""
+    load, value, rnd, after, store, xv, y, q, qq = parts
+    ty = prog.types()
+    name = prog.name
+    rne = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
+    lines = [
+        *lines,
+        f"static inline float {name}_load(uint32_t x) {{",
+        *["    " + statement(o, ty) for o in load],
+        f"    return {xv};",
+        "}",
+        "",
+        f"static inline float {name}_value(float {xv}) {{",
+        *["    " + statement(o, ty) for o in value],
+        f"    return {y};",
+        "}",
+        "",
+        f"static inline float {name}_round(float {y}) {{",
+        *["    " + statement(o, ty) for o in rnd],
+        f"    return {q};",
+        "}",
+        "",
+    ]
+    if after:
+        lines += [
+            f"static inline float {name}_after(float {xv}, float {q}) {{",
+            *["    " + statement(o, ty) for o in after],
+            f"    return {qq};",
+            "}",
+            "",
+        ]
+    lines += [
+        f"static inline uint32_t {name}_store(float {qq}) {{",
+        *["    " + statement(o, ty) for o in store],
+        f"    return {prog.out};",
+        "}",
+        "",
+        f"/* With F16C (the vector builds) blocks of {BLOCK} codes are read by VCVTPH2PS and the",
+        "   results rounded to fp16 and written by VCVTPS2PH (nearest, ties to even, subnormals",
+        f"   kept): the values of {name}_load, _round and _store. */",
+        f"void {name}(const uint16_t *restrict xs, uint16_t *restrict ys, size_t n) {{",
+        "#if defined(__F16C__) && defined(__AVX__)",
+        f"    float xb[{BLOCK}], yb[{BLOCK}];",
+        f"    for (size_t b = 0; b < n; b += {BLOCK}) {{",
+        f"        size_t m = n - b < {BLOCK} ? n - b : {BLOCK}, j = 0;",
+        "        for (; j + 8 <= m; j += 8)",
+        "            _mm256_storeu_ps(xb + j, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xs + b + j))));",
+        f"        for (; j < m; j++) xb[j] = {name}_load(xs[b + j]);",
+        f"        for (size_t i = 0; i < m; i++) yb[i] = {name}_value(xb[i]);",
+        "        j = 0;",
+    ]
+    put = f"_mm_storeu_si128((__m128i *)(ys + b + j), _mm256_cvtps_ph(_mm256_loadu_ps(yb + j), {rne}))"
+    if after:
+        lines += [
+            "        for (; j + 8 <= m; j += 8)",
+            f"            _mm256_storeu_ps(yb + j, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(yb + j), {rne})));",
+            f"        for (; j < m; j++) yb[j] = {name}_round(yb[j]);",
+            f"        for (size_t i = 0; i < m; i++) yb[i] = {name}_after(xb[i], yb[i]);",
+            f"        for (j = 0; j + 8 <= m; j += 8) {put};",
+            f"        for (; j < m; j++) ys[b + j] = (uint16_t){name}_store(yb[j]);",
+        ]
+        whole = (
+            f"{name}_store({name}_after({name}_load(xs[j]), {name}_round({name}_value({name}_load(xs[j])))))"
+        )
+    else:
+        lines += [
+            f"        for (; j + 8 <= m; j += 8) {put};",
+            f"        for (; j < m; j++) ys[b + j] = (uint16_t){name}_store({name}_round(yb[j]));",
+        ]
+        whole = f"{name}_store({name}_round({name}_value({name}_load(xs[j]))))"
+    lines += [
+        "    }",
+        "#else",
+        "    for (size_t j = 0; j < n; j++)",
+        f"        ys[j] = (uint16_t){whole};",
+        "#endif",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def source(prog: Program, header: str = "") -> str:
     """C source of a kernel: one loop, every op a statement.  Where ``prog.round16`` marks
     the final rounding to fp16, the ops come in up to three inline functions (before, the
@@ -97,7 +211,8 @@ def source(prog: Program, header: str = "") -> str:
         "#include <string.h>",
     ]
     span = _f16c_span(prog)
-    if span is not None:
+    parts = _f16c_native(prog)
+    if span is not None or parts is not None:
         lines += ["#if defined(__F16C__) && defined(__AVX__)", "#include <immintrin.h>", "#endif"]
     lines += [
         "",
@@ -105,6 +220,8 @@ def source(prog: Program, header: str = "") -> str:
         "static inline float aa_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }",
         "",
     ]
+    if parts is not None:
+        return _source_native_f16c(prog, parts, lines)
     if span is None:
         return "\n".join(
             [

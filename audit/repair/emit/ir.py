@@ -48,6 +48,11 @@ class Program:
     # stays NaN) and nothing else: a C build with F16C computes that span by VCVTPS2PH and
     # VCVTPH2PS instead (emit/c.py); every other emitter, and the emulator, runs the ops
     round16: tuple | None = None
+    # the 16-bit in/out variant (fp16): ops[load16[0]:load16[1]] turn the code x into its fp32
+    # value and ops[store16[0]:store16[1]] (the last ops) an fp16 value into its code; a C
+    # build with F16C computes those by VCVTPH2PS and VCVTPS2PH
+    load16: tuple | None = None
+    store16: tuple | None = None
 
     def types(self) -> dict:
         """The type of every value: 'f' (fp32), 'u' (u32), 'm' (mask)."""
