@@ -74,6 +74,17 @@ def _f16c_span(prog: Program) -> tuple | None:
     return start, end, outside[0], span[-1].dest
 
 
+def _function(ty: dict, signature: str, ops, result: str) -> list:
+    """An inline C function: its signature, one statement per op, the result returned."""
+    return [
+        f"static inline {signature} {{",
+        *["    " + statement(o, ty) for o in ops],
+        f"    return {result};",
+        "}",
+        "",
+    ]
+
+
 def _reads(ops) -> set:
     """The values that ops read and do not compute themselves."""
     made = {o.dest for o in ops}
@@ -113,36 +124,14 @@ def _source_native_f16c(prog: Program, parts: tuple, lines: list) -> str:
     rne = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
     lines = [
         *lines,
-        f"static inline float {name}_load(uint32_t x) {{",
-        *["    " + statement(o, ty) for o in load],
-        f"    return {xv};",
-        "}",
-        "",
-        f"static inline float {name}_value(float {xv}) {{",
-        *["    " + statement(o, ty) for o in value],
-        f"    return {y};",
-        "}",
-        "",
-        f"static inline float {name}_round(float {y}) {{",
-        *["    " + statement(o, ty) for o in rnd],
-        f"    return {q};",
-        "}",
-        "",
+        *_function(ty, f"float {name}_load(uint32_t x)", load, xv),
+        *_function(ty, f"float {name}_value(float {xv})", value, y),
+        *_function(ty, f"float {name}_round(float {y})", rnd, q),
     ]
     if after:
-        lines += [
-            f"static inline float {name}_after(float {xv}, float {q}) {{",
-            *["    " + statement(o, ty) for o in after],
-            f"    return {qq};",
-            "}",
-            "",
-        ]
+        lines += _function(ty, f"float {name}_after(float {xv}, float {q})", after, qq)
     lines += [
-        f"static inline uint32_t {name}_store(float {qq}) {{",
-        *["    " + statement(o, ty) for o in store],
-        f"    return {prog.out};",
-        "}",
-        "",
+        *_function(ty, f"uint32_t {name}_store(float {qq})", store, prog.out),
         f"/* With F16C (the vector builds) blocks of {BLOCK} codes are read by VCVTPH2PS and the",
         "   results rounded to fp16 and written by VCVTPS2PH (nearest, ties to even, subnormals",
         f"   kept): the values of {name}_load, _round and _store. */",
@@ -239,27 +228,10 @@ def source(prog: Program, header: str = "") -> str:
     start, end, y, q = span
     name = prog.name
     post = prog.ops[end:]
-    lines += [
-        f"static inline float {name}_value(float x) {{",
-        *["    " + statement(o, ty) for o in prog.ops[:start]],
-        f"    return {y};",
-        "}",
-        "",
-        f"static inline float {name}_round(float {y}) {{",
-        *["    " + statement(o, ty) for o in prog.ops[start:end]],
-        f"    return {q};",
-        "}",
-        "",
-    ]
+    lines += _function(ty, f"float {name}_value(float x)", prog.ops[:start], y)
+    lines += _function(ty, f"float {name}_round(float {y})", prog.ops[start:end], q)
     if post:
-        lines += [
-            f"static inline float {name}_after(float x, float {q}) {{",
-            *["    " + statement(o, ty) for o in post],
-            f"    return {prog.out};",
-            "}",
-            "",
-        ]
-    tail = f"{name}_after(xs[j], ys[j])" if post else "ys[j]"
+        lines += _function(ty, f"float {name}_after(float x, float {q})", post, prog.out)
     lines += [
         f"/* With F16C (the vector builds) blocks of {BLOCK} values are rounded to fp16 by VCVTPS2PH",
         f"   (nearest, ties to even, subnormals kept) and VCVTPH2PS: the value of {name}_round.",
@@ -274,7 +246,7 @@ def source(prog: Program, header: str = "") -> str:
         "            _mm256_storeu_ps(ys + j, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(ys + j),"
         " _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));",
         f"        for (; j < e; j++) ys[j] = {name}_round(ys[j]);",
-        *([f"        for (j = b; j < e; j++) ys[j] = {tail};"] if post else []),
+        *([f"        for (j = b; j < e; j++) ys[j] = {name}_after(xs[j], ys[j]);"] if post else []),
         "    }",
         "#else",
         "    for (size_t j = 0; j < n; j++)",
