@@ -184,8 +184,10 @@ def source(prog: Program, header: str = "") -> str:
     blocks of BLOCK results by VCVTPS2PH (nearest, ties to even, subnormals kept) and
     VCVTPH2PS, 8 at a time, where gcc vectorizes no float-to-_Float16 conversion; other
     builds, and the last elements of a block, run the rounding's own ops.  Both give the same
-    value, RN_fp16 of the same fp32 value (a quiet NaN stays NaN), and every build is checked
-    at every input (audit/repair/fit_shapes.py)."""
+    bits at every input the kernel takes (the format's values; results at most 65504 in
+    magnitude), in the default environment (no FTZ/DAZ, round to nearest: the conversions
+    ignore MXCSR, the ops do not); every build is checked at every input
+    (audit/repair/fit_shapes.py)."""
     ty = prog.types()
     io, oo, load, store = c_io(prog, CTYPE, "uint16_t")
     lines = [
