@@ -10,13 +10,13 @@ Usage: python benchmarks/bench_fit_f16c.py
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from audit.repair import fit_shapes as fs
 from audit.repair.emit import c as emit_c
-from audit.repair.emit import ir
 
 tmp = Path(tempfile.mkdtemp())
 build = fs.runnable_builds()[0]
@@ -27,8 +27,8 @@ y = np.empty_like(x)
 for ref in ("gelu", "silu", "tanh", "sigmoid", "erf"):
     r = fs.fit_best(ref, "fp16")
     p = r.program
-    old = ir.Program(p.name + "_old", p.ops, p.out, p.in_type, p.out_type)
-    new = ir.Program(p.name + "_new", p.ops, p.out, p.in_type, p.out_type, round16=p.round16)
+    old = replace(p, name=p.name + "_old", round16=None)  # the rounding by its ops
+    new = replace(p, name=p.name + "_new")
     ks = {
         n: emit_c.compile_source(emit_c.source(q, ""), q.name, build, tmp)
         for n, q in (("ops", old), ("F16C", new))

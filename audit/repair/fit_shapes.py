@@ -779,16 +779,7 @@ def search(reference: str, dtype: str, tmpdir, time_n: int = 1 << 20, progress=N
             if f.ok:
                 assert f.program is not None  # ok: a program verified at every input
                 name = f"{f.program.name}_{len(kerns)}"
-                prog = ir.Program(
-                    name,
-                    f.program.ops,
-                    f.program.out,
-                    f.program.in_type,
-                    f.program.out_type,
-                    round16=f.program.round16,
-                    load16=f.program.load16,
-                    store16=f.program.store16,
-                )
+                prog = replace(f.program, name=name)  # (every field: the spans too)
                 kerns.append(emit_c.compile_source(emit_c.source(prog, ""), name, build_, tmpdir))
                 fits.append((f, row))
                 row["ops"] = sum(f.program.counts().values())

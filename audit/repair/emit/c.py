@@ -52,26 +52,22 @@ def statement(o, ty: dict) -> str:
 BLOCK = 512  # elements per block of the F16C form: its three passes stay in the L1 cache
 
 
+_RNE = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"  # VCVTPS2PH's rounding: nearest even, not MXCSR's
+
+
 def _f16c_span(prog: Program) -> tuple | None:
-    """(start, end, input, output) of the fp16 rounding that F16C can compute, where it applies."""
+    """(start, end, input, output) of the fp16 rounding that F16C can compute, where it
+    applies: the span reads one value, and after it only x and its result are read."""
     if prog.round16 is None or prog.in_type != "f32" or prog.out_type != "f32":
         return None
     start, end = prog.round16
-    span = prog.ops[start:end]
+    span, post = prog.ops[start:end], prog.ops[end:]
     if not span:
         return None
-    inside = {o.dest for o in span}
-    outside = [a for o in span for a in o.args if isinstance(a, str) and a not in inside]
-    after = {a for o in prog.ops[end:] for a in o.args if isinstance(a, str)} | {prog.out}
-    before = {o.dest for o in prog.ops[:start]} | {"x"}
-    if len(set(outside)) != 1 or not set(outside) <= before:
-        return None  # the span reads one value computed before it, and only that
-    used = (after | {a for o in prog.ops[:start] for a in o.args if isinstance(a, str)}) & (
-        inside - {span[-1].dest}
-    )
-    if used or not (after & before) <= {"x"}:
-        return None  # nothing but its result leaves it; after it, only x and that result are read
-    return start, end, outside[0], span[-1].dest
+    y, q = _reads(span), span[-1].dest
+    if len(y) != 1 or not _reads(post) <= {"x", q} or prog.out != (post[-1].dest if post else q):
+        return None
+    return start, end, next(iter(y)), q
 
 
 def _function(ty: dict, signature: str, ops, result: str) -> list:
@@ -121,7 +117,6 @@ def _source_native_f16c(prog: Program, parts: tuple, lines: list) -> str:
     load, value, rnd, after, store, xv, y, q, qq = parts
     ty = prog.types()
     name = prog.name
-    rne = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
     lines = [
         *lines,
         *_function(ty, f"float {name}_load(uint32_t x)", load, xv),
@@ -146,11 +141,11 @@ def _source_native_f16c(prog: Program, parts: tuple, lines: list) -> str:
         f"        for (size_t i = 0; i < m; i++) yb[i] = {name}_value(xb[i]);",
         "        j = 0;",
     ]
-    put = f"_mm_storeu_si128((__m128i *)(ys + b + j), _mm256_cvtps_ph(_mm256_loadu_ps(yb + j), {rne}))"
+    put = f"_mm_storeu_si128((__m128i *)(ys + b + j), _mm256_cvtps_ph(_mm256_loadu_ps(yb + j), {_RNE}))"
     if after:
         lines += [
             "        for (; j + 8 <= m; j += 8)",
-            f"            _mm256_storeu_ps(yb + j, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(yb + j), {rne})));",
+            f"            _mm256_storeu_ps(yb + j, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(yb + j), {_RNE})));",
             f"        for (; j < m; j++) yb[j] = {name}_round(yb[j]);",
             f"        for (size_t i = 0; i < m; i++) yb[i] = {name}_after(xb[i], yb[i]);",
             f"        for (j = 0; j + 8 <= m; j += 8) {put};",
@@ -245,8 +240,7 @@ def source(prog: Program, header: str = "") -> str:
         f"        size_t e = n - b < {BLOCK} ? n : b + {BLOCK}, j = b;",
         f"        for (size_t i = b; i < e; i++) ys[i] = {name}_value(xs[i]);",
         "        for (; j + 8 <= e; j += 8)",
-        "            _mm256_storeu_ps(ys + j, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(ys + j),"
-        " _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));",
+        f"            _mm256_storeu_ps(ys + j, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(ys + j), {_RNE})));",
         f"        for (; j < e; j++) ys[j] = {name}_round(ys[j]);",
         *([f"        for (j = b; j < e; j++) ys[j] = {name}_after(xs[j], ys[j]);"] if post else []),
         "    }",
