@@ -400,16 +400,14 @@ def test_the_16_bit_fp16_variant_by_f16c_gives_the_ops_codes_at_every_code(tanh_
     tg = fs.targets("tanh", "fp16")
     coefs = {g: ir.coefficients(tanh_fp16.program, g) for g in tanh_fp16.program.polys}
     codes = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
-    for i, exceptions in enumerate(((), ((0.5, 0.25), (-3.0, 2.0)))):
-        d = tmp_path / str(i)  # (a library of the same path would be the one loaded before)
-        d.mkdir()
+    for exceptions in ((), ((0.5, 0.25), (-3.0, 2.0))):
         s = fs.Shape(**{**tanh_fp16.shape.__dict__, "native": True, "exceptions": exceptions})
         prog = fs.build(s, coefs)
         src = emit_c.source(prog, "")
         assert (f"{prog.name}_after(" in src) == bool(exceptions)
         want = ir.run(prog, codes.astype(np.uint32)).astype(np.uint16)
         for build in fs.runnable_builds():
-            k = emit_c.compile_source(src, prog.name, build, d)
+            k = emit_c.compile_source(src, prog.name, build, tmp_path)
             if not exceptions:
                 assert fs._codes_check(k, tg) == 0, build
             for n in (1 << 16, 1, 7, 8, 9, emit_c.BLOCK + 13):
@@ -419,3 +417,41 @@ def test_the_16_bit_fp16_variant_by_f16c_gives_the_ops_codes_at_every_code(tanh_
                 assert np.isnan(got[nan].view(np.float16)).all(), (build, n, exceptions)
             dis = _disassembly(k.path)
             assert ("vcvtph2ps" in dis and "vcvtps2ph" in dis) == (build != "scalar"), build
+            if build != "scalar":  # the loop reported vectorized is the value's, not a tail's
+                line = int(k.vectorized.split(".c:", 1)[1].split(":")[0])
+                assert f"{prog.name}_value(" in src.splitlines()[line - 1], k.vectorized
+
+
+def _const_kernel(c: str, extra: str = "") -> str:
+    return (
+        "#include <stddef.h>\n" + extra + "void k(const float *restrict xs, float *restrict ys, size_t n) {\n"
+        f"    for (size_t j = 0; j < n; j++) ys[j] = {c};\n}}\n"
+    )
+
+
+def test_two_sources_of_one_name_in_one_directory_are_two_libraries(tmp_path):
+    # dlopen returns the library already loaded from a path: each source is its own
+    x = np.arange(5, dtype=np.float32)
+    for build in fs.runnable_builds():
+        one = emit_c.compile_source(_const_kernel("xs[j] + 1.0f"), "k", build, tmp_path)
+        two = emit_c.compile_source(_const_kernel("xs[j] * 3.0f"), "k", build, tmp_path)
+        assert one.path != two.path
+        assert np.array_equal(one(x), x + 1) and np.array_equal(two(x), x * 3), build
+
+
+def test_vectorized_names_the_kernels_loop_not_another(tmp_path):
+    # the loop over j < n carries a dependency (no vectorization); another loop in the file
+    # vectorizes: the kernel is not vectorized
+    other = (
+        "void fill(float *restrict a, size_t n) {\n"
+        "    for (size_t i = 0; i < n; i++) a[i] = a[i] * 2.0f + 1.0f;\n}\n"
+    )
+    build = fs.runnable_builds()[0]  # the widest: a vector build on any x86-64-v3 CPU
+    serial = emit_c.compile_source(
+        _const_kernel("(j ? ys[j - 1] : 0.0f) * 0.5f + xs[j]", other), "k", build, tmp_path
+    )
+    x = np.ones(4, dtype=np.float32)
+    assert np.array_equal(serial(x), np.array([1, 1.5, 1.75, 1.875], dtype=np.float32))
+    assert serial.vectorized == ""
+    plain = emit_c.compile_source(_const_kernel("xs[j] * 2.0f", other), "k", build, tmp_path)
+    assert plain.vectorized.startswith(plain.path[: -len(".so")] + ".c:6:") == (build != "scalar")

@@ -9,6 +9,7 @@ scalar fallback (fmaf from libm there).  Never compile it with -ffast-math or
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -274,6 +275,25 @@ class Compiled:
         return y
 
 
+def _kernel_loop_report(stderr: str, src: str, filename: str) -> str:
+    """gcc's "loop vectorized" line for the loop that runs the kernel's ops ("" when that
+    loop was not vectorized): the loop of the value function in the F16C forms, else the
+    loop over j < n.  The other loops (the rounding's and the exceptions' tails, the
+    loads and stores of a block) are reported too, and prove nothing of the kernel's."""
+    loops = {
+        i
+        for i, ln in enumerate(src.splitlines(), 1)
+        if ln.lstrip().startswith("for (") and ("_value(" in ln or "for (size_t j = 0; j < n; j++)" in ln)
+    }
+    for ln in stderr.splitlines():
+        where, _, what = ln.partition(": optimized: ")
+        parts = where.rsplit(":", 2)
+        if "loop vectorized" in what and len(parts) == 3 and parts[0].endswith(filename):
+            if parts[1].isdigit() and int(parts[1]) in loops:
+                return ln
+    return ""
+
+
 def compile_source(src: str, name: str, build: str, tmpdir, cc: str = "gcc") -> Compiled:
     """Compile ``src`` with the flags its header names for ``build`` (avx2, avx512, scalar)
     into a shared library in tmpdir, load it, and say whether gcc vectorized the loop."""
@@ -282,10 +302,13 @@ def compile_source(src: str, name: str, build: str, tmpdir, cc: str = "gcc") -> 
     from pathlib import Path
 
     d = Path(tmpdir)
-    c = d / f"{name}-{build}.c"
-    c.write_text(src)
-    so = d / f"{name}-{build}.so"
     flags = FLAGS[build]
+    # the library's name is bound to what it is built from: dlopen returns the library
+    # already loaded from a path, so another source under the same name must get another path
+    tag = hashlib.sha256("\0".join([src, cc, *flags]).encode()).hexdigest()[:16]
+    c = d / f"{name}-{build}-{tag}.c"
+    c.write_text(src)
+    so = d / f"{name}-{build}-{tag}.so"
     r = subprocess.run(
         [cc, *flags, "-fopt-info-vec-optimized", "-shared", "-fPIC", "-o", str(so), str(c), "-lm"],
         capture_output=True,
@@ -294,7 +317,7 @@ def compile_source(src: str, name: str, build: str, tmpdir, cc: str = "gcc") -> 
     )
     if r.returncode != 0:
         raise RuntimeError(f"{cc} failed on {c}: {r.stderr.strip()[:2000]}")
-    vec = next((ln for ln in r.stderr.splitlines() if "loop vectorized" in ln), "")
+    vec = _kernel_loop_report(r.stderr, src, c.name)
     lib = ctypes.CDLL(str(so))
     fn = getattr(lib, name)
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
