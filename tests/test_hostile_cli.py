@@ -42,7 +42,7 @@ def run(capsys, *args):
             ],
             "more than 4096",
         ),
-        (["sweep", "gelu", "--json", ""], "--json needs a path"),
+        (["sweep", "gelu", "--json", ""], "an empty string after --json"),
         (
             ["sweep", "sigmoid.exp", "--dtype", "int8:scale=0.0625,zero=0", "--csv", "q.csv"],
             "not for quantized or block-scaled",
@@ -386,3 +386,51 @@ def test_usage_errors_are_one_line(capsys, args, needle):
     out, err = capsys.readouterr()
     assert err.startswith("actaudit: error:") and err.count("\n") == 1 and needle in err, err
     assert out == ""
+
+
+def _value_options():
+    """(command, option) for every option of every command that takes a value."""
+    import typer.main
+
+    from audit.cli import app
+
+    group = typer.main.get_command(app)
+    for name, cmd in group.commands.items():
+        for prm in cmd.params:
+            if (
+                getattr(prm, "is_flag", True)
+                or getattr(prm, "count", False)
+                or prm.param_type_name != "option"
+            ):
+                continue
+            for opt in prm.opts:
+                yield name, opt
+
+
+def test_an_empty_value_is_refused_for_every_option_of_every_command(tmp_path, monkeypatch, capsys):
+    # "" as a path is the current directory to pathlib: `--report ""` wrote a whole report
+    # into it, `baseline -o ""` said ".: is a directory"; a blank value is refused, naming
+    # the option, before the command runs (nothing written)
+    monkeypatch.chdir(tmp_path)
+    seen = set()
+    for name, opt in _value_options():
+        seen.add(opt)
+        forms = {f"after {opt}": [opt, ""], f"after {opt} ": [opt, "  "]}
+        if opt.startswith("--"):
+            forms[f"in '{opt}= '"] = [opt + "= "]
+        for where, form in forms.items():
+            code, out, err = run(capsys, name, *form)
+            want = f"actaudit: error: an empty string {where.strip()}: no option's value or argument may be empty\n"
+            assert code == 2 and err == want, (name, form, err)
+    assert {"--out", "-o", "--report", "--json", "--csv", "--dump", "--spec", "--checkpoint"} <= seen
+    for args, where in (
+        (["sweep", ""], "as an argument"),
+        (["sweep", "--exhaustive", ""], "after --exhaustive"),
+    ):
+        code, out, err = run(capsys, *args)
+        assert (
+            code == 2
+            and err
+            == f"actaudit: error: an empty string {where}: no option's value or argument may be empty\n"
+        )
+    assert not any(tmp_path.iterdir())

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from audit._version import __version__
-from audit.errors import ActauditError
+from audit.errors import ActauditError, BadOptionError
 
 app = typer.Typer(
     add_completion=False,
@@ -108,6 +108,21 @@ def _docs_epilogs() -> None:
             info.epilog = f"Docs: {DOCS_PAGES.get(name.replace('_', '-'), 'docs/reference/cli.md')}"
 
 
+def _refuse_blank(args: list[str]) -> None:
+    """No option's value or argument is an empty (or blank) string: ``--report ""`` would be
+    the current directory (pathlib reads "" as "."), ``-o ""`` a file named "" -- refused,
+    naming the option, before any command runs."""
+    for i, a in enumerate(args):
+        _, eq, value = a.partition("=")
+        if a.startswith("--") and eq and not value.strip():
+            where = f"in '{a}'"
+        elif not a.strip():
+            where = f"after {args[i - 1]}" if i and args[i - 1].startswith("-") else "as an argument"
+        else:
+            continue
+        raise BadOptionError(f"an empty string {where}: no option's value or argument may be empty")
+
+
 def main(argv=None) -> int:
     """Entry point: run the app, turning user errors into one line and exit code 2.
 
@@ -118,9 +133,11 @@ def main(argv=None) -> int:
     from audit.signals import Terminated, handlers
 
     _docs_epilogs()
+    args = sys.argv[1:] if argv is None else [str(a) for a in argv]
     try:
+        _refuse_blank(args)
         with handlers():
-            rv = app(args=argv, prog_name="actaudit", standalone_mode=False)
+            rv = app(args=args, prog_name="actaudit", standalone_mode=False)
         if rv == 130:  # click turns Ctrl-C (and our SIGTERM) into a quiet exit code 130
             raise Terminated() if terminated else KeyboardInterrupt()
         return rv if isinstance(rv, int) else 0

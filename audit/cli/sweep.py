@@ -107,15 +107,6 @@ def sweep(
 
     rng = parse_range(range_)
     params = parse_params(param)
-    for name, v in (
-        ("--json", json_out),
-        ("--csv", csv_out),
-        ("--report", report_dir),
-        ("--dump", dump),
-        ("--checkpoint", checkpoint),
-    ):
-        if v is not None and not str(v).strip():
-            raise BadOptionError(f"{name} needs a path, got an empty string")
     from audit.measure import blocks, quant
     from reports import table as table_report
 
