@@ -195,7 +195,7 @@ def main() -> None:
         best_ort = min(ort_names, key=lambda k: med[k])
         rows.append((ref, dtype, r, med, best_ort, correct, note, low))
         tried = "; ".join(
-            f"a1={v['a1']} exc<={v['max_exceptions']}: "
+            f"a1={v['a1']} exc<={v['max_exceptions']} tie={v['tie']}: "
             + (f"{v['ops']} ops {v['ns_per_element']:.3f} ns" if v["ok"] else "no fit")
             for v in variants
         )

@@ -72,13 +72,29 @@ int main(void) {
 """
 
 
+def _unrounded(code: str) -> str | None:
+    """The kernel without its final rounding to 16 bits (None: no rounding found).  One loop
+    (bf16): its result is the value before the rounding's first op.  The fp16 forms with the
+    rounding in a function of its own (audit/repair/emit/c.py): the F16C conversions of each
+    block and every call of the function taken out."""
+    fn = re.search(r"static inline float (\w+)_round\(float v\d+\)", code)
+    if fn:
+        name = fn.group(1)
+        out = re.sub(r"\n\s*for \(; j \+ 8 <= e; j \+= 8\)\n\s*_mm256_storeu_ps\([^\n]*", "", code)
+        out = out.replace(f"ys[j] = {name}_round(ys[j]);", "(void)0;")
+        out = re.sub(rf"{name}_round\(({name}_value\(xs\[j\]\))\)", r"\1", out)
+        return out if out.count(f"{name}_round(") == 1 else None  # (its definition alone)
+    m = re.search(r"const uint32_t (v\d+) = aa_bits\((v\d+)\);\n\s*const uint32_t v\d+ = \1 >> 0x", code)
+    last = re.findall(r"ys\[j\] = (v\d+);", code)
+    return code.replace(f"ys[j] = {last[0]};", f"ys[j] = {m.group(2)};") if m and last else None
+
+
 def variants(code: str) -> dict[str, str]:
     """The kernel and its copies with one step taken out (see the module's text)."""
     out = {"as fitted": code}
-    m = re.search(r"const uint32_t (v\d+) = aa_bits\((v\d+)\);\n\s*const uint32_t v\d+ = \1 >> 0x", code)
-    last = re.findall(r"ys\[j\] = (v\d+);", code)
-    if m and last:
-        out["no final rounding to 16 bits"] = code.replace(f"ys[j] = {last[0]};", f"ys[j] = {m.group(2)};")
+    plain = _unrounded(code)
+    if plain is not None:
+        out["no final rounding to 16 bits"] = plain
     sub = re.sub(r"const int (v\d+) = (v\d+) < 0x1\.0000000000000p-1[246]f;", r"const int \1 = 0;", code)
     if sub != code:
         out["no subnormal handling"] = sub
@@ -92,10 +108,9 @@ def variants(code: str) -> dict[str, str]:
     d = re.sub(r"= (0x[0-9a-fp.+-]+f|v\d+) / (v\d+);", r"= \1 * \2;", code)
     if d != code:
         out["no division (a multiply)"] = d
-    if m and last and sub != code:  # the two largest together
-        out["no subnormal handling, no rounding"] = sub.replace(
-            f"ys[j] = {last[0]};", f"ys[j] = {m.group(2)};"
-        )
+    both = _unrounded(sub)
+    if plain is not None and sub != code and both is not None:  # the two largest together
+        out["no subnormal handling, no rounding"] = both
     return out
 
 

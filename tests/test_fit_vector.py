@@ -322,9 +322,11 @@ def test_the_shape_chosen_without_flags():
 
 
 def test_variants_default_first():
-    assert fs._variants("gelu") == [(None, fs.MAX_EXCEPTIONS), (None, 0)]
-    assert [a for a, _ in fs._variants("tanh")][:2] == [0.5, 0.5]
-    assert sorted({a for a, _ in fs._variants("erf")}) == [0.75, 1.0, 1.25]
+    assert fs._variants("gelu", "fp16") == [(None, fs.MAX_EXCEPTIONS, "bias"), (None, 0, "bias")]
+    assert [a for a, _, _ in fs._variants("tanh", "fp16")][:2] == [0.5, 0.5]
+    assert sorted({a for a, _, _ in fs._variants("erf", "bf16")}) == [0.75, 1.0, 1.25]
+    assert [t for _, _, t in fs._variants("silu", "fp16")] == ["scale", "scale", "bias", "bias"]
+    assert {t for _, _, t in fs._variants("silu", "bf16")} == {"bias"}
 
 
 # ------------------------------------------------------------------ fp16 rounding by F16C
@@ -455,3 +457,32 @@ def test_vectorized_names_the_kernels_loop_not_another(tmp_path):
     assert serial.vectorized == ""
     plain = emit_c.compile_source(_const_kernel("xs[j] * 2.0f", other), "k", build, tmp_path)
     assert plain.vectorized.startswith(plain.path[: -len(".so")] + ".c:6:") == (build != "scalar")
+
+
+def test_silu_fp16_moves_its_ties_by_a_scale_and_is_right_at_every_input(tmp_path):
+    # the default SiLU fp16 kernel: x (g k), k = 1 +- 2^-22 by x's sign, no bias, no select
+    # for x = 0; every build runnable here right at every input (signed zeros included), and
+    # independently of the oracle: every input below 2^-10 in magnitude (the subnormals,
+    # whose x/2 are fp16's ties) against mpmath, both signs
+    r = fs.fit_best("silu", "fp16")
+    assert r.ok and r.shape.tie == "scale", r.message
+    assert "ties off by x (g (1 +- 2^-22))" in fs.describe(r)
+    ops = [o.op for o in r.program.ops]
+    assert "fma" in ops and not any(o.op == "eq" and 0.0 in o.args for o in r.program.ops)
+    tg = fs.targets("silu", "fp16")
+    fmt = get_format("fp16")
+    small = np.array([v for v in fmt.finite_values() if abs(v) < 2.0**-10])
+    for build in fs.runnable_builds():
+        k = emit_c.compile_source(emit_c.source(r.program, fs.header(r)), r.program.name, build, tmp_path)
+        y = k(tg.x32).astype(np.float64)
+        same = ((y == tg.y) & (np.signbit(y) == np.signbit(tg.y))) | (np.isnan(y) & np.isnan(tg.y))
+        assert same.all(), (build, tg.x[~same][:5])
+        ys = k(small.astype(np.float32)).astype(np.float64)
+        with mp.workprec(200):
+            for xi, yi in zip(small.tolist(), ys.tolist()):
+                exact = mp.mpf(xi) / (1 + mp.exp(-mp.mpf(xi)))
+                # (x sigmoid(x) has x's sign: a result rounded to zero keeps it)
+                assert is_nearest_even(fmt, exact, yi) and math.copysign(1, yi) == math.copysign(1, xi), (
+                    xi,
+                    yi,
+                )

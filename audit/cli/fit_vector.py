@@ -72,7 +72,7 @@ def run(
         return 1
     for v in variants:
         say(
-            f"  variant a1={v['a1']} exceptions<={v['max_exceptions']}: "
+            f"  variant a1={v['a1']} exceptions<={v['max_exceptions']} tie={v['tie']}: "
             + (
                 f"{v['ops']} ops, {format_number(v['ns_per_element'])} ns/element (fastest of 7)"
                 if v["ok"]
