@@ -133,6 +133,7 @@ class Shape:
 def build(s: Shape, coefs: dict | None = None) -> ir.Program:
     """The operation list of a shape (coefficients: tag -> c_0..c_d; default placeholders)."""
     coefs = coefs or {}
+    assert s.tie in ("bias", "scale"), s.tie  # (another value is no form: never read as the bias)
     name = f"fitv_{s.reference}_{s.dtype}" + ("_u16" if s.native else "")
     prog = ir.Program(name, in_type="u16" if s.native else "f32", out_type="u16" if s.native else "f32")
     b = ir.Builder(prog)
@@ -562,8 +563,8 @@ def choose_shape(reference: str, dtype: str, compute: str, table_options=(), vec
 
 
 # how each reference's results near 0 leave fp16's ties, the first tried first: SiLU by the
-# scale (fewer selects: 9 % faster on AVX2, docs/design/benchmarks.md), GELU by the bias (no
-# scaled GELU kernel passes: the 2^-22 move everywhere leaves no polynomial room)
+# scale (fewer selects: 9 % faster on AVX2, docs/design/benchmarks.md), GELU by the bias (with
+# the scale no GELU fp16 kernel passes at any degree up to 12)
 TIES = {("silu", "fp16"): ("scale", "bias")}
 
 
