@@ -217,23 +217,74 @@ def test_bit_layouts_decode_from_the_fields_of_every_pattern(name):
     assert fmt.hex(math.nan) == f"0x{quiet:0{(fmt.bits + 3) // 4}x}"
 
 
-def test_fp16_uses_numpy_cast_only_where_it_rounds_once():
-    """round() takes numpy's float64 -> float16 cast only after checking at run time that it
-    rounds as the exact rounding does: a cast through float32 (two roundings) is refused, the
-    exact rounding itself is accepted; and round() agrees with the rounding from the
-    definitions at the double-rounding traps, whichever path this machine takes."""
+def _rint_round(fmt, v):
+    """The test's own rounding to p bits with q = max(e, emin) - p + 1 (every step exact in
+    float64: frexp, scaling by powers of two, rint's ties to even), no overflow handling."""
+    with np.errstate(all="ignore"):
+        _, k = np.frexp(v)
+        q = np.maximum(k - 1, fmt.emin) - (fmt.p - 1)
+        return np.ldexp(np.rint(np.ldexp(v, -q)), q)
+
+
+SPLIT = [f for f in FORMATS.values() if f.kind == "float" and 2 <= f.p <= 24]
+
+
+@pytest.mark.parametrize("fmt", SPLIT, ids=lambda f: f.name)
+def test_split_rounding_at_every_midpoint(fmt):
+    """The splitting rounding (Veltkamp's) of every format it serves, at every midpoint
+    between consecutive values (where ties to even decide), one float64 ulp either side, 2^-30
+    of the value either side, every value, beyond the range, the specials and random values
+    of every exponent, both signs: the same bits as the rounding written from the definition
+    (ties to even by rint), and above max_finite exactly where that one is."""
+    if fmt.bits <= 16:
+        vals = fmt.finite_values()
+    else:  # tf32, fp32: the values of a few binades and the subnormal edge
+        vals = np.concatenate([np.linspace(1, 2, 4097), np.linspace(0, 4, 4097) * fmt.smallest_normal])
+        vals = np.unique(_rint_round(fmt, np.concatenate([vals, vals * 2.0**100])))
+    vals = np.unique(np.abs(vals))
+    mid = (vals[:-1] + vals[1:]) / 2
+    top = fmt.max_finite * 2 - (fmt.max_finite - float(vals[-2]))  # the next value past the top
+    rng = np.random.default_rng(7)
+    rand = rng.uniform(1, 2, 200_000) * np.exp2(rng.integers(fmt.emin - fmt.p - 4, fmt.emax + 4, 200_000))
+    x = np.concatenate(
+        [
+            vals,
+            mid,
+            np.nextafter(mid, 0),
+            np.nextafter(mid, np.inf),
+            mid * (1 + 2.0**-30),
+            mid * (1 - 2.0**-30),
+            [top, (top + fmt.max_finite) / 2, 1e300, 1.7e308, np.inf, 5e-324, 2.0**-1074 * 3],
+            rand,
+        ]
+    )
+    x = np.concatenate([x, -x, [0.0, -0.0]])
+    want = _rint_round(fmt, x)
+    got = fmt._split_round(x)
+    inside = np.abs(want) <= fmt.max_finite
+    assert np.array_equal(got[inside], want[inside])
+    assert np.array_equal(np.signbit(got[inside]), np.signbit(want[inside]))
+    assert (np.abs(got[~inside]) > fmt.max_finite).all()  # overflows where the definition does
+    tiny = np.abs(x) < fmt.smallest_normal  # alone: the path for arrays of mostly tiny values
+    got = fmt._split_round(x[tiny])
+    assert np.array_equal(got, want[tiny]) and np.array_equal(np.signbit(got), np.signbit(want[tiny]))
+    assert np.isnan(fmt._split_round(np.array([np.nan])))[0]
+    two = x[: len(x) // 2 * 2].reshape(2, -1)  # any shape, 0-d included
+    assert np.array_equal(fmt.round(two), fmt.round(two.ravel()).reshape(two.shape), equal_nan=True)
+    neg = fmt.round(-fmt.smallest_subnormal / 4)  # a 0-d input, rounding to zero
+    assert neg.shape == () and neg == 0 and np.signbit(neg) == fmt.neg_zero
+
+
+def test_fp16_round_at_double_rounding_traps():
+    """round() agrees with the rounding from the definitions (Fractions) where a rounding
+    through float32 would round twice, and at the tie of the smallest subnormals."""
     from fractions import Fraction
 
     from helpers import round_exact
 
-    from audit.numbers import formats as F
-
-    def through_float32(v):
-        return v.astype(np.float32).astype(np.float16).astype(np.float64)
-
-    assert not F._casts_like_round(through_float32)
-    assert F._casts_like_round(FORMATS["fp16"]._round)
     traps = [Fraction(2**k) * (1 + Fraction(1, 2**11) + Fraction(1, 2**30)) for k in range(-14, 16)]
     traps += [-t for t in traps] + [Fraction(2**-24) * Fraction(3, 2) + Fraction(1, 2**60)]
+    traps += [Fraction(2**-25), Fraction(3, 2**26), -Fraction(2**-25) * (1 + Fraction(1, 2**52))]
     got = FORMATS["fp16"].round([float(t) for t in traps])
     assert [Fraction(float(g)) for g in got] == [round_exact("fp16", t) for t in traps]
+    assert np.signbit(FORMATS["fp16"].round([-(2.0**-26), -(2.0**-25)])).all()  # -0 keeps its sign
