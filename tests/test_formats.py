@@ -243,7 +243,9 @@ def test_split_rounding_at_every_midpoint(fmt):
         vals = np.unique(_rint_round(fmt, np.concatenate([vals, vals * 2.0**100])))
     vals = np.unique(np.abs(vals))
     mid = (vals[:-1] + vals[1:]) / 2
-    top = fmt.max_finite * 2 - (fmt.max_finite - float(vals[-2]))  # the next value past the top
+    # past the top: max_finite plus its ulp (in the 16-bit and smaller formats, where vals[-2]
+    # is the value below max_finite; a value beyond the range in the others)
+    top = fmt.max_finite * 2 - (fmt.max_finite - float(vals[-2]))
     rng = np.random.default_rng(7)
     rand = rng.uniform(1, 2, 200_000) * np.exp2(rng.integers(fmt.emin - fmt.p - 4, fmt.emax + 4, 200_000))
     x = np.concatenate(
