@@ -170,3 +170,66 @@ def test_action_errors_are_reused_only_for_the_same_bits():
     # another action value, and -0.0 against 0.0, are other entries
     zero = clip_mod._action_errors(x, idx, 0.0, ov, fmt)
     assert clip_mod._action_errors(x, idx, -0.0, ov, fmt) is not zero
+
+
+def _sigmoid_thresholds(fmt):
+    """(low, high) of sigmoid in fmt worked here with mpmath: the largest x up to which
+    RN(sigmoid(x)) is RN(sigmoid(min)), the smallest x from which it is RN(sigmoid(max))."""
+    import mpmath as mp
+
+    vals = fmt.finite_values()
+    with mp.workprec(200):
+        rn = [fmt.round_mpf(1 / (1 + mp.exp(-mp.mpf(v)))) for v in vals.tolist()]
+    i = 0
+    while rn[i + 1] == rn[0]:
+        i += 1
+    j = len(rn) - 1
+    while rn[j - 1] == rn[-1]:
+        j -= 1
+    return {"x": float(vals[i]), "value": rn[0]}, {"x": float(vals[j]), "value": rn[-1]}
+
+
+def test_saturation_is_worked_out_once_per_table_and_handed_out_as_a_copy(fresh_cache):
+    from audit.numbers.formats import get_format
+    from audit.oracle import oracle
+    from audit.oracle.references import get_reference
+
+    fmt, ref = get_format("fp8_e4m3"), get_reference("sigmoid")
+    low, high = _sigmoid_thresholds(fmt)
+    sat = clip_mod.saturation(ref, fmt, {})
+    assert sat == {"low": low, "high": high}
+    sat["high"]["x"] = 123.0  # a caller's change does not reach the next caller
+    assert clip_mod.saturation(ref, fmt, {}) == {"low": low, "high": high}
+    # another table object under the same key (a table certified or rebuilt): worked out again
+    key = oracle.cache_key(ref, fmt, ref.with_defaults({}))
+    tbl = oracle._MEMO[key]
+    other = oracle.OracleValues(np.zeros_like(tbl.rounded), tbl.hi, tbl.lo, 0, tbl.unsure)
+    oracle._MEMO[key] = other
+    # a constant table saturates from the first input on, and up to the last
+    top = float(fmt.max_finite)
+    assert clip_mod.saturation(ref, fmt, {}) == {
+        "low": {"x": top, "value": 0.0},
+        "high": {"x": -top, "value": 0.0},
+    }
+
+
+def test_the_sweep_hands_the_clip_the_failing_inputs_of_its_own_findings():
+    """The failure masks made once for the findings are those the clip's default tolerance
+    leaves out: the same as made afresh from the errors, NaN results among them."""
+    import dataclasses
+
+    from audit.measure import findings
+    from audit.numbers.formats import get_format
+
+    cand, fmt = catalog()["gelu.tanh_exp"], get_format("fp16")
+    (r,) = audit.sweep([cand.id], "fp16", "fp16", keep_points=True)
+    pts = r.points
+    assert pts.failing is not None and pts.failing.dtype == bool
+    afresh = findings.failing(dataclasses.replace(pts, failing=None), cand, fmt, cand.ref.with_defaults({}))
+    assert np.array_equal(pts.failing, afresh)
+    nan = np.isnan(pts.got)
+    assert (
+        nan.any()
+        and pts.failing[nan].all()
+        and not pts.failing[(np.abs(pts.x) >= 0.25) & (np.abs(pts.x) <= 1)].any()
+    )

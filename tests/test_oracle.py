@@ -161,6 +161,32 @@ def test_cache_subset_matches_direct_computation(fresh_cache):
     assert np.array_equal(oracle.evaluate(ref, f, x).rounded, oracle._compute(ref, f, x, {}).rounded)
 
 
+def test_every_value_in_order_gives_copies_of_the_table_and_signed_zeros_are_told_apart(fresh_cache):
+    """The whole format in its own order takes the table without a lookup: the values are
+    those of mpmath at every input (checked at a stride here), the arrays are copies, and an
+    input list equal in value but not in bits (+0 and -0 swapped) is looked up."""
+    f = get_format("fp16")
+    ref = get_reference("gelu")
+    x = f.finite_values()
+    whole = oracle.evaluate(ref, f, x)
+    for i in range(0, len(x), 997):
+        with mp.workprec(80):
+            exact = f.round_mpf(0.5 * mp.mpf(x[i]) * mp.erfc(-mp.mpf(x[i]) / mp.sqrt(2)))
+        assert whole.rounded[i] == exact
+    whole.rounded[:] = -1.5  # a caller's change stays in its copy (gelu >= -0.17 everywhere)
+    whole.hi[:] = -1.5
+    again = oracle.evaluate(ref, f, x)
+    assert not np.any(again.rounded == -1.5) and not np.any(again.hi == -1.5)
+    zeros = np.flatnonzero(x == 0)
+    assert len(zeros) == 2 and np.signbit(x[zeros[0]]) and not np.signbit(x[zeros[1]])
+    swapped = x.copy()
+    swapped[zeros] = swapped[zeros[::-1]]
+    got = oracle.evaluate(ref, f, swapped)
+    # gelu(-0) = -0 and gelu(+0) = +0: the signs follow the inputs
+    assert np.signbit(got.rounded[zeros]).tolist() == [False, True]
+    assert np.array_equal(got.rounded[: zeros[0]], again.rounded[: zeros[0]])
+
+
 UNIVARIATE = sorted(n for n, r in __import__("audit").REFERENCES.items() if r.arity == 1)
 
 

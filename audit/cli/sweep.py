@@ -187,7 +187,8 @@ def sweep(
         from reports import html as html_report
 
         html_report.build(results, report_dir, command_line())
-    doc = document(results, command=command_line())
+    # the JSON document only where one is written (the table alone does not need it)
+    doc = document(results, command=command_line()) if json_out or format_ == "json" else None
     if json_out == "-" or (format_ == "json" and not quiet):
         sys.stdout.write(dumps(doc))
         if json_out in (None, "-"):

@@ -215,22 +215,33 @@ def edge_finding(
     )
 
 
-def failing(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> np.ndarray:
-    """Inputs with a nan, overflow, underflow, sign or range finding."""
+def failing(
+    e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict, found: dict | None = None
+) -> np.ndarray:
+    """Inputs with a nan, overflow, underflow, sign or range finding (``found``: the masks of
+    these errors, where already made)."""
     fail = np.zeros(len(e), bool)
-    for kind, (m, _) in masks(e, cand, fmt, ref_params).items():
+    for kind, (m, _) in (masks(e, cand, fmt, ref_params) if found is None else found).items():
         if kind in FAILURE_KINDS:
             fail |= m
     return fail
 
 
 def find(
-    e: PointErrors, cand: Candidate, storage: Format, compute_fmt: Format, params: dict, ref_params: dict
+    e: PointErrors,
+    cand: Candidate,
+    storage: Format,
+    compute_fmt: Format,
+    params: dict,
+    ref_params: dict,
+    found: dict | None = None,
 ) -> list[Finding]:
-    """Every finding over the inputs of e, with causes for formula candidates."""
+    """Every finding over the inputs of e, with causes for formula candidates (``found``:
+    the masks of e, where already made)."""
     out: list[Finding] = []
     kinds = []  # (kind, mask, note, count, first input) of the kinds found
-    for kind, (mask, note) in masks(e, cand, storage, ref_params).items():
+    found = masks(e, cand, storage, ref_params) if found is None else found
+    for kind, (mask, note) in found.items():
         n = int(np.count_nonzero(mask))
         if n:
             kinds.append((kind, mask, note, n, int(np.flatnonzero(mask)[0])))

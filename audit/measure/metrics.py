@@ -82,6 +82,7 @@ class PointErrors:
     cls: np.ndarray
     correct: np.ndarray
     x2: np.ndarray | None = None  # second argument of a gated unit
+    failing: np.ndarray | None = None  # inputs with a failure finding, where the sweep found them
 
     def __len__(self):
         return len(self.x)

@@ -257,7 +257,10 @@ def _chunk(job: _Job, part):
                 s.worst[k + "_hex"] = job.inputs.hex(s.worst[k])
     found, hid, edges = [], [], None
     if job.analyze:
-        found = findings_mod.find(e, c, st, job.compute, job.params, job.ref_params)
+        masks = findings_mod.masks(e, c, st, job.ref_params)
+        found = findings_mod.find(e, c, st, job.compute, job.params, job.ref_params, masks)
+        if job.keep:  # (for the clip's default tolerance)
+            e.failing = findings_mod.failing(e, c, st, job.ref_params, masks)
         hid = findings_mod.hidden(c, st, job.compute, job.params, e, watched)
         if c.ref.pieces(job.ref_params) and x2 is None:
             edges = findings_mod.monotone_edges(e, c.ref.pieces(job.ref_params))
@@ -504,7 +507,11 @@ def run_candidate(
                 and storage.enumerable
                 and dom.count == len(storage.finite_values())
             ):
-                fail = findings_mod.failing(points, cand, storage, ref_params)
+                fail = (
+                    findings_mod.failing(points, cand, storage, ref_params)
+                    if points.failing is None
+                    else points.failing
+                )
                 res.clip = clip_mod.recommend(points, storage, res.saturation, max_ulp, atol, fail)
     res.seconds = time.perf_counter() - t0
     return res

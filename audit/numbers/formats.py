@@ -381,6 +381,10 @@ class Format:
         """Every finite value of the format (-0 and +0 both), ascending. 16 bits or fewer."""
         return _finite_values(self.name).copy()
 
+    def finite_values_shared(self) -> np.ndarray:
+        """finite_values() itself, read-only and shared (no copy): for comparisons."""
+        return _finite_values(self.name)
+
     def to_dict(self) -> dict:
         return {
             "name": self.name,

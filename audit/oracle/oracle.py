@@ -54,13 +54,15 @@ class OracleValues:
     # a cached table's certificate (audit/measure/certify.py), bound to its digest; None if none
     certificate: dict | None = None
 
-    def take(self, idx) -> OracleValues:
+    def take(self, idx, copy: bool = False) -> OracleValues:
+        """The values at idx (an index array, or with ``copy`` a slice: copies, never views)."""
+        pick = (lambda a: a[idx].copy()) if copy else (lambda a: a[idx])
         return OracleValues(
-            self.rounded[idx],
-            self.hi[idx],
-            self.lo[idx],
+            pick(self.rounded),
+            pick(self.hi),
+            pick(self.lo),
             self.n_mpmath,
-            None if self.unsure is None else self.unsure[idx],
+            None if self.unsure is None else pick(self.unsure),
         )
 
 
@@ -287,8 +289,17 @@ def evaluate(
     params = ref.with_defaults(params)
     x = np.asarray(x, dtype=np.float64)
     if x2 is None and fmt.enumerable and _cache_enabled():
-        return _table(ref, fmt, params).take(_positions(fmt, x))
+        tbl = _table(ref, fmt, params)
+        if _every_value(fmt, x):  # the table's own order (a whole-format sweep): copies, no lookup
+            return tbl.take(slice(None), copy=True)
+        return tbl.take(_positions(fmt, x))
     return _compute(ref, fmt, x, params, x2)
+
+
+def _every_value(fmt: Format, x: np.ndarray) -> bool:
+    """x is fmt.finite_values() bit for bit (-0 and +0 told apart), in its order."""
+    vals = fmt.finite_values_shared()
+    return x.shape == vals.shape and np.array_equal(x.view(np.uint64), vals.view(np.uint64))
 
 
 def _compute(
