@@ -210,3 +210,12 @@ def test_histogram_counts_every_error_in_its_bin():
     )
     want = Counter((e.ulp_err.view(np.uint64) >> np.uint64(44)).tolist())
     assert s._hist == dict(want) and sum(s._hist.values()) == len(errs)
+
+
+def test_union_of_index_arrays_is_sorted_and_without_repeats():
+    from audit.measure.metrics import _union
+
+    a, b = np.array([4, 1], dtype=np.int64), np.array([1, 5, 0], dtype=np.int64)
+    assert _union(6, a, b).tolist() == [0, 1, 4, 5]
+    none = np.array([], dtype=np.int64)
+    assert _union(6, none, none).tolist() == [] and _union(6, none, b).tolist() == [0, 1, 5]

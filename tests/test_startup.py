@@ -208,3 +208,16 @@ def test_a_sigint_during_the_exit_leaves_the_exit_code():
     env = {**os.environ, "PYTHONPATH": ROOT, "COLUMNS": "80"}
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
     assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].startswith("actaudit: error:"), p
+
+
+def test_the_first_command_loads_no_numpy_ma_nor_the_scipy_special_package():
+    # numpy.ma comes with np.unique / np.union1d (0.01 s), scipy.special's package with its
+    # array-API layer (0.03-0.36 s): the first command needs neither
+    probe = (
+        _main(["sweep", "gelu", "--dtype", "fp16"])
+        + "import sys\nprint([m for m in ('numpy.ma', 'scipy.special', 'ml_dtypes', 'pandas') if m in sys.modules])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": ROOT, "COLUMNS": "80"}
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "[]"

@@ -88,6 +88,15 @@ class PointErrors:
         return len(self.x)
 
 
+def _union(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sorted union of two index arrays into range(n), as np.union1d gives it, by a mask
+    (np.unique imports numpy.ma: 0.01 s of the first command)."""
+    m = np.zeros(n, bool)
+    m[a] = True
+    m[b] = True
+    return np.flatnonzero(m)
+
+
 def zero_relative_error(got: np.ndarray, nonzero: np.ndarray) -> np.ndarray:
     """The relative error of results ``got`` where the exact value's float64 rounding is 0
     (the one rule every path applies, docs/concepts/exact-decisions.md): 0 for a zero result
@@ -207,10 +216,10 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
                 wrong = np.flatnonzero(~correct)
                 dist[wrong] = np.abs(_ordinals(fmt, got[wrong]) - _ordinals(fmt, rounded[wrong]))
         if fmt.saturate:  # overflow in a saturating format: +-max where the exact value is beyond
-            notfin = np.union1d(notfin, saturated(fmt, got, hi, lo, correct))
+            notfin = _union(n, notfin, saturated(fmt, got, hi, lo, correct))
             cls[notfin] = np.maximum(cls[notfin], OVERFLOW_OK)
         if len(notfin) or len(und):
-            bad = np.union1d(notfin[~finite_result(cls[notfin])], und)
+            bad = _union(n, notfin[~finite_result(cls[notfin])], und)
             for a in (ulp_err, abs_err, rel_err):
                 a[bad] = np.nan
             dist[bad] = np.where(cls[bad] == OVERFLOW_OK, 0, -1)
