@@ -9,12 +9,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEAVY = ("ml_dtypes", "scipy", "pandas", "matplotlib")
 
 
-def _loaded(code: str) -> list[str]:
-    """The modules of HEAVY (and numpy, mpmath) that a fresh interpreter running CODE loaded."""
-    probe = (
-        f"{code}\nimport sys\n"
-        f"print(' '.join(m for m in {(*HEAVY, 'numpy', 'mpmath')!r} if m in sys.modules))\n"
-    )
+def _loaded(code: str, names: tuple = (*HEAVY, "numpy", "mpmath")) -> list[str]:
+    """The modules of ``names`` (HEAVY, numpy, mpmath) that a fresh interpreter running CODE loaded."""
+    probe = f"{code}\nimport sys\nprint(' '.join(m for m in {names!r} if m in sys.modules))\n"
     env = {**os.environ, "PYTHONPATH": ROOT, "COLUMNS": "80"}
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
     assert p.returncode == 0, p.stderr
@@ -213,11 +210,5 @@ def test_a_sigint_during_the_exit_leaves_the_exit_code():
 def test_the_first_command_loads_no_numpy_ma_nor_the_scipy_special_package():
     # numpy.ma comes with np.unique / np.union1d (0.01 s), scipy.special's package with its
     # array-API layer (0.03-0.36 s): the first command needs neither
-    probe = (
-        _main(["sweep", "gelu", "--dtype", "fp16"])
-        + "import sys\nprint([m for m in ('numpy.ma', 'scipy.special', 'ml_dtypes', 'pandas') if m in sys.modules])\n"
-    )
-    env = {**os.environ, "PYTHONPATH": ROOT, "COLUMNS": "80"}
-    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.splitlines()[-1] == "[]"
+    names = ("numpy.ma", "scipy.special", "ml_dtypes", "pandas")
+    assert _loaded(_main(["sweep", "gelu", "--dtype", "fp16"]), names) == []

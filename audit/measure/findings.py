@@ -216,12 +216,13 @@ def edge_finding(
 
 
 def failing(
-    e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict, found: dict | None = None
+    e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict, masks_made: dict | None = None
 ) -> np.ndarray:
-    """Inputs with a nan, overflow, underflow, sign or range finding (``found``: the masks of
-    these errors, where already made)."""
+    """Inputs with a nan, overflow, underflow, sign or range finding (``masks_made``: masks()
+    of these errors, where already made)."""
     fail = np.zeros(len(e), bool)
-    for kind, (m, _) in (masks(e, cand, fmt, ref_params) if found is None else found).items():
+    made = masks(e, cand, fmt, ref_params) if masks_made is None else masks_made
+    for kind, (m, _) in made.items():
         if kind in FAILURE_KINDS:
             fail |= m
     return fail
@@ -234,14 +235,14 @@ def find(
     compute_fmt: Format,
     params: dict,
     ref_params: dict,
-    found: dict | None = None,
+    masks_made: dict | None = None,
 ) -> list[Finding]:
-    """Every finding over the inputs of e, with causes for formula candidates (``found``:
-    the masks of e, where already made)."""
+    """Every finding over the inputs of e, with causes for formula candidates (``masks_made``:
+    masks() of e, where already made)."""
     out: list[Finding] = []
     kinds = []  # (kind, mask, note, count, first input) of the kinds found
-    found = masks(e, cand, storage, ref_params) if found is None else found
-    for kind, (mask, note) in found.items():
+    made = masks(e, cand, storage, ref_params) if masks_made is None else masks_made
+    for kind, (mask, note) in made.items():
         n = int(np.count_nonzero(mask))
         if n:
             kinds.append((kind, mask, note, n, int(np.flatnonzero(mask)[0])))

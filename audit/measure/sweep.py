@@ -259,7 +259,7 @@ def _chunk(job: _Job, part):
     if job.analyze:
         masks = findings_mod.masks(e, c, st, job.ref_params)
         found = findings_mod.find(e, c, st, job.compute, job.params, job.ref_params, masks)
-        if job.keep:  # (for the clip's default tolerance)
+        if job.keep:  # (for the clip's default tolerance: run_candidate)
             e.failing = findings_mod.failing(e, c, st, job.ref_params, masks)
         hid = findings_mod.hidden(c, st, job.compute, job.params, e, watched)
         if c.ref.pieces(job.ref_params) and x2 is None:
@@ -507,12 +507,8 @@ def run_candidate(
                 and storage.enumerable
                 and dom.count == len(storage.finite_values())
             ):
-                fail = (
-                    findings_mod.failing(points, cand, storage, ref_params)
-                    if points.failing is None
-                    else points.failing
-                )
-                res.clip = clip_mod.recommend(points, storage, res.saturation, max_ulp, atol, fail)
+                # (points.failing: made with the findings, since analyze keeps this one chunk)
+                res.clip = clip_mod.recommend(points, storage, res.saturation, max_ulp, atol, points.failing)
     res.seconds = time.perf_counter() - t0
     return res
 

@@ -54,15 +54,23 @@ class OracleValues:
     # a cached table's certificate (audit/measure/certify.py), bound to its digest; None if none
     certificate: dict | None = None
 
-    def take(self, idx, copy: bool = False) -> OracleValues:
-        """The values at idx (an index array, or with ``copy`` a slice: copies, never views)."""
-        pick = (lambda a: a[idx].copy()) if copy else (lambda a: a[idx])
+    def take(self, idx) -> OracleValues:
         return OracleValues(
-            pick(self.rounded),
-            pick(self.hi),
-            pick(self.lo),
+            self.rounded[idx],
+            self.hi[idx],
+            self.lo[idx],
             self.n_mpmath,
-            None if self.unsure is None else pick(self.unsure),
+            None if self.unsure is None else self.unsure[idx],
+        )
+
+    def copy(self) -> OracleValues:
+        """take() at every input: copies of the arrays (no certificate, as take gives)."""
+        return OracleValues(
+            self.rounded.copy(),
+            self.hi.copy(),
+            self.lo.copy(),
+            self.n_mpmath,
+            None if self.unsure is None else self.unsure.copy(),
         )
 
 
@@ -291,7 +299,7 @@ def evaluate(
     if x2 is None and fmt.enumerable and _cache_enabled():
         tbl = _table(ref, fmt, params)
         if _every_value(fmt, x):  # the table's own order (a whole-format sweep): copies, no lookup
-            return tbl.take(slice(None), copy=True)
+            return tbl.copy()
         return tbl.take(_positions(fmt, x))
     return _compute(ref, fmt, x, params, x2)
 
