@@ -13,7 +13,15 @@ that does that step more cheaply, so the saving shown bounds what the idea can g
   smaller exp (table plus a degree-3 polynomial: the table lookup not counted);
 * no division: the kernel's division replaced by a multiply -- the bound on any
   reciprocal (Newton steps, rcp14);
-* the first two together.
+* the first two together;
+* piecewise coefficients (GELU fp16, whose polynomial is in t = 1 / (1 + |x|/2)): the
+  division and the degree-7 polynomial in t replaced by a degree-3 polynomial in |x| whose
+  four coefficients come from 16-entry tables indexed by 16 |x| / x_sat -- once with
+  constant coefficients (the lookups not counted: the floor of any such kernel), once with
+  the lookups as the emitted C writes them (gcc 12 does not turn a lookup in a 16-entry
+  table into VPERMPS: it extracts and inserts lane by lane), and once by AVX-512
+  `_mm512_permutexvar_ps` (VPERMPS) on each block of 512 before the vector loop.  Whether
+  16 pieces of degree 3 can be fitted to correct rounding is not asked: these are floors.
 
 Each kernel is compiled with the AVX-512 flags its header names (gcc -O3 -march=x86-64-v4
 -mprefer-vector-width=512 -ffp-contract=off -fno-math-errno -fno-trapping-math; on a CPU
@@ -89,6 +97,79 @@ def _unrounded(code: str) -> str | None:
     return code.replace(f"ys[j] = {last[0]};", f"ys[j] = {m.group(2)};") if m and last else None
 
 
+def _piecewise(code: str) -> dict[str, str]:
+    """The piecewise-coefficient copies of a kernel whose polynomial p (p_6 ... p) runs on
+    1 / (...) and that rounds blocks of 512 by F16C (GELU fp16); {} for any other form."""
+    div = re.search(r"const float (v\d+) = 0x1\.0000000000000p\+0f / (v\d+);", code)
+    fn = re.search(r"static inline float (\w+)_value\(float x\)", code)
+    block = "for (size_t i = b; i < e; i++) ys[i] = "
+    if not (div and fn and block in code and "const float p_6 = " in code):
+        return {}
+    name, t = fn.group(1), div.group(1)
+    clamp = re.search(r"const float (v\d+) = v\d+ \? (0x[0-9a-fp.+-]+f) : (v\d+);", code)
+    if clamp is None:
+        return {}
+    a, xsat = clamp.group(1), clamp.group(2)
+    body = code.replace(div.group(0), f"const float {t} = {a};")
+    for k in (6, 5, 4):
+        body = re.sub(rf"\n\s*const float p_{k} = fmaf\([^;]*;", "", body)
+    floor = re.sub(r"const float p_3 = fmaf\(p_4, ", "const float p_3 = fmaf(0x1.0p-4f, ", body)
+    tables = "".join(
+        f"static const float aa_c{k}[16] = {{"
+        + ", ".join(f"{0.1 * k + 0.01 * i:.2f}f" for i in range(16))
+        + "};\n"
+        for k in range(4)
+    )
+    index = f"(uint32_t)({a} * (16.0f / {xsat})) & 15u"
+    plain = re.sub(
+        r"const float p_3 = fmaf\(p_4, ",
+        f"const uint32_t aa_i = {index};\n    const float p_3 = fmaf(aa_c3[aa_i], ",
+        body,
+    )
+    for k, nxt in ((2, 3), (1, 2), (0, 1)):
+        tgt = "p" if k == 0 else f"p_{k}"
+        plain = re.sub(rf"(const float {tgt} = fmaf\(p_{nxt}, {t}, )[^)]*\);", rf"\1aa_c{k}[aa_i]);", plain)
+    plain = plain.replace(
+        f"static inline float {name}_value(float x)", tables + f"static inline float {name}_value(float x)"
+    )
+    # VPERMPS: the coefficients of each block's lanes gathered from zmm registers first.
+    perm = re.sub(r"const float p_3 = fmaf\(p_4, ", "const float p_3 = fmaf(c3, ", body)
+    for k, nxt in ((2, 3), (1, 2), (0, 1)):
+        tgt = "p" if k == 0 else f"p_{k}"
+        perm = re.sub(rf"(const float {tgt} = fmaf\(p_{nxt}, {t}, )[^)]*\);", rf"\1c{k});", perm)
+    perm = perm.replace(
+        f"static inline float {name}_value(float x)",
+        "#include <immintrin.h>\n"
+        + tables
+        + f"static inline float {name}_value(float x, float c0, float c1, float c2, float c3)",
+    )
+    pre = (
+        "float aa_b[4][512] __attribute__((aligned(64)));\n"
+        "        { __m512 t0 = _mm512_loadu_ps(aa_c0), t1 = _mm512_loadu_ps(aa_c1), "
+        "t2 = _mm512_loadu_ps(aa_c2), t3 = _mm512_loadu_ps(aa_c3);\n"
+        "          size_t i = b; for (; i + 16 <= e; i += 16) {\n"
+        "            __m512 v = _mm512_min_ps(_mm512_andnot_ps(_mm512_set1_ps(-0.0f), _mm512_loadu_ps(xs + i)), "
+        f"_mm512_set1_ps({xsat}));\n"
+        f"            __m512i q = _mm512_and_si512(_mm512_cvttps_epi32(_mm512_mul_ps(v, _mm512_set1_ps(16.0f / {xsat}))), "
+        "_mm512_set1_epi32(15));\n"
+        "            _mm512_store_ps(aa_b[0] + i - b, _mm512_permutexvar_ps(q, t0));\n"
+        "            _mm512_store_ps(aa_b[1] + i - b, _mm512_permutexvar_ps(q, t1));\n"
+        "            _mm512_store_ps(aa_b[2] + i - b, _mm512_permutexvar_ps(q, t2));\n"
+        "            _mm512_store_ps(aa_b[3] + i - b, _mm512_permutexvar_ps(q, t3)); }\n"
+        "          for (; i < e; i++) aa_b[0][i - b] = aa_b[1][i - b] = aa_b[2][i - b] = aa_b[3][i - b] = 0.5f; }\n"
+        "        "
+    )
+    perm = perm.replace(
+        block + f"{name}_value(xs[i]);",
+        pre + block + f"{name}_value(xs[i], aa_b[0][i - b], aa_b[1][i - b], aa_b[2][i - b], aa_b[3][i - b]);",
+    )
+    perm = re.sub(rf"{name}_value\(xs\[j\]\)", f"{name}_value(xs[j], 0.5f, 0.5f, 0.5f, 0.5f)", perm)
+    out = {"piecewise deg 3, lookups not counted": floor, "piecewise deg 3, C lookups": plain}
+    if "-march=x86-64-v4" in FLAGS:
+        out["piecewise deg 3, VPERMPS lookups"] = perm
+    return out
+
+
 def variants(code: str) -> dict[str, str]:
     """The kernel and its copies with one step taken out (see the module's text)."""
     out = {"as fitted": code}
@@ -111,6 +192,7 @@ def variants(code: str) -> dict[str, str]:
     both = _unrounded(sub)
     if plain is not None and sub != code and both is not None:  # the two largest together
         out["no subnormal handling, no rounding"] = both
+    out.update(_piecewise(code))
     return out
 
 
@@ -148,13 +230,13 @@ def main() -> None:
                     )
                 )
     print(f"flags: gcc {FLAGS}; medians of {a.repeat} interleaved minima of 41 runs, 2^22 inputs")
-    print(f"{'target':10s} {'kernel':36s} {'ns/el':>7s} {'saving':>7s}")
+    print(f"{'target':10s} {'kernel':40s} {'ns/el':>7s} {'saving':>7s}")
     for t in a.targets.split(","):
         base = statistics.median(times[(t, "as fitted")])
         for (tt, tag), v in times.items():
             if tt == t:
                 m = statistics.median(v)
-                print(f"{t:10s} {tag:36s} {m:7.3f} {100 * (1 - m / base):6.1f}%")
+                print(f"{t:10s} {tag:40s} {m:7.3f} {100 * (1 - m / base):6.1f}%")
 
 
 if __name__ == "__main__":
