@@ -1059,5 +1059,7 @@ def test_backwards_steps_worked_by_hand():
     ok[4] = False
     two = ((-math.inf, 3.0, 1), (3.0, math.inf, -1))
     assert F._backwards(x, got, ok, two).tolist() == [False, False, True, True, False, False]
+    got[5] = 2.5  # equal to x = 4's: no step back
+    assert F._backwards(x, got, ok, two).tolist() == [False, False, True, True, False, False]
     got[5] = 4.0  # now up from 2.5: a step back at x = 6
     assert F._backwards(x, got, ok, two).tolist() == [False, False, True, True, False, True]
