@@ -15,13 +15,17 @@ that does that step more cheaply, so the saving shown bounds what the idea can g
   reciprocal (Newton steps, rcp14);
 * the first two together;
 * piecewise coefficients (GELU fp16, whose polynomial is in t = 1 / (1 + |x|/2)): the
-  division and the degree-7 polynomial in t replaced by a degree-3 polynomial in |x| whose
-  four coefficients come from 16-entry tables indexed by 16 |x| / x_sat -- once with
-  constant coefficients (the lookups not counted: the floor of any such kernel), once with
-  the lookups as the emitted C writes them (gcc 12 does not turn a lookup in a 16-entry
-  table into VPERMPS: it extracts and inserts lane by lane), and once by AVX-512
-  `_mm512_permutexvar_ps` (VPERMPS) on each block of 512 before the vector loop.  Whether
-  16 pieces of degree 3 can be fitted to correct rounding is not asked: these are floors.
+  division and the degree-7 polynomial in t replaced by a degree-3 polynomial in |x| (three
+  fused multiply-adds) whose four coefficients come from 16-entry tables indexed by
+  16 |x| / x_sat -- once with constant coefficients (no index, no lookup: the floor of any
+  such kernel), once with the lookups as the emitted C would write them (gcc 12 emits no
+  VPERMPS for them and leaves the whole loop scalar: its partial-redundancy pass splits the
+  loads on the saturation select, and the masked gather left after if-conversion is one it
+  cannot emulate), and once by AVX-512 `_mm512_permutexvar_ps` (VPERMPS) in a pass over
+  each block of 512 before the vector loop, into four buffers the loop reads (a two-pass
+  form: not a floor for VPERMPS inside the loop, which would need the kernel in
+  intrinsics).  Whether 16 pieces of degree 3 can be fitted to correct rounding is not
+  asked.
 
 Each kernel is compiled with the AVX-512 flags its header names (gcc -O3 -march=x86-64-v4
 -mprefer-vector-width=512 -ffp-contract=off -fno-math-errno -fno-trapping-math; on a CPU
@@ -113,7 +117,8 @@ def _piecewise(code: str) -> dict[str, str]:
     body = code.replace(div.group(0), f"const float {t} = {a};")
     for k in (6, 5, 4):
         body = re.sub(rf"\n\s*const float p_{k} = fmaf\([^;]*;", "", body)
-    floor = re.sub(r"const float p_3 = fmaf\(p_4, ", "const float p_3 = fmaf(0x1.0p-4f, ", body)
+    p3 = r"const float p_3 = fmaf\(p_4, [^;]*;"  # the leading coefficient itself: degree 3
+    floor = re.sub(p3, "const float p_3 = 0x1.0p-4f;", body)
     tables = "".join(
         f"static const float aa_c{k}[16] = {{"
         + ", ".join(f"{0.1 * k + 0.01 * i:.2f}f" for i in range(16))
@@ -121,11 +126,7 @@ def _piecewise(code: str) -> dict[str, str]:
         for k in range(4)
     )
     index = f"(uint32_t)({a} * (16.0f / {xsat})) & 15u"
-    plain = re.sub(
-        r"const float p_3 = fmaf\(p_4, ",
-        f"const uint32_t aa_i = {index};\n    const float p_3 = fmaf(aa_c3[aa_i], ",
-        body,
-    )
+    plain = re.sub(p3, f"const uint32_t aa_i = {index};\n    const float p_3 = aa_c3[aa_i];", body)
     for k, nxt in ((2, 3), (1, 2), (0, 1)):
         tgt = "p" if k == 0 else f"p_{k}"
         plain = re.sub(rf"(const float {tgt} = fmaf\(p_{nxt}, {t}, )[^)]*\);", rf"\1aa_c{k}[aa_i]);", plain)
@@ -133,7 +134,7 @@ def _piecewise(code: str) -> dict[str, str]:
         f"static inline float {name}_value(float x)", tables + f"static inline float {name}_value(float x)"
     )
     # VPERMPS: the coefficients of each block's lanes gathered from zmm registers first.
-    perm = re.sub(r"const float p_3 = fmaf\(p_4, ", "const float p_3 = fmaf(c3, ", body)
+    perm = re.sub(p3, "const float p_3 = c3;", body)
     for k, nxt in ((2, 3), (1, 2), (0, 1)):
         tgt = "p" if k == 0 else f"p_{k}"
         perm = re.sub(rf"(const float {tgt} = fmaf\(p_{nxt}, {t}, )[^)]*\);", rf"\1c{k});", perm)
