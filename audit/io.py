@@ -285,6 +285,27 @@ def clean_stale_sets(out) -> None:
                 shutil.rmtree(entry.path, ignore_errors=True)
 
 
+def check_out_dir(out_dir, writes: str) -> Path:
+    """The directory a command writes its set of files into, checked before any work: it
+    must exist, be a directory (not a file, FIFO or device) and take a new file (probed: a
+    file is created there and removed).  ``writes``: what the command puts there, for the
+    message of a path that is not a directory.  BadOptionError (one line, exit 2) else."""
+    from audit.errors import BadOptionError
+
+    d = Path(out_dir)
+    if not d.exists():
+        raise BadOptionError(f"--out {d}: no such directory")
+    if not d.is_dir():
+        raise BadOptionError(f"--out {d}: not a directory ({writes})")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".actaudit-probe-", dir=d)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise BadOptionError(f"--out {d}: cannot write there ({e.strerror or e})") from None
+    return d
+
+
 def write_files(out, files) -> None:
     """Write ``files`` [(name, bytes or str), ...] into directory ``out`` as a set: each is
     written in a temporary directory beside them, then all are moved in, in order (put

@@ -465,6 +465,29 @@ def test_fit_checks_its_output_directory_first(tmp_path, capsys, monkeypatch, ca
     assert want.get(case, "cannot write there") in err
 
 
+@pytest.mark.parametrize("case", ["fifo", "missing", "file", "unwritable"])
+def test_the_vector_fit_checks_its_output_directory_first(tmp_path, capsys, monkeypatch, case):
+    # the vector shape (fit gelu --dtype fp16's default) checked only is_dir, after nothing
+    # but before the fit, and a directory it cannot write to only after the whole fit
+    from audit.repair import fit_shapes
+
+    monkeypatch.setattr(fit_shapes, "fit_best", _no_fit)
+    monkeypatch.setattr(fit_shapes, "search", _no_fit)
+    target = {"missing": tmp_path / "nope" / "deeper", "unwritable": Path("/proc/self")}.get(
+        case, tmp_path / "o"
+    )
+    if case == "fifo":
+        os.mkfifo(target)
+    elif case == "file":
+        target.write_text("")
+    for shape in (["--shape", "vector"], ["--shape", "vector", "--search"], []):
+        code = main(["fit", "gelu", "--dtype", "fp16", *shape, "-o", str(target)])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith("actaudit: error: --out") and err.count("\n") == 1, err
+        want = {"fifo": "not a directory", "missing": "no such directory", "file": "not a directory"}
+        assert want.get(case, "cannot write there") in err
+
+
 def test_the_files_are_written_as_one_set(e4m3_fit, tmp_path, monkeypatch):
     k = e4m3_fit.kernel
     names = sorted(f"{k.name}{ext}" for ext in (".c", ".py", ".toml"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-from pathlib import Path
 
 from audit.cli.app import write_json
 from audit.errors import BadOptionError
@@ -17,7 +16,7 @@ def run(
 ) -> int | None:
     """The exit code; None where ``chosen`` (--shape auto chose vector: (shape, why)) and no
     variant of the vector shape fits, so that the caller fits the table kernel instead."""
-    from audit.io import write_files
+    from audit.io import check_out_dir, write_files
 
     if max_degree is None:
         max_degree = fs.MAX_DEGREE
@@ -28,10 +27,8 @@ def run(
         raise BadOptionError(f"--emit: one of {', '.join(TARGETS)}; not {', '.join(bad)}")
     if not 2 <= max_degree <= 12:
         raise BadOptionError(f"--max-degree must be in [2, 12] for --shape vector, got {max_degree}")
-    d = Path(out_dir)
-    if not d.is_dir():
-        raise BadOptionError(f"--out {d}: not a directory")
     fs.targets(reference, dtype)  # refuses unsupported pairs before the work
+    d = check_out_dir(out_dir, "fit writes the kernel's C and its other --emit files into one")
     variants = []
     checks = None
     paths = []

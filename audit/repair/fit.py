@@ -30,7 +30,6 @@ every piece pass wins; the fit fails with the pieces that no degree up to D fixe
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -711,26 +710,11 @@ def candidate(k: Kernel) -> Candidate:
 
 
 def check_out_dir(out_dir):
-    """The directory ``fit -o`` writes into, checked before any fitting: it must exist, be a
-    directory (not a file, FIFO or device) and take a new file (probed: a file is created
-    there and removed)."""
-    import tempfile
-    from pathlib import Path
+    """The directory ``fit -o`` writes into, checked before any fitting
+    (audit.io.check_out_dir)."""
+    from audit.io import check_out_dir as check
 
-    d = Path(out_dir)
-    if not d.exists():
-        raise BadOptionError(f"--out {d}: no such directory")
-    if not d.is_dir():
-        raise BadOptionError(
-            f"--out {d}: not a directory (fit writes NAME.py, NAME.c and NAME.toml into one)"
-        )
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".actaudit-fit-probe-", dir=d)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise BadOptionError(f"--out {d}: cannot write there ({e.strerror or e})") from None
-    return d
+    return check(out_dir, "fit writes NAME.py, NAME.c and NAME.toml into one")
 
 
 def write(k: Kernel, out_dir) -> dict:
