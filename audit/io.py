@@ -86,7 +86,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-_TMP_NAME = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]{8}\.tmp$")  # .NAME.PID.XXXXXXXX.tmp
+_TMP_NAME = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]{8}\.tmp$", re.ASCII)  # .NAME.PID.XXXXXXXX.tmp
 
 
 def clean_stale(directory) -> None:
@@ -387,7 +387,10 @@ def read_text(path, limit: int, what: str = "file", regular: bool = True, nofoll
         raise BadFileError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
-_DECIMAL = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)", re.IGNORECASE)
+# (re.ASCII: \d is 0-9 alone; float() reads other scripts' digits too, '١' as 1.0)
+_DECIMAL = re.compile(
+    r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)", re.IGNORECASE | re.ASCII
+)
 
 
 def read_csv(data: bytes, where: str, header: bool = True) -> dict[str, list[str]]:

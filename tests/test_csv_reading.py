@@ -43,7 +43,8 @@ def test_decimal_cells_are_correctly_rounded(cell):
 def test_specials_and_refusals():
     a = decimal_floats(["inf", "-Infinity", "nan", "+1.5", ".5", "5."], "t")
     assert np.isposinf(a[0]) and np.isneginf(a[1]) and np.isnan(a[2]) and list(a[3:]) == [1.5, 0.5, 5.0]
-    for bad in ["1_000", "0x1p3", "", "1,5", "one", "1e", "--1"]:
+    # digits of other scripts, which float() reads ('\u0661' Arabic-Indic one, '\uff11' fullwidth)
+    for bad in ["1_000", "0x1p3", "", "1,5", "one", "1e", "--1", "\u0661", "\uff11", "1e\u0661"]:
         with pytest.raises(BadFileError, match="not numbers"):
             decimal_floats(["1", bad], "t")
 
