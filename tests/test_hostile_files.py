@@ -138,6 +138,9 @@ def _checkpointed(tmp_path, monkeypatch):
         (lambda d: d.update(mono_last=["x"]), "'mono_last' entries"),
         (lambda d: d.update(mono_last=[[10**400, 0.5, 0.5]]), "invalid"),
         (lambda d: d["summary"].update(max_abs=10**400), "invalid"),
+        (lambda d: d["summary"].update(sums=[1.7e308, 1.7e308]), "'summary.sums' exceed"),
+        (lambda d: d["summary"].update(hist=[[0, 5]]), "do not add up"),
+        (lambda d: d["summary"].update(exact_p99=False), "'summary.exact_p99' does not match"),
     ],
 )
 def test_a_tampered_checkpoint_is_refused(tmp_path, monkeypatch, edit, needle):
@@ -150,6 +153,27 @@ def test_a_tampered_checkpoint_is_refused(tmp_path, monkeypatch, edit, needle):
     state.write_text(json.dumps(doc))
     with pytest.raises(BadFileError, match=needle):
         audit.sweep("gelu.tanh", dtype="fp32", range=rng, exhaustive=True, checkpoint=tmp_path)
+
+
+def test_a_checkpoint_with_fewer_kept_errors_than_results_is_refused(tmp_path, monkeypatch):
+    # the error arrays rewritten shorter: the exact p99 would read past them (a traceback)
+    import audit
+    from audit.errors import BadFileError
+
+    rng, state = _checkpointed(tmp_path, monkeypatch)
+    doc = json.loads(state.read_text())
+    np.savez(tmp_path / doc["arrays"], e0=np.zeros(3))
+    with pytest.raises(BadFileError, match="do not add up"):
+        audit.sweep("gelu.tanh", dtype="fp32", range=rng, exhaustive=True, checkpoint=tmp_path)
+
+
+def test_a_mean_of_errors_whose_sum_is_beyond_float64():
+    from audit.measure.metrics import Summary
+
+    s = Summary(finite=4)
+    s._sums = [1.5e308, 1.7e308, 1.1e308, 0.5]  # sum 4.3e308 (+ 0.5): beyond float64
+    want = (mp.mpf(1.5e308) + mp.mpf(1.7e308) + mp.mpf(1.1e308) + mp.mpf(0.5)) / 4
+    assert s.mean_ulp == float(want)
 
 
 @pytest.mark.parametrize(

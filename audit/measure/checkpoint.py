@@ -103,6 +103,10 @@ def validate(doc: dict, n_chunks: int, chunk_counts: list[int] | None = None) ->
     need(s.get("worst") is None or isinstance(s["worst"], dict), "'summary.worst' must be an object")
     sums = s.get("sums")
     need(isinstance(sums, list) and all(_flt(v) for v in sums), "'summary.sums' must be numbers >= 0")
+    # each chunk's sum of errors is at most its finite results times the largest error (the
+    # sum scaled by 2^-600: a sum beyond float64 is refused here, not overflowed later)
+    bound = s["finite"] * s["max_ulp"] * 2.0**-600 * (1 + 2.0**-40)
+    need(math.fsum(v * 2.0**-600 for v in sums) <= bound, "'summary.sums' exceed the errors they sum")
     hist = s.get("hist")
     need(
         isinstance(hist, list)
@@ -112,7 +116,16 @@ def validate(doc: dict, n_chunks: int, chunk_counts: list[int] | None = None) ->
         "'summary.hist' is malformed",
     )
     kept = sum(len(a) for a in doc["arrays"])
-    need(kept + sum(h[1] for h in hist) <= s["finite"], "more kept errors than finite results")
+    # every finite result's error is counted once: kept (exact p99) or binned, never both
+    need(
+        kept + sum(h[1] for h in hist) == s["finite"],
+        "kept and binned errors do not add up to the finite results",
+    )
+    need(not (kept and hist), "errors both kept and binned")
+    need(
+        not (s["exact_p99"] and hist) and not (kept and not s["exact_p99"]),
+        "'summary.exact_p99' does not match the errors",
+    )
     for a in doc["arrays"]:
         need(a.dtype == np.float64 and a.ndim == 1 and bool(np.all(a >= 0)), "malformed error arrays")
     fs = doc.get("findings")

@@ -437,7 +437,13 @@ class Summary:
 
     @property
     def mean_ulp(self) -> float:
-        return math.fsum(self._sums) / self.finite if self.finite else math.nan
+        if not self.finite:
+            return math.nan
+        try:
+            return math.fsum(self._sums) / self.finite
+        except OverflowError:  # a sum beyond float64 of finite terms: scaled by 2^-600 (exact but
+            # for terms below 2^-474, far under the sum's last bit), the mean itself in range
+            return math.fsum(v * 2.0**-600 for v in self._sums) / self.finite * 2.0**600
 
     @property
     def p99_exact(self) -> bool:
