@@ -84,7 +84,7 @@ def test_read_back_every_file_type_and_the_c_array(tmp_path):
     ref_codes = None
     for name in ("t.npy", "t.npz", "t.csv"):
         lut.write_table(tmp_path / name, "sigmoid", inq, outq)
-        table, meta = lut.read_table(tmp_path / name)
+        table, meta = lut.read_table(tmp_path / name, 256)
         ref_codes = table if ref_codes is None else ref_codes
         assert np.array_equal(table, ref_codes)
         r = quant.sweep(f"lut:{tmp_path / name}", inq, outq, reference="sigmoid")[0]
@@ -281,7 +281,7 @@ def fp16_e4m3(tmp_path_factory):
 @pytest.mark.parametrize("name", ["t.npy", "t.npz", "t.csv"])
 def test_every_table_file_records_what_it_is(fp16_e4m3, name):
     d, table = fp16_e4m3
-    got, meta = lut.read_table(d / name)
+    got, meta = lut.read_table(d / name, 65536)
     assert meta["record"] == {
         "format": "actaudit.lut/1",
         "reference": "tanh",
@@ -340,7 +340,7 @@ def test_a_quantized_table_audited_with_another_scale_is_refused(tmp_path, capsy
     # as written, it passes (and the check can fail: the codes are Q(sigmoid(x)) computed here)
     r = quant.sweep(f"lut:{tmp_path / name}", q, q)[0]
     assert r.correct_fraction == 1.0
-    codes, _ = lut.read_table(tmp_path / name)
+    codes, _ = lut.read_table(tmp_path / name, 256)
     for c in (-128, -7, 0, 5, 127):
         assert int(codes[c + 128]) == q_code(exact("sigmoid", c * 0.0625), 0.0625, 0, -128, 127)
 
@@ -452,3 +452,32 @@ def test_a_parameter_with_only_a_table_is_refused(tmp_path, capsys, dtype):
     )
     err = capsys.readouterr().err
     assert code == 2 and err == "actaudit: error: no selected candidate has a parameter 'alpha'\n", err
+
+
+def test_tables_of_fp4_are_written_read_back_and_swept(tmp_path, capsys):
+    # fp4_e2m1 (OCP MX): bit patterns 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6, and 8..15 their
+    # negatives; each entry is the pattern of gelu(x) rounded to the nearest of them (no
+    # ties here: checked), a negative value nearest 0 to -0 (pattern 8).  The read-back
+    # expected 256 or 65536 entries and refused the 16 it had just written.
+    mags = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    want = []
+    for b in range(16):
+        x = mp.mpf(mags[b & 7]) * (-1 if b & 8 else 1)
+        g = x / 2 * mp.erfc(-x / mp.sqrt(2))
+        d = sorted((abs(abs(g) - m), i) for i, m in enumerate(mags))
+        assert d[0][0] < d[1][0]  # no tie
+        want.append(d[0][1] | (8 if g < 0 or (g == 0 and b & 8) else 0))
+    for ext in ("npy", "npz", "csv"):
+        p = tmp_path / f"g.{ext}"
+        code = main(["lut", "gelu", "--dtype", "fp4_e2m1", "-o", str(p)])
+        out = capsys.readouterr().out
+        assert code in (0, None) and "16 of 16 finite inputs correctly rounded" in out, out
+    assert np.load(tmp_path / "g.npy").tolist() == want
+    import audit
+
+    r = audit.sweep(f"lut:{tmp_path / 'g.csv'}", dtype="fp4_e2m1", reference="gelu")[0]
+    assert r.domain.count == 16 and r.correctly_rounded_fraction == 1.0
+    # a table of another size for this format is refused in one line
+    code = main(["sweep", f"lut:{tmp_path / 'g.npy'}", "--dtype", "fp8_e4m3", "--reference", "gelu"])
+    err = capsys.readouterr().err
+    assert code == 2 and "expected 256 entries" in err and err.count("\n") == 1, err

@@ -25,7 +25,7 @@ def audit_table(written: dict, reference: str, inq, out, params=None):
     if isinstance(out, QuantFormat):
         qc, _ = lut_candidate("lut:" + path, inq, out, None, reference)
         return audit_codes(ref, inq, out, qc, params)
-    table, meta = read_table(path)
+    table, meta = read_table(path, len(written["x"]))  # (fp4, fp6: 16 or 64 entries)
     check_claims("lut:" + path, meta, ref.name, inq, out, params)
     vals = table if meta["kind"] == "float" else out.from_bits(table.astype(np.int64))
     # (the oracle's double-double, not hi + lo: lo tells on which side of a power of two

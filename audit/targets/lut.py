@@ -51,7 +51,6 @@ from audit.oracle.codes import exact_codes
 from audit.oracle.references import get_reference
 from audit.targets.quantized import QuantCandidate
 
-SIZES = (256, 65536)
 MAX_BYTES = 4 << 20  # on disk and decoded (a 65536-entry float64 table is 512 KiB)
 META = ("reference", "in_dtype", "out_dtype")  # the members older .npz tables carry
 RECORD = "actaudit.lut/1"
@@ -193,9 +192,10 @@ def check_claims(target: str, meta: dict, reference: str, inq, out, params: dict
 
 
 # ------------------------------------------------------------------ reading
-def read_table(path) -> tuple[np.ndarray, dict]:
+def read_table(path, entries: int) -> tuple[np.ndarray, dict]:
     """(table as float64, metadata) from an untrusted .npy, .npz or .csv file; the
-    metadata's ``record`` is what the file claims to be (absent: nothing claimed)."""
+    metadata's ``record`` is what the file claims to be (absent: nothing claimed).
+    ``entries``: the number it must hold, one per input code of the caller's format."""
     p = Path(path)
     meta: dict = {}
     suffix = p.suffix.lower()
@@ -267,8 +267,8 @@ def read_table(path) -> tuple[np.ndarray, dict]:
     if a.dtype.kind not in "iuf":
         raise BadFileError(f"{p}: table has dtype {a.dtype}: expected integers or floats")
     meta["kind"] = "float" if a.dtype.kind == "f" else "int"
-    if a.ndim != 1 or a.shape[0] not in SIZES:
-        raise BadFileError(f"{p}: table has shape {a.shape}: expected 256 or 65536 entries")
+    if a.ndim != 1 or a.shape[0] != entries:
+        raise BadFileError(f"{p}: table has shape {a.shape}: expected {entries} entries (one per input code)")
     if "record" in meta and "reference" in meta["record"]:
         meta["reference"] = meta["record"]["reference"]
     return a.astype(np.float64), meta
@@ -290,10 +290,10 @@ def lut_candidate(target: str, inq, outq: QuantFormat, params=None, reference: s
     path = target[4:]
     if not path:
         raise BadOptionError("lut: needs a file, lut:FILE")
-    table, meta = read_table(path)
+    n = n_codes(inq)
+    table, meta = read_table(path, n)
     ref = _tabulated(target, meta, reference, "sigmoid")
     check_claims(target, meta, ref.name, inq, outq, None)  # (the audit is at the defaults)
-    n = n_codes(inq)
     if len(table) != n:
         raise BadFileError(f"{path}: {len(table)} entries, but {inq.name} has {n} input codes")
     if not np.isfinite(table).all() or (table != np.round(table)).any():
@@ -317,10 +317,10 @@ def float_candidate(target: str, in_fmt: Format, out: Format, reference: str | N
     path = target[4:]
     if not path:
         raise BadOptionError("lut: needs a file, lut:FILE")
-    table, meta = read_table(path)
+    n = n_codes(in_fmt)
+    table, meta = read_table(path, n)  # (fp4 and fp6 tables too: 16 and 64 entries)
     ref = _tabulated(target, meta, reference, "gelu")
     check_claims(target, meta, ref.name, in_fmt, out, None)
-    n = n_codes(in_fmt)
     if len(table) != n:
         raise BadFileError(f"{path}: {len(table)} entries, but {in_fmt.name} has {n} bit patterns")
     if meta["kind"] == "int":
