@@ -306,12 +306,54 @@ def check_out_dir(out_dir, writes: str) -> Path:
     return d
 
 
+def check_out_files(*outputs) -> None:
+    """The files a command will write, checked before its work: ``outputs`` are (option,
+    path or None) pairs; '-' (stdout) and None pass.  Refused (BadOptionError, one line): a
+    path that is a directory, one under a file, one whose nearest existing directory takes
+    no new file (probed), and two options naming the same file (one would overwrite the
+    other).  Devices and FIFOs are written directly, as before (write_text)."""
+    from audit.errors import BadOptionError
+
+    seen: dict = {}
+    for option, path in outputs:
+        if path is None or str(path) == "-":
+            continue
+        p = Path(path)
+        if p.is_dir():
+            raise BadOptionError(f"{option} {p}: is a directory, not a file to write")
+        key = os.path.realpath(p)
+        if key in seen:
+            raise BadOptionError(
+                f"{seen[key]} and {option} name the same file {p}: one would overwrite the other"
+            )
+        seen[key] = option
+        if p.exists():
+            continue  # (a regular file is replaced, a device written: both checked when written)
+        d = p.parent
+        while not d.exists() and d != d.parent:
+            d = d.parent
+        if not d.is_dir():
+            raise BadOptionError(f"{option} {p}: {d} is not a directory")
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".actaudit-probe-", dir=d)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            raise BadOptionError(f"{option} {p}: cannot write there ({e.strerror or e})") from None
+
+
 def write_files(out, files) -> None:
     """Write ``files`` [(name, bytes or str), ...] into directory ``out`` as a set: each is
     written in a temporary directory beside them, then all are moved in, in order (put
     index.html last), with SIGINT and SIGTERM held until the last is in place: an
     interrupted report or fit leaves the whole set or nothing, never a part."""
+    from audit.errors import BadOptionError
+
     out = Path(out)
+    for name, _ in files:  # refused before any is written: a set is whole or absent
+        t = out / name
+        if t.exists() and not t.is_symlink() and not t.is_file():  # (a link itself is replaced)
+            raise BadOptionError(f"{t}: not a regular file: refusing to write over it")
     clean_stale_sets(out)
     tmp = Path(tempfile.mkdtemp(prefix=SET_PREFIX, dir=out))
     try:

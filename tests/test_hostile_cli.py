@@ -434,3 +434,89 @@ def test_an_empty_value_is_refused_for_every_option_of_every_command(tmp_path, m
             == f"actaudit: error: an empty string {where}: no option's value or argument may be empty\n"
         )
     assert not any(tmp_path.iterdir())
+
+
+def _nothing_runs(*a, **k):
+    raise AssertionError("the work ran before its output files were checked")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sweep", "gelu.erf", "-d", "fp8_e4m3"],
+        ["fit", "gelu", "-d", "fp16"],
+        ["fit", "gelu", "-d", "fp8_e4m3"],
+        ["identify", "gelu.erf"],
+        ["suggest", "gelu", "-d", "fp8_e4m3"],
+    ],
+    ids=["sweep", "fit-vector", "fit-table", "identify", "suggest"],
+)
+@pytest.mark.parametrize("case", ["directory", "under-a-file", "unwritable", "twice"])
+def test_output_files_are_checked_before_the_work(tmp_path, monkeypatch, capsys, command, case):
+    # --json (and --csv, --html) into a directory, under a file, where no file can be made, or
+    # two options naming one file: refused at once (they failed after the whole sweep or fit,
+    # or one output silently replaced the other)
+    import audit.measure.sweep as sweep_mod
+    from audit.model import site_identify
+    from audit.repair import fit, fit_shapes, suggest
+
+    for mod, name in [
+        (sweep_mod, "sweep"),
+        (fit_shapes, "fit_best"),
+        (fit, "fit_and_verify"),
+        (site_identify, "identify_target"),
+        (suggest, "suggest"),
+    ]:
+        monkeypatch.setattr(mod, name, _nothing_runs)
+    (tmp_path / "f").write_text("")
+    path = {
+        "directory": tmp_path,
+        "under-a-file": tmp_path / "f" / "x.json",
+        "unwritable": Path("/proc/self/x.json"),
+        "twice": tmp_path / "same.out",
+    }[case]
+    extra = ["-o", str(tmp_path)] if command[0] == "fit" else []
+    second = {"sweep": "--csv", "suggest": "--html"}.get(command[0])
+    if case == "twice":
+        if second is None:
+            pytest.skip("one output file option only")
+        extra += [second, str(path)]
+    code, _, err = run(capsys, *command, *extra, "--json", str(path))
+    assert code == 2 and err.startswith("actaudit: error: ") and err.count("\n") == 1, err
+    want = {
+        "directory": "is a directory",
+        "under-a-file": "is not a directory",
+        "unwritable": "cannot write there",
+        "twice": "name the same file",
+    }[case]
+    assert want in err, err
+
+
+def test_check_checks_its_report_files_before_the_re_sweep(tmp_path, monkeypatch, capsys):
+    import audit.gate.check as check_mod
+
+    monkeypatch.setattr(check_mod, "check_command", _nothing_runs)
+    same = str(tmp_path / "r.txt")
+    code, _, err = run(capsys, "check", "--junit", same, "--markdown", same)
+    assert code == 2 and "--junit and --markdown name the same file" in err and err.count("\n") == 1, err
+    code, _, err = run(capsys, "check", "--junit", str(tmp_path))
+    assert code == 2 and "--junit" in err and "is a directory" in err, err
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_set_whose_member_is_not_a_regular_file_writes_nothing(tmp_path, kind):
+    # a fit or report set with a directory (or FIFO) where one member goes: refused before
+    # any member is written (the others were moved in, then the set failed half-written)
+    from audit.errors import BadOptionError
+    from audit.io import write_files
+
+    if kind == "directory":
+        (tmp_path / "b.txt").mkdir()
+    else:
+        os.mkfifo(tmp_path / "b.txt")
+    with pytest.raises(BadOptionError, match="b.txt: not a regular file"):
+        write_files(tmp_path, [("a.txt", "1"), ("b.txt", "2"), ("c.txt", "3")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.txt"]
+    (tmp_path / "link").symlink_to(tmp_path / "b.txt")  # a link is itself replaced: allowed
+    write_files(tmp_path, [("a.txt", "1"), ("link", "2")])
+    assert (tmp_path / "link").read_text() == "2" and not (tmp_path / "link").is_symlink()

@@ -62,7 +62,9 @@ def fit(
 ):
     """Synthesize a kernel correctly rounded at every input (rounding-interval LP), write it
     as a candidate module, a C function and a gate entry, and sweep it exhaustively."""
+    from audit.io import check_out_files
 
+    check_out_files(("--json", json_out))  # before the fit, not after it
     if shape not in ("auto", "table", "vector"):
         raise BadOptionError(f"--shape: auto, table or vector; not {shape}")
     opt.positive(time_limit, "--time-limit")

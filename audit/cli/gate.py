@@ -70,9 +70,11 @@ def check(
     """Re-sweep the spec and compare with the baseline: exit 1 on any regression, and on
     any result whose run differs from what produced its baseline entry."""
     from audit.gate.check import check_command
+    from audit.io import check_out_files
     from reports import junit as junit_report
     from reports import markdown as md_report
 
+    check_out_files(("--junit", junit), ("--markdown", markdown))  # before the re-sweep
     with ProgressBar() as bar:
         _, changes = check_command(
             spec, baseline_path, bar, reference, strict, require_certified, allow_removed

@@ -27,6 +27,9 @@ def identify_cmd(
         from audit.errors import BadOptionError
 
         raise BadOptionError(f"--top must be in [1, 100], got {top}")
+    from audit.io import check_out_files
+
+    check_out_files(("--json", json_out))  # before the work, not after it
     doc = identify_target(target, reference, dtype).to_dict(top)
     if json_out is not None and json_out != "-":
         write_text(json_out, dumps(doc) + "\n")

@@ -54,9 +54,11 @@ def suggest(
 ):
     """Rank every candidate of a reference (correctness, then cost), show the Pareto front and
     a verified repair for every finding."""
+    from audit.io import check_out_files
     from audit.repair import cost as cost_mod
     from audit.repair import suggest as suggest_mod
 
+    check_out_files(("--json", json_out), ("--html", html_out))  # before the work, not after it
     w = cost_mod.parse_weights(cost_weight)
     with ProgressBar() as bar:
         s = suggest_mod.suggest(

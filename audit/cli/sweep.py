@@ -101,6 +101,9 @@ def sweep(
     ),
 ):
     """Sweep candidates over every input of a format against the exact oracle."""
+    from audit.io import check_out_files
+
+    check_out_files(("--json", json_out), ("--csv", csv_out))  # before the work, not after it
     from audit.measure.sweep import document
     from audit.numbers.inputs import parse_range
     from audit.targets.candidates import parse_params
