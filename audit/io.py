@@ -76,6 +76,25 @@ def _through_fd(path) -> bool:
     return False
 
 
+def _fifo_reader_held(path) -> int | None:
+    """For a FIFO target: a write end opened without waiting, held while the output is
+    written (so that a reader sees no end of file between this and the writer's own open);
+    refused (BadFileError) when no process has it open to read, where opening it to write
+    would wait for ever.  None for other targets."""
+    import errno
+
+    try:
+        if not stat.S_ISFIFO(os.stat(path).st_mode):
+            return None
+        return os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            raise BadFileError(
+                f"{path}: a FIFO that no process reads (its output would wait for ever)"
+            ) from None
+        return None
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -126,12 +145,16 @@ def atomic_path(path):
         raise BadFileError("an output path must not be empty")
     path = Path(path)
     if is_special(path):
+        held = _fifo_reader_held(path)
         try:
             yield path
         except OSError as e:
             if e.filename is None:  # (a write to it: name the user's path, /dev/full)
                 raise OSError(e.errno, e.strerror, str(path)) from None
             raise
+        finally:
+            if held is not None:
+                os.close(held)
         return
     if path.is_symlink():
         path = Path(os.path.realpath(path))

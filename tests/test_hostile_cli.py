@@ -240,10 +240,27 @@ def test_a_printing_user_function_does_not_corrupt_json_on_stdout(user_module, t
 def test_outputs_to_a_fifo_and_stdout_are_written_not_replaced(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
+    # no reader: refused in one line (opening it to write waited for ever)
+    args = ["sweep", "relu.max", "-d", "fp8_e4m3", "-c", "fp8_e4m3", "-q", "--json", str(fifo)]
+    assert main(args) == 2
+    # a reader (its end open before the run: no race), draining as the sweep writes; the
+    # test holds a write end too, so that the reader sees the end of file only when the
+    # test closes it, after the run (not before the sweep opens its own)
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(fd, True)
+    wfd = os.open(fifo, os.O_WRONLY)
     got = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+
+    def drain():
+        with os.fdopen(fd, "rb") as fh:
+            got.append(fh.read())
+
+    reader = threading.Thread(target=drain)
     reader.start()
-    assert main(["sweep", "relu.max", "-d", "fp8_e4m3", "-c", "fp8_e4m3", "-q", "--json", str(fifo)]) == 0
+    try:
+        assert main(args) == 0
+    finally:
+        os.close(wfd)
     reader.join(60)
     assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still a FIFO
     assert json.loads(got[0])["schema"].startswith("actaudit.sweep/")
