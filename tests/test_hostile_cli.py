@@ -537,3 +537,14 @@ def test_a_set_whose_member_is_not_a_regular_file_writes_nothing(tmp_path, kind)
     (tmp_path / "link").symlink_to(tmp_path / "b.txt")  # a link is itself replaced: allowed
     write_files(tmp_path, [("a.txt", "1"), ("link", "2")])
     assert (tmp_path / "link").read_text() == "2" and not (tmp_path / "link").is_symlink()
+
+
+def test_an_error_line_is_bounded(tmp_path, capsys):
+    # a 5 MB baseline path in a spec was echoed whole in its one error line
+    spec = tmp_path / "actaudit.toml"
+    spec.write_text(
+        f'baseline = "{"A" * 5_000_000}"\n[[audit]]\nname = "a"\ntargets = ["gelu.erf"]\ndtype = "fp8_e4m3"\n'
+    )
+    code, _, err = run(capsys, "check", "--spec", str(spec))
+    assert code == 2 and err.count("\n") == 1 and err.startswith("actaudit: error: "), err[:200]
+    assert len(err) < 2100 and err.rstrip().endswith("more characters)"), err[-200:]

@@ -32,9 +32,15 @@ if not out.is_terminal and not os.environ.get("COLUMNS"):  # piped, no width ask
 err = Console(stderr=True)
 
 
+MAX_MESSAGE = 2000  # characters of an error line (a 5 MB string in a spec was echoed whole)
+
+
 def _say(msg: str) -> None:
-    """One line on stderr."""
-    sys.stderr.write(msg.replace("\n", " ") + "\n")
+    """One line on stderr, of at most MAX_MESSAGE characters (the rest counted, not shown)."""
+    msg = msg.replace("\n", " ")
+    if len(msg) > MAX_MESSAGE:
+        msg = f"{msg[:MAX_MESSAGE]}... ({len(msg) - MAX_MESSAGE:,} more characters)"
+    sys.stderr.write(msg + "\n")
 
 
 def command_line() -> str:
