@@ -548,3 +548,12 @@ def test_an_error_line_is_bounded(tmp_path, capsys):
     code, _, err = run(capsys, "check", "--spec", str(spec))
     assert code == 2 and err.count("\n") == 1 and err.startswith("actaudit: error: "), err[:200]
     assert len(err) < 2100 and err.rstrip().endswith("more characters)"), err[-200:]
+
+
+def test_a_semantics_table_is_checked_where_no_candidate_uses_it(tmp_path, capsys):
+    # gelu.erf has no exp: exp=table:FILE was never opened, so a missing file (or a FIFO) passed
+    os.mkfifo(tmp_path / "fifo.npz")
+    for name, needle in (("missing.npz", "No such file"), ("fifo.npz", "not a regular file")):
+        args = ["sweep", "gelu.erf", "-d", "fp8_e4m3", "-q", "--semantics", f"exp=table:{tmp_path / name}"]
+        code, _, err = run(capsys, *args)
+        assert code == 2 and needle in err and err.count("\n") == 1, err

@@ -967,6 +967,10 @@ def _check_execution(plan: _Plan) -> None:
         raise BadOptionError("--scheduler applies to --executor dask")
     if (checkpoint is not None or executor != "local") and not plan.exhaustive:
         raise BadOptionError("--checkpoint and --executor apply to chunked sweeps: add --exhaustive")
+    for sem in plan.paths.sems:  # each table:FILE, even where no candidate uses its primitive
+        for _, v in sem.prims if sem is not None else ():
+            if v.startswith("table:"):
+                semantics_mod.table_file(v[6:])
 
 
 def _count_results(plan: _Plan) -> int:

@@ -684,10 +684,24 @@ def explain(sem: Semantics | None, stochastic: dict | None = None, changed: dict
 _TABLES: dict = {}
 
 
+def table_file(path: str):
+    """os.stat of a table:FILE, which must be a regular file (a FIFO or a device is refused,
+    never waited on); BadOptionError in one line else."""
+    import os
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise BadOptionError(f"table:{path}: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise BadOptionError(f"table:{path}: not a regular file (tables are read from regular files only)")
+    return st
+
+
 def table_lookup(path: str, fmt: Format):
     """The table of FILE for compute format fmt: a function from values of fmt to the
     device's outputs.  The file must hold every finite value of fmt (16 bits or fewer)."""
-    import os
 
     from audit.targets.dumps import read_dump
 
@@ -695,14 +709,7 @@ def table_lookup(path: str, fmt: Format):
         raise BadOptionError(
             f"table:{path}: tables are for compute formats of 16 bits or fewer, not {fmt.name}"
         )
-    import stat
-
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        raise BadOptionError(f"table:{path}: {e.strerror or e}") from None
-    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device: refused, never waited on
-        raise BadOptionError(f"table:{path}: not a regular file (tables are read from regular files only)")
+    st = table_file(path)
     key = (path, fmt.name, st.st_size, st.st_mtime_ns)
     if key not in _TABLES:
         d = read_dump(path, fmt, regular=True)
