@@ -557,3 +557,17 @@ def test_a_semantics_table_is_checked_where_no_candidate_uses_it(tmp_path, capsy
         args = ["sweep", "gelu.erf", "-d", "fp8_e4m3", "-q", "--semantics", f"exp=table:{tmp_path / name}"]
         code, _, err = run(capsys, *args)
         assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "extra,named",
+    [
+        (["--elements", "-1"], "--elements"),
+        (["--scale-rule", "foo"], "--scale-rule"),
+        (["--blocks", "normal:std=nan"], "--blocks"),
+        (["--elements", "4096", "--scale-rule", "ocp"], "--elements"),  # (ocp: the default)
+    ],
+)
+def test_block_options_without_block_output_are_refused(capsys, extra, named):
+    code, _, err = run(capsys, "sweep", "gelu.erf", "-d", "fp8_e4m3", "-q", *extra)
+    assert code == 2 and err.count("\n") == 1 and f"{named}: only for a block-scaled" in err, err

@@ -151,6 +151,21 @@ def sweep(
         return _formats_summary(results, doc, json_out, quiet, details and not block, (format_, wide))
     if samples is not None and samples < 1:
         raise BadOptionError(f"--samples must be positive, got {samples}")
+    # block-scaled options where the output is not block-scaled: refused, never ignored
+    # (their values were not even checked: --elements -1, --scale-rule foo passed)
+    given = [
+        name
+        for name, v, default in (
+            ("--blocks", blocks_dist, "normal:std=1"),
+            ("--elements", elements, 1 << 16),
+            ("--scale-rule", scale_rule, "ocp"),
+        )
+        if v != default
+    ]
+    if given:
+        raise BadOptionError(
+            f"{', '.join(given)}: only for a block-scaled --out-dtype (mxfp8_e4m3, nvfp4, ...)"
+        )
     with ProgressBar() as bar:
         results = api_sweep(
             targets,
