@@ -571,3 +571,11 @@ def test_a_semantics_table_is_checked_where_no_candidate_uses_it(tmp_path, capsy
 def test_block_options_without_block_output_are_refused(capsys, extra, named):
     code, _, err = run(capsys, "sweep", "gelu.erf", "-d", "fp8_e4m3", "-q", *extra)
     assert code == 2 and err.count("\n") == 1 and f"{named}: only for a block-scaled" in err, err
+
+
+def test_suggest_refuses_two_machines_and_no_samples(capsys):
+    base = ["suggest", "gelu", "-d", "fp8_e4m3", "--brief"]
+    code, _, err = run(capsys, *base, "--semantics", "ftz", "--semantics", "daz")
+    assert code == 2 and "--semantics: one machine" in err and err.count("\n") == 1, err
+    code, _, err = run(capsys, *base, "--samples", "0")
+    assert code == 2 and "--samples must be positive" in err and err.count("\n") == 1, err

@@ -9,6 +9,7 @@ import typer
 from audit.cli import options as opt
 from audit.cli.app import app, out, terminal_width, write_json
 from audit.cli.progress import ProgressBar
+from audit.errors import BadOptionError
 from audit.io import write_text
 
 
@@ -38,8 +39,8 @@ def suggest(
     html_out: Path | None = typer.Option(
         None, "--html", help="Write the ranking and repairs as an HTML page."
     ),
-    semantics: str | None = opt.semantics(
-        default=None,
+    semantics: list[str] = opt.semantics(
+        default=[],
         help="Rank under this machine semantics (one; flags as in sweep, e.g. contract,ftz).",
     ),
     distribution: str | None = opt.distribution(
@@ -59,6 +60,12 @@ def suggest(
     from audit.repair import suggest as suggest_mod
 
     check_out_files(("--json", json_out), ("--html", html_out))  # before the work, not after it
+    if len(semantics) > 1:  # (a second one silently replaced the first)
+        raise BadOptionError(
+            "--semantics: one machine for suggest (its flags joined by commas: contract,ftz)"
+        )
+    if samples is not None and samples < 1:
+        raise BadOptionError(f"--samples must be positive, got {samples}")
     w = cost_mod.parse_weights(cost_weight)
     with ProgressBar() as bar:
         s = suggest_mod.suggest(
@@ -70,7 +77,7 @@ def suggest(
             samples=samples,
             repairs=not brief,
             time_c=time_c,
-            semantics=semantics,
+            semantics=semantics[0] if semantics else None,
             progress=bar,
             distribution=distribution,
             rank=rank,
