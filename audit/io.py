@@ -320,13 +320,21 @@ def check_out_dir(out_dir, writes: str) -> Path:
         raise BadOptionError(f"--out {d}: no such directory")
     if not d.is_dir():
         raise BadOptionError(f"--out {d}: not a directory ({writes})")
+    _probe(d, f"--out {d}")
+    return d
+
+
+def _probe(d: Path, what: str) -> None:
+    """Whether directory d takes a new file: one is made there and removed (BadOptionError,
+    naming ``what``, where it cannot be)."""
+    from audit.errors import BadOptionError
+
     try:
         fd, probe = tempfile.mkstemp(prefix=".actaudit-probe-", dir=d)
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise BadOptionError(f"--out {d}: cannot write there ({e.strerror or e})") from None
-    return d
+        raise BadOptionError(f"{what}: cannot write there ({e.strerror or e})") from None
 
 
 def check_out_files(*outputs) -> None:
@@ -357,12 +365,7 @@ def check_out_files(*outputs) -> None:
             d = d.parent
         if not d.is_dir():
             raise BadOptionError(f"{option} {p}: {d} is not a directory")
-        try:
-            fd, probe = tempfile.mkstemp(prefix=".actaudit-probe-", dir=d)
-            os.close(fd)
-            os.unlink(probe)
-        except OSError as e:
-            raise BadOptionError(f"{option} {p}: cannot write there ({e.strerror or e})") from None
+        _probe(d, f"{option} {p}")
 
 
 def write_files(out, files) -> None:

@@ -447,10 +447,22 @@ def _no_fit(*a, **k):
     raise AssertionError("the fit ran before its output directory was checked")
 
 
+VECTOR = [
+    ["fit", "gelu", "--dtype", "fp16", *shape]
+    for shape in (["--shape", "vector"], ["--shape", "vector", "--search"], [])
+]
+
+
 @pytest.mark.parametrize("case", ["fifo", "missing", "file", "unwritable"])
-def test_fit_checks_its_output_directory_first(tmp_path, capsys, monkeypatch, case):
-    # issue 23: -o FILE / FIFO / missing directory were refused only after the whole fit ran
-    monkeypatch.setattr(fit, "fit", _no_fit)
+@pytest.mark.parametrize("command", [FIT, *VECTOR], ids=["table", "vector", "vector-search", "default"])
+def test_fit_checks_its_output_directory_first(tmp_path, capsys, monkeypatch, case, command):
+    # issue 23: -o FILE / FIFO / missing directory were refused only after the whole fit ran;
+    # the vector shape (fit gelu --dtype fp16's default) then took a missing directory for
+    # "not a directory" and found one it cannot write to only after the whole fit
+    from audit.repair import fit_shapes
+
+    for mod, name in ((fit, "fit"), (fit_shapes, "fit_best"), (fit_shapes, "search")):
+        monkeypatch.setattr(mod, name, _no_fit)
     target = {"missing": tmp_path / "nope" / "deeper", "unwritable": Path("/proc/self")}.get(
         case, tmp_path / "o"
     )
@@ -458,34 +470,11 @@ def test_fit_checks_its_output_directory_first(tmp_path, capsys, monkeypatch, ca
         os.mkfifo(target)
     elif case == "file":
         target.write_text("")
-    code = main([*FIT, "-o", str(target)])
+    code = main([*command, "-o", str(target)])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("actaudit: error: --out") and err.count("\n") == 1, err
     want = {"fifo": "not a directory", "missing": "no such directory", "file": "not a directory"}
     assert want.get(case, "cannot write there") in err
-
-
-@pytest.mark.parametrize("case", ["fifo", "missing", "file", "unwritable"])
-def test_the_vector_fit_checks_its_output_directory_first(tmp_path, capsys, monkeypatch, case):
-    # the vector shape (fit gelu --dtype fp16's default) checked only is_dir, after nothing
-    # but before the fit, and a directory it cannot write to only after the whole fit
-    from audit.repair import fit_shapes
-
-    monkeypatch.setattr(fit_shapes, "fit_best", _no_fit)
-    monkeypatch.setattr(fit_shapes, "search", _no_fit)
-    target = {"missing": tmp_path / "nope" / "deeper", "unwritable": Path("/proc/self")}.get(
-        case, tmp_path / "o"
-    )
-    if case == "fifo":
-        os.mkfifo(target)
-    elif case == "file":
-        target.write_text("")
-    for shape in (["--shape", "vector"], ["--shape", "vector", "--search"], []):
-        code = main(["fit", "gelu", "--dtype", "fp16", *shape, "-o", str(target)])
-        err = capsys.readouterr().err
-        assert code == 2 and err.startswith("actaudit: error: --out") and err.count("\n") == 1, err
-        want = {"fifo": "not a directory", "missing": "no such directory", "file": "not a directory"}
-        assert want.get(case, "cannot write there") in err
 
 
 def test_the_files_are_written_as_one_set(e4m3_fit, tmp_path, monkeypatch):
