@@ -172,8 +172,9 @@ def test_a_mean_of_errors_whose_sum_is_beyond_float64():
 
     s = Summary(finite=4)
     s._sums = [1.5e308, 1.7e308, 1.1e308, 0.5]  # sum 4.3e308 (+ 0.5): beyond float64
-    want = (mp.mpf(1.5e308) + mp.mpf(1.7e308) + mp.mpf(1.1e308) + mp.mpf(0.5)) / 4
-    assert s.mean_ulp == float(want)
+    with mp.workprec(2000):  # the exact sum, rounded once
+        want = float((mp.mpf(1.5e308) + mp.mpf(1.7e308) + mp.mpf(1.1e308) + mp.mpf(0.5)) / 4)
+    assert s.mean_ulp == want
 
 
 @pytest.mark.parametrize(

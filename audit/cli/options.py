@@ -62,11 +62,12 @@ seed = _option("--seed", default=0, help="Seed of the fp32 / fp64 sample.")
 exhaustive = _option("--exhaustive", default=False)
 grid = _option("--grid")
 distribution = _option("--distribution")
-blocks = _option("--blocks", default="normal:std=1")
+BLOCKS, ELEMENTS, SCALE_RULE = "normal:std=1", 1 << 16, "ocp"  # block-scaled outputs' defaults
+blocks = _option("--blocks", default=BLOCKS)
 elements = _option(
-    "--elements", default=1 << 16, help="Block-scaled outputs: number of seeded input elements."
+    "--elements", default=ELEMENTS, help="Block-scaled outputs: number of seeded input elements."
 )
-scale_rule = _option("--scale-rule", default="ocp")
+scale_rule = _option("--scale-rule", default=SCALE_RULE)
 
 # tolerances
 max_ulp = _option("--max-ulp")

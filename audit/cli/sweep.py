@@ -156,9 +156,9 @@ def sweep(
     given = [
         name
         for name, v, default in (
-            ("--blocks", blocks_dist, "normal:std=1"),
-            ("--elements", elements, 1 << 16),
-            ("--scale-rule", scale_rule, "ocp"),
+            ("--blocks", blocks_dist, opt.BLOCKS),
+            ("--elements", elements, opt.ELEMENTS),
+            ("--scale-rule", scale_rule, opt.SCALE_RULE),
         )
         if v != default
     ]

@@ -968,7 +968,7 @@ def _check_execution(plan: _Plan) -> None:
     if (checkpoint is not None or executor != "local") and not plan.exhaustive:
         raise BadOptionError("--checkpoint and --executor apply to chunked sweeps: add --exhaustive")
     for sem in plan.paths.sems:  # each table:FILE, even where no candidate uses its primitive
-        for _, v in sem.prims if sem is not None else ():
+        for _, v in sem.prims:
             if v.startswith("table:"):
                 semantics_mod.table_file(v[6:])
 
