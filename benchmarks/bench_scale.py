@@ -10,7 +10,8 @@
     unit (swiglu.silu_mul, fp16);
 (c) peak resident memory of this process and of its worker processes;
 (d) the marginal fp32 rate of gelu.tanh in [1, 64] (50 million inputs) on every core (the
-    rate of the whole range less that of a small one: the per-sweep set-up left out), the
+    rate of the whole range less that of a small one: the per-sweep set-up left out), with
+    the compiled helper of audit/numbers/native.py and without it (runs interleaved), the
     CPU seconds per input of one worker split into the oracle alone and the rest (its
     share), and the oracle alone in values/s beside MPFR's correctly rounded erfc, exp and
     tanh through gmpy2 at 24 and 53 bits per value (the limit a proven library sets).
@@ -71,7 +72,9 @@ def timed(fn, repeat: int) -> float:
 def oracle_figures(rng: tuple[float, float], repeat: int) -> None:
     """(d): marginal rate on every core, the oracle's share of one worker's CPU time, the
     oracle alone beside gmpy2 (MPFR)."""
+    from audit.measure import native_check
     from audit.measure.executors import keep_freed_memory
+    from audit.numbers import native
     from audit.numbers.inputs import CHUNK
     from audit.oracle import oracle
     from audit.targets.candidates import resolve
@@ -84,15 +87,43 @@ def oracle_figures(rng: tuple[float, float], repeat: int) -> None:
         (res,) = audit.sweep("gelu.tanh", dtype="fp32", range=r, exhaustive=True, workers=workers)
         counts[r] = res.domain.count
 
-    big_t = timed(lambda: sweep(rng, cores), repeat)
-    small_t = timed(lambda: sweep(small, cores), repeat)
-    big_n, small_n = counts[rng], counts[small]
-    marginal = (big_n - small_n) / (big_t - small_t)
+    # the compiled helper (audit/numbers/native.py) built once, as the first large sweep
+    # builds it; each figure then with it and without it (its numpy path), runs interleaved
+    t = time.perf_counter()
+    built = native_check.prepare("fp32", native.SWEEP_MIN)
+    build_s = time.perf_counter() - t
+    modes = [("numpy path", "1")] + ([("compiled helper", "")] if built else [])
     print(
-        f"(d) gelu.tanh fp32 in [{rng[0]:g}, {rng[1]:g}], {big_n:,} inputs, {cores} workers: "
-        f"{big_n / big_t / 1e6:.2f} M inputs/s whole, {marginal / 1e6:.2f} M/s marginal "
-        f"(less a sweep of {small_n:,} inputs: {small_t:.2f} s)"
+        f"(d) the compiled helper: {'built in ' + format(build_s, '.2f') + ' s' if built else 'not built (no compiler?)'}"
     )
+
+    def in_mode(flag, fn):
+        os.environ["ACTAUDIT_NO_NATIVE"] = flag
+        try:
+            return fn()
+        finally:
+            os.environ.pop("ACTAUDIT_NO_NATIVE", None)
+
+    def wall(fn):
+        t = time.perf_counter()
+        fn()
+        return time.perf_counter() - t
+
+    big_t = {m: [] for m, _ in modes}
+    small_t = {m: [] for m, _ in modes}
+    for _ in range(repeat):
+        for m, flag in modes:
+            big_t[m].append(in_mode(flag, lambda: wall(lambda: sweep(rng, cores))))
+            small_t[m].append(in_mode(flag, lambda: wall(lambda: sweep(small, cores))))
+    big_n, small_n = counts[rng], counts[small]
+    for m, _ in modes:
+        b, sm = statistics.median(big_t[m]), statistics.median(small_t[m])
+        marginal = (big_n - small_n) / (b - sm)
+        print(
+            f"(d) gelu.tanh fp32 in [{rng[0]:g}, {rng[1]:g}], {big_n:,} inputs, {cores} workers, {m}: "
+            f"{big_n / b / 1e6:.2f} M inputs/s whole, {marginal / 1e6:.2f} M/s marginal "
+            f"(less a sweep of {small_n:,} inputs: {sm:.2f} s)"
+        )
     # one worker's CPU time: the whole chunk pipeline against the oracle alone, same chunks
     (c,) = resolve(["gelu.tanh"])
     fmt = get_format("fp32")
@@ -114,8 +145,6 @@ def oracle_figures(rng: tuple[float, float], repeat: int) -> None:
             ts.append(time.process_time() - t)
         return statistics.median(ts) / (len(chunks) * CHUNK)
 
-    per_oracle = cpu(lambda x: oracle.evaluate(c.ref, fmt, x, params))
-    per_fast = cpu(lambda x: c.ref.fast(x, **params))
     part = (float(chunks[0][0]), float(chunks[0][0]) * 1.25)  # 2^21 + 1 inputs from the first chunk on
 
     def whole():
@@ -123,13 +152,15 @@ def oracle_figures(rng: tuple[float, float], repeat: int) -> None:
         (res,) = audit.sweep("gelu.tanh", dtype="fp32", range=part, exhaustive=True, workers=1)
         return (time.process_time() - t) / res.domain.count
 
-    per_all = statistics.median([whole() for _ in range(max(repeat, 5))])
-    print(
-        f"    1 worker, CPU time per input: {per_all * 1e9:.1f} ns end to end ({1 / per_all / 1e6:.1f} M/s per "
-        f"core), oracle alone {per_oracle * 1e9:.1f} ns ({per_oracle / per_all:.0%}; its float64 fast "
-        f"value {per_fast * 1e9:.1f} ns)"
-    )
-    print(f"    oracle alone (gelu, fp32, correctly rounded): {1 / per_oracle / 1e6:.1f} M values/s per core")
+    per_fast = cpu(lambda x: c.ref.fast(x, **params))
+    for m, flag in modes:
+        per_oracle = in_mode(flag, lambda: cpu(lambda x: oracle.evaluate(c.ref, fmt, x, params)))
+        per_all = in_mode(flag, lambda: statistics.median([whole() for _ in range(max(repeat, 5))]))
+        print(
+            f"    {m}, 1 worker, CPU time per input: {per_all * 1e9:.1f} ns end to end ({1 / per_all / 1e6:.1f} M/s "
+            f"per core), oracle alone {per_oracle * 1e9:.1f} ns ({per_oracle / per_all:.0%}; its float64 fast "
+            f"value {per_fast * 1e9:.1f} ns): {1 / per_oracle / 1e6:.1f} M correctly rounded values/s per core"
+        )
     try:
         import gmpy2
     except ImportError:

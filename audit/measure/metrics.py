@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from audit.numbers import native
 from audit.numbers.formats import Format
 from audit.oracle.oracle import OracleValues
 
@@ -152,30 +153,32 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
     rounded = oracle.rounded
     n = len(got)
     with np.errstate(all="ignore"):
-        correct = got == rounded
-        nan_got = np.isnan(got)
-        if nan_got.any():
-            correct |= nan_got & np.isnan(rounded)
-        if oracle.unsure is not None and settle is not None:
-            idx = np.flatnonzero(oracle.unsure & ~correct)
-            if len(idx):
-                oracle = settle(idx)
+        pw = _pointwise_native(fmt, got, oracle, settle)
+        if pw is None:
+            correct = correct_results(got, rounded)
+            if oracle.unsure is not None and settle is not None:
+                idx = np.flatnonzero(oracle.unsure & ~correct)
+                if len(idx):
+                    oracle = settle(idx)
+            pw = pointwise(fmt, got, rounded, oracle.hi, oracle.lo, correct)
+        else:
+            correct = pw.correct
+            if pw.n_settle:
+                oracle = settle(np.flatnonzero(oracle.unsure & ~correct))
+                pw = _pointwise_native(fmt, got, oracle, None) or pointwise(
+                    fmt, got, rounded, oracle.hi, oracle.lo, correct
+                )
         hi, lo = oracle.hi, oracle.lo
+        abs_err, ulp_err, rel_err = pw.abs_err, pw.ulp_err, pw.rel_err
         cls = np.zeros(n, dtype=np.int8)
-        abs_err = got - hi
-        abs_err -= lo
-        np.abs(abs_err, out=abs_err)
         # |got - hi - lo| finite everywhere: got and hi are (the common case, one check for
         # the two scans below); else the inputs where either is not
-        all_finite = bool(np.isfinite(abs_err).all())
-        notfin = abs_err[:0].astype(np.int64) if all_finite else np.flatnonzero(~np.isfinite(got))
+        all_finite = pw.n_nonfinite == 0
+        notfin = _NONE if all_finite else np.flatnonzero(~np.isfinite(got))
         if len(notfin):
             g, c = got[notfin], correct[notfin]
             cls[notfin] = np.where(c, OVERFLOW_OK, np.where(np.isnan(g), NAN, INF))
-        ulp_err = abs_err / exact_ulp(fmt, hi, lo)
-        np.minimum(ulp_err, 0.5, out=ulp_err, where=correct)
-        rel_err = abs_err / np.abs(hi)
-        zero = np.flatnonzero(hi == 0)
+        zero = np.flatnonzero(hi == 0) if pw.n_zero else _NONE
         if len(zero):
             # f = 0 exactly: 0 or inf; f nonzero below float64's range (hi = 0 and lo the
             # +-5e-324 stand-in) against a zero result: |0 - f| / |f| = 1
@@ -197,7 +200,9 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
             else:  # unknown without the exact value: an upper bound, never NaN
                 ulp_err[big] = abs_err[big] = np.inf
                 rel_err[big] = 1.0 if fmt.max_finite < 2.0**960 else np.inf
-        over = np.flatnonzero(~np.isfinite(rounded))  # RN_F(f) overflows (or f is NaN)
+        over = (
+            np.flatnonzero(~np.isfinite(rounded)) if pw.n_over else _NONE
+        )  # RN_F(f) overflows (or f is NaN)
         und = over[:0]
         if len(over):
             undef = np.isnan(hi[over])
@@ -205,16 +210,7 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
             cls[und] = UNDEFINED
             over = over[~undef]
             cls[over[np.isfinite(got[over])]] = OVERFLOW_MISS
-        n_wrong = n - int(np.count_nonzero(correct))
-        if n_wrong > n // 8:  # many: over every input (0 where correct: equal ordinals, +-0 one point)
-            dist = _ordinals(fmt, got)
-            dist -= _ordinals(fmt, rounded)
-            np.abs(dist, out=dist)
-        else:
-            dist = np.zeros(n, dtype=np.int64)
-            if n_wrong:
-                wrong = np.flatnonzero(~correct)
-                dist[wrong] = np.abs(_ordinals(fmt, got[wrong]) - _ordinals(fmt, rounded[wrong]))
+        dist = pw.dist if pw.dist is not None else ulp_distance(fmt, got, rounded, correct)
         if fmt.saturate:  # overflow in a saturating format: +-max where the exact value is beyond
             notfin = _union(n, notfin, saturated(fmt, got, hi, lo, correct))
             cls[notfin] = np.maximum(cls[notfin], OVERFLOW_OK)
@@ -236,6 +232,71 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
         cls,
         correct,
         None if x2 is None else np.asarray(x2, dtype=np.float64),
+    )
+
+
+_NONE = np.zeros(0, np.int64)
+
+
+def correct_results(got: np.ndarray, rounded: np.ndarray) -> np.ndarray:
+    """r = RN_F(f(x)), NaN counting equal to NaN (where f is undefined)."""
+    correct = got == rounded
+    nan_got = np.isnan(got)
+    if nan_got.any():
+        correct |= nan_got & np.isnan(rounded)
+    return correct
+
+
+def pointwise(fmt: Format, got, rounded, hi, lo, correct) -> native.ErrorsFP32:
+    """point_errors' errors at every input, in numpy, before its rare cases: |(r - hi) - lo|,
+    its ULP error against ulp_F(hi + lo) (at most 0.5 where correct), its relative error
+    against |hi|.  The counts that the rare cases test: non-finite absolute errors, and 1
+    for hi == 0 and for a non-finite rounded (not counted: those scans are theirs); the
+    distance is left to ulp_distance (None)."""
+    abs_err = got - hi
+    abs_err -= lo
+    np.abs(abs_err, out=abs_err)
+    n_nonfinite = 0 if bool(np.isfinite(abs_err).all()) else 1
+    ulp_err = abs_err / exact_ulp(fmt, hi, lo)
+    np.minimum(ulp_err, 0.5, out=ulp_err, where=correct)
+    rel_err = abs_err / np.abs(hi)
+    return native.ErrorsFP32(correct, abs_err, ulp_err, rel_err, None, -1, 0, n_nonfinite, 1, 1)  # type: ignore[arg-type]
+
+
+def ulp_distance(fmt: Format, got, rounded, correct) -> np.ndarray:
+    """|ord(r) - ord(RN_F(f))| at every input (0 where correct: equal ordinals, +-0 one point)."""
+    n = len(got)
+    n_wrong = n - int(np.count_nonzero(correct))
+    if n_wrong > n // 8:  # many: over every input
+        dist = _ordinals(fmt, got)
+        dist -= _ordinals(fmt, rounded)
+        np.abs(dist, out=dist)
+    else:
+        dist = np.zeros(n, dtype=np.int64)
+        if n_wrong:
+            wrong = np.flatnonzero(~correct)
+            dist[wrong] = np.abs(_ordinals(fmt, got[wrong]) - _ordinals(fmt, rounded[wrong]))
+    return dist
+
+
+def _pointwise_native(fmt: Format, got, oracle: OracleValues, settle) -> native.ErrorsFP32 | None:
+    """correct_results, pointwise and ulp_distance in one pass of the compiled helper
+    (audit/numbers/native.py), the same arrays bit for bit, where it is loaded and applies
+    (fp32, a chunk of CHUNK_MIN inputs or more); n_settle counts the unsure inputs that are
+    not correctly rounded (where settle is given)."""
+    loaded = native.lib()
+    if loaded is None or fmt.name != "fp32" or got.ndim != 1 or len(got) < native.CHUNK_MIN:
+        return None
+    unsure = oracle.unsure if settle is not None else None
+    return native.errors_fp32(
+        loaded,
+        got,
+        oracle.rounded,
+        oracle.hi,
+        oracle.lo,
+        unsure,
+        fmt.smallest_normal,
+        math.ldexp(1.0, 1 - fmt.p),
     )
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from audit.errors import BadOptionError, BadParameterError, UnknownNameError
 from audit.io import json_number
-from audit.measure import arguments, param_effect, replay
+from audit.measure import arguments, native_check, param_effect, replay
 from audit.measure import clip as clip_mod
 from audit.measure import findings as findings_mod
 from audit.measure import weighting as weighting_mod
@@ -371,6 +371,7 @@ def _run_chunks(
     saved = merged.done
     todo = ranges[merged.done :]
     workers = 1 if job.keep else workers
+    native_check.prepare(job.storage.name, dom.count)  # (before the workers fork: they inherit it)
     fn, sent, items = _range_chunk, job, todo
     if _replays(job, executor, workers, len(todo)):  # the candidate evaluated here only
         sent = replace(job, cand=replace(job.cand, fn=replay.Replay()))

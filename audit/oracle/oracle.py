@@ -26,6 +26,7 @@ from pathlib import Path
 import mpmath as mp
 import numpy as np
 
+from audit.numbers import native
 from audit.numbers.formats import FORMATS, Format
 from audit.oracle.references import Reference
 
@@ -332,22 +333,11 @@ def _compute(
             if ref.rel_err_at is None or x2 is not None
             else np.maximum(ref.rel_err_at(x, **params), MIN_REL_ERR)
         )
-        mag = np.abs(v)
-        slack = mag * rel
-        slack += FAST_ABS_TOL
-        # the two ends of v +- slack round alike (compared as keys: float32 for fp32); one
-        # float64 buffer holds each end in turn (v - slack, v + slack, mag - slack, mag + slack)
-        end = np.subtract(v, slack)
-        key = fmt.round_key(end)
-        amb = key != fmt.round_key(np.add(v, slack, out=end))
-        rounded = fmt.round(v)
-        # near a power of two the binade of f (hence ulp_F(f)) is also uncertain
-        key = _binade_key(fmt, np.subtract(mag, slack, out=end))
-        unsure = key != _binade_key(fmt, np.add(mag, slack, out=end))
-        del end, key
+        b = _fast_bounds_native(fmt, v, rel) or fast_bounds(fmt, v, rel)
+        rounded, slack, amb, unsure, tiny = b.rounded, b.slack, b.amb, b.unsure, b.tiny
         # a NaN fast value is the fast path declining to vouch for that input; an infinite
         # one says that f exceeds float64's range, so overflows F (the fast-path contract)
-        odd = np.flatnonzero(amb | ~np.isfinite(v))
+        odd = np.flatnonzero(amb | ~np.isfinite(v)) if b.n_odd else _NONE
         if len(odd):
             vo = v[odd]
             lo_o, hi_o = fmt.round(vo - slack[odd]), fmt.round(vo + slack[odd])
@@ -355,9 +345,7 @@ def _compute(
             unsure[odd[np.isinf(vo)]] = False
         # v within its error of zero (f underflows float64, or is 0): its sign is not
         # trusted (0 + -0 = +0); the reference's sign decides, else mpmath
-        tiny = mag <= slack  # (as masks: whole chunks of a function's tail can be tiny)
-        tiny &= mag < np.inf
-        any_tiny = bool(tiny.any())
+        any_tiny = b.n_tiny > 0
         if any_tiny and ref.sign is None:
             amb |= tiny
             any_tiny = False
@@ -393,6 +381,41 @@ def _compute(
         ex = exact_points(ref, x[idx], fmt, params, None if x2 is None else x2[idx])
         rounded[idx], hi[idx], lo[idx] = ex.rounded, ex.hi, ex.lo
     return OracleValues(rounded, hi, lo, len(idx), unsure)
+
+
+_NONE = np.zeros(0, np.int64)
+
+
+def fast_bounds(fmt: Format, v: np.ndarray, rel) -> native.OracleFP32:
+    """The rounding decision on fast values v with relative error rel (an array like v, or
+    one number), in numpy: slack = |v| rel + 2**-1000; amb: the two ends of v +- slack round
+    apart in F; rounded = RN_F(v); unsure: the binade of |v| +- slack is not certain; tiny:
+    |v| <= slack (v finite).  n_odd is -1 (not counted) and n_tiny 1 or 0 (any)."""
+    mag = np.abs(v)
+    slack = mag * rel
+    slack += FAST_ABS_TOL
+    # the two ends of v +- slack round alike (compared as keys: float32 for fp32); one
+    # float64 buffer holds each end in turn (v - slack, v + slack, mag - slack, mag + slack)
+    end = np.subtract(v, slack)
+    key = fmt.round_key(end)
+    amb = key != fmt.round_key(np.add(v, slack, out=end))
+    rounded = fmt.round(v)
+    # near a power of two the binade of f (hence ulp_F(f)) is also uncertain
+    key = _binade_key(fmt, np.subtract(mag, slack, out=end))
+    unsure = key != _binade_key(fmt, np.add(mag, slack, out=end))
+    del end, key
+    tiny = mag <= slack  # (as masks: whole chunks of a function's tail can be tiny)
+    tiny &= mag < np.inf
+    return native.OracleFP32(rounded, slack, amb, unsure, tiny, -1, int(tiny.any()))
+
+
+def _fast_bounds_native(fmt: Format, v: np.ndarray, rel) -> native.OracleFP32 | None:
+    """fast_bounds by the compiled helper (audit/numbers/native.py), the same arrays bit for
+    bit, where it is loaded and applies (fp32, a chunk of CHUNK_MIN inputs or more)."""
+    loaded = native.lib()
+    if loaded is None or fmt.name != "fp32" or v.ndim != 1 or len(v) < native.CHUNK_MIN:
+        return None
+    return native.oracle_fp32(loaded, v, rel, FAST_ABS_TOL, fmt.emin)
 
 
 def settle(

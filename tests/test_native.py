@@ -1,0 +1,249 @@
+"""The compiled helper of the exhaustive fp32 sweep (audit/numbers/native.py): optional, and
+the numpy path's results bit for bit.
+
+* its two loops against the numpy code they replace, at hard inputs (four seeds, 200,000
+  values each), and the check's own power: each of a list of plausible slips in the C
+  source (a comparison turned, an operation reordered, a case dropped) makes it fail;
+* whole fp32 sweeps (documents, field for field) with the helper and without it, over
+  ranges that reach every rare case: both zeros and the subnormals, the overflow of exp
+  and NaN results, the largest finite values and beyond;
+* it stays optional: no compiler, a compiler that fails, a check that fails, or
+  ACTAUDIT_NO_NATIVE=1 leave the numpy path (the same results), and only a large fp32
+  sweep builds it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import audit
+from audit.io import dumps
+from audit.measure import native_check
+from audit.measure.sweep import document
+from audit.numbers import native
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler")
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """The helper's per-process state, reset (and restored after the test)."""
+    monkeypatch.setattr(native, "_LIB", None)
+    monkeypatch.setattr(native, "_TRIED", False)
+    monkeypatch.delenv("ACTAUDIT_NO_NATIVE", raising=False)
+    return monkeypatch
+
+
+@pytest.fixture(scope="module")
+def built():
+    lib = native._build()
+    assert lib is not None
+    return lib
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_loops_agree_with_numpy(built, seed):
+    assert native_check.agrees(built, seed=seed, n=200_000)
+
+
+# plausible slips, each of which some hard input tells apart from the numpy path
+MUTANTS = [
+    ("s += tol;", "s += tol * 2;"),
+    ("uint8_t am = a != b;", "uint8_t am = a < b;"),
+    ("rounded[i] = (double)(float)vi;", "rounded[i] = vi;"),
+    ("k1 = k1 > emin_key ? k1 : emin_key;", ""),
+    ("uint8_t t = (m <= s) & (m < INFINITY);", "uint8_t t = (m < s) & (m < INFINITY);"),
+    ("uint8_t t = (m <= s) & (m < INFINITY);", "uint8_t t = m <= s;"),
+    ("uint8_t c = (g == r) | (isnan(g) & isnan(r));", "uint8_t c = g == r;"),
+    ("double a = (g - h) - l;", "double a = g - (h + l);"),
+    ("ulp_err[i] = (c & (ue > 0.5)) ? 0.5 : ue;", "ulp_err[i] = (ue > 0.5) ? 0.5 : ue;"),
+    ("ulp_err[i] = (c & (ue > 0.5)) ? 0.5 : ue;", "ulp_err[i] = (c & (ue >= 0.5)) ? 0.49 : ue;"),
+    ("rel_err[i] = a / fabs(h);", "rel_err[i] = a / h;"),
+    ("return p2 == INFINITY ? NAN : o;", "return o;"),
+    ("double o = p2 > smallest_normal ? p2 : smallest_normal;", "double o = p2;"),
+    ("int32_t b = bits32((float)(v != v ? INFINITY : v));", "int32_t b = bits32((float)v);"),
+    ("b ^= s;", ""),
+    ("if (l != 0 && sgn(l) != sgn(h) &&", "if (l != 0 && sgn(l) == sgn(h) &&"),
+    ("ulp1(nextafter(h, 0.0), smallest_normal, scale)", "ulp1(h, smallest_normal, scale)"),
+    ("n_settle += (unsure[i] != 0) & !correct[i];", "n_settle += unsure[i] != 0;"),
+    ("n_bad += !isfinite(ri);", "n_bad += 0;"),
+    ("n_zero += h == 0;", "n_zero += 0;"),
+    ("n_over += !isfinite(r);", "n_over += isinf(r);"),
+]
+
+
+def _build_from(src: str, monkeypatch):
+    monkeypatch.setattr(native, "SOURCE", src)
+    return native._build()
+
+
+@pytest.mark.parametrize("old,new", MUTANTS, ids=[f"m{i}" for i in range(len(MUTANTS))])
+def test_check_catches_slips(old, new, monkeypatch):
+    src = native.SOURCE
+    assert src.count(old) == 1, old
+    lib = _build_from(src.replace(old, new), monkeypatch)
+    assert lib is not None
+    assert not native_check.agrees(lib, seed=0, n=200_000)
+
+
+def _doc(cid: str, rng) -> dict:
+    (res,) = audit.sweep(cid, dtype="fp32", range=rng, exhaustive=True)
+    doc = json.loads(dumps(document([res], command="x")))
+    for r in doc["results"]:
+        r.pop("seconds", None)
+    return doc
+
+
+RANGES = [
+    (1.0, 1.0078125),  # 2^16 inputs: the common case
+    (-2e-40, 2e-40),  # both zeros, subnormals of both signs
+    (88.5, 88.8),  # exp's overflow: inf results
+    (3.3e38, 3.4028234663852886e38),  # the largest finite values
+]
+CANDIDATES = [
+    "gelu.tanh",
+    "silu.fast_exp",
+    "exp.schraudolph",
+    "exp.libm",
+    "tanh.rational",
+    "log.fastlog",
+    "rsqrt.quake",
+    "sigmoid.clamped",
+]
+
+
+@pytest.mark.parametrize("cid", CANDIDATES)
+def test_sweeps_identical_with_and_without(cid, fresh):
+    from audit.targets.candidates import resolve
+
+    try:
+        resolve([cid])
+    except Exception:
+        pytest.skip(f"no candidate {cid}")
+    assert native.prepare(native_check.agrees)
+    calls = []
+    for name in ("oracle_fp32", "errors_fp32"):
+        real = getattr(native, name)
+        fresh.setattr(native, name, lambda *a, real=real, name=name: calls.append(name) or real(*a))
+    with_helper = [_doc(cid, r) for r in RANGES]
+    assert {"oracle_fp32", "errors_fp32"} <= set(calls)  # (the helper really ran)
+    fresh.setenv("ACTAUDIT_NO_NATIVE", "1")
+    assert native.lib() is None
+    without = [_doc(cid, r) for r in RANGES]
+    assert with_helper == without
+
+
+def test_optional_without_compiler(fresh):
+    fresh.setenv("CC", "/nonexistent/cc")
+    assert not native.prepare(native_check.agrees)
+    assert native.lib() is None
+    assert _doc("gelu.tanh", RANGES[0])["results"][0]["finite_count"] == 65537
+
+
+def test_optional_when_compiler_fails(fresh, tmp_path):
+    cc = tmp_path / "cc"
+    cc.write_text("#!/bin/sh\nexit 1\n")
+    cc.chmod(0o755)
+    fresh.setenv("CC", str(cc))
+    assert not native.prepare(native_check.agrees)
+    assert native.lib() is None
+
+
+def test_refused_when_check_fails(fresh):
+    assert not native.prepare(lambda lib: False)
+    assert native.lib() is None
+
+
+def test_disabled_by_environment(fresh):
+    fresh.setenv("ACTAUDIT_NO_NATIVE", "1")
+    assert not native.prepare(native_check.agrees)
+    assert native._TRIED is False  # nothing built
+
+
+def test_built_once(fresh):
+    calls = []
+    assert native.prepare(lambda lib: calls.append(lib) or True)
+    assert native.prepare(lambda lib: calls.append(lib) or True)
+    assert len(calls) == 1
+
+
+def test_only_large_fp32_sweeps_build_it(fresh):
+    assert not native_check.prepare("fp16", 1 << 30)
+    assert not native_check.prepare("fp32", native.SWEEP_MIN - 1)
+    assert native._TRIED is False
+    assert native_check.prepare("fp32", native.SWEEP_MIN)
+    assert native.lib() is not None
+
+
+def test_hard_values_reach_every_case():
+    v = native_check.hard_values()
+    assert np.isnan(v).any() and np.isinf(v).any()
+    assert (v == 0).any() and np.signbit(v[v == 0]).any() and (~np.signbit(v[v == 0])).any()
+    a = np.abs(v[np.isfinite(v)])
+    assert ((a > 0) & (a < 2.0**-126)).any()  # fp32 subnormals
+    assert ((a > 0) & (a < 2.0**-1022)).any()  # float64 subnormals
+    assert (a > 3.4028234663852886e38).any()  # beyond fp32
+
+
+def test_refused_when_check_raises(fresh):
+    def boom(lib):
+        raise RuntimeError("a check that breaks")
+
+    assert not native.prepare(boom)
+    assert native.lib() is None
+
+
+def test_compiler_child_holding_stderr_does_not_stall(fresh, tmp_path):
+    """A compiler wrapper that leaves a child holding its stderr (a daemonizing cache) does
+    not keep prepare waiting: the compiler's output goes to a file, not a pipe."""
+    import os
+    import threading
+
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    cc = tmp_path / "cc"
+    cc.write_text(f'#!/bin/sh\ngcc "$@" || exit 1\n(read x < {gate}) &\nexit 0\n')
+    cc.chmod(0o755)
+    fresh.setenv("CC", str(cc))
+    out = []
+    t = threading.Thread(target=lambda: out.append(native.prepare(native_check.agrees)))
+    t.start()
+    t.join(120)  # (a deadline, not a pause: prepare returns as soon as the compiler exits)
+    done = not t.is_alive()
+    with open(gate, "w") as g:  # let the wrapper's child go
+        g.write("x\n")
+    t.join()
+    assert done and out == [True]
+
+
+def test_declines_arrays_the_loops_cannot_read(built):
+    """Arrays that are not plain 1-D ones of the right type, or a non-finite relative error,
+    take the numpy path (None), never a read out of bounds."""
+    from audit.numbers.formats import get_format
+
+    fmt = get_format("fp32")
+    n = 5000
+    ones, twos, zeros = np.ones(n), np.full(n, 2.0), np.zeros(n)
+    sn, sc = fmt.smallest_normal, 2.0 ** (1 - fmt.p)
+    for unsure in (
+        np.zeros((n, 0), bool),
+        np.zeros((n, 3), bool),
+        np.zeros(n, np.uint8),
+        np.zeros(n + 1, bool),
+    ):
+        assert native.errors_fp32(built, ones, twos, ones, zeros, unsure, sn, sc) is None
+    for bad in (ones.astype(np.float32), ones[::2], ones.reshape(50, 100), ones.astype(">f8")):
+        assert native.errors_fp32(built, bad, bad, bad, bad, None, sn, sc) is None
+        assert native.oracle_fp32(built, bad, 2.0**-45, 2.0**-1000, fmt.emin) is None
+    misaligned = np.frombuffer(bytearray(8 * n + 1), np.uint8)[1:].view(np.float64)
+    assert not misaligned.flags.aligned
+    assert native.oracle_fp32(built, misaligned, 2.0**-45, 2.0**-1000, fmt.emin) is None
+    for rel in (np.nan, np.inf, np.full(n, np.nan)):
+        assert native.oracle_fp32(built, ones, rel, 2.0**-1000, fmt.emin) is None
+    # a bool mask whose bytes are not 0 or 1 still counts as a mask (logical, not bitwise)
+    unsure = np.full(n, 2, np.uint8).view(bool)
+    assert native.errors_fp32(built, ones, twos, ones, zeros, unsure, sn, sc).n_settle == n
