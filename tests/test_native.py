@@ -1,7 +1,7 @@
 """The compiled helper of the exhaustive fp32 sweep (audit/numbers/native.py): optional, and
 the numpy path's results bit for bit.
 
-* its two loops against the numpy code they replace, at hard inputs (four seeds, 200,000
+* its loops against the numpy code they replace, at hard inputs (four seeds, 200,000
   values each), and the check's own power: each of a list of plausible slips in the C
   source (a comparison turned, an operation reordered, a case dropped) makes it fail;
 * whole fp32 sweeps (documents, field for field) with the helper and without it, over
@@ -71,8 +71,15 @@ MUTANTS = [
     ("ulp1(nextafter(h, 0.0), smallest_normal, scale)", "ulp1(h, smallest_normal, scale)"),
     ("n_settle += (unsure[i] != 0) & !correct[i];", "n_settle += unsure[i] != 0;"),
     ("n_bad += !isfinite(ri);", "n_bad += 0;"),
-    ("n_zero += h == 0;", "n_zero += 0;"),
-    ("n_over += !isfinite(r);", "n_over += isinf(r);"),
+    ("n_nonfin += !fin;", "n_nonfin += isnan(g);"),
+    ("n_big += fin & (fabs(g) >= max_finite);", "n_big += fin & (fabs(g) > max_finite);"),
+    ("n_big += fin & (fabs(g) >= max_finite);", "n_big += fabs(g) >= max_finite;"),
+    ("n_rn += (bits64(rn[i]) & E) == E;", "n_rn += isnan(rn[i]);"),
+    ("n_zero += g == 0;", "n_zero += g == 0 && !signbit(g);"),
+    ("n_sign += (b ^ bits64(exact[i])) < 0;", "n_sign += (g < 0) != (exact[i] < 0);"),
+    ("nzero += k == 0;", "nzero += u[i] == 0;"),
+    ("counts[k - k0] += 1;", "counts[k - k0] = 1;"),
+    ("out[0] = nzero;", "out[0] = 0;"),
 ]
 
 
@@ -126,11 +133,11 @@ def test_sweeps_identical_with_and_without(cid, fresh):
         pytest.skip(f"no candidate {cid}")
     assert native.prepare(native_check.agrees)
     calls = []
-    for name in ("oracle_fp32", "errors_fp32"):
+    for name in ("oracle_fp32", "errors_fp32", "mask_counts_fp32"):
         real = getattr(native, name)
         fresh.setattr(native, name, lambda *a, real=real, name=name: calls.append(name) or real(*a))
     with_helper = [_doc(cid, r) for r in RANGES]
-    assert {"oracle_fp32", "errors_fp32"} <= set(calls)  # (the helper really ran)
+    assert {"oracle_fp32", "errors_fp32", "mask_counts_fp32"} <= set(calls)  # (the helper really ran)
     fresh.setenv("ACTAUDIT_NO_NATIVE", "1")
     assert native.lib() is None
     without = [_doc(cid, r) for r in RANGES]
@@ -247,3 +254,58 @@ def test_declines_arrays_the_loops_cannot_read(built):
     # a bool mask whose bytes are not 0 or 1 still counts as a mask (logical, not bitwise)
     unsure = np.full(n, 2, np.uint8).view(bool)
     assert native.errors_fp32(built, ones, twos, ones, zeros, unsure, sn, sc).n_settle == n
+
+
+def test_histogram_identical_with_and_without(fresh):
+    """A sweep past EXACT_P99_LIMIT counts its errors in a histogram: the same counts by the
+    helper's two passes as by numpy's (errors tiny to huge, zeros, inf and NaN)."""
+    from audit.measure.metrics import Summary
+
+    assert native.prepare(native_check.agrees)
+    rng = np.random.default_rng(7)
+    u = np.abs(rng.standard_normal(1 << 16)) * np.exp2(rng.integers(-1074, 1000, 1 << 16))
+    u[rng.random(len(u)) < 0.3] = 0.0
+    u[:3] = (np.inf, np.nan, 5e-324)
+    calls = []
+    real = native.key_histogram
+    fresh.setattr(native, "key_histogram", lambda *a: calls.append(1) or real(*a))
+    s1 = Summary(exact_p99=False)
+    s1._bin(u.copy())
+    assert calls
+    fresh.setenv("ACTAUDIT_NO_NATIVE", "1")
+    s2 = Summary(exact_p99=False)
+    s2._bin(u.copy())
+    assert s1._hist == s2._hist and sum(s1._hist.values()) == len(u)
+
+
+def test_cached_helper_is_verified_and_rebuilt(fresh, tmp_path):
+    """Large sweeps load the helper from the C kernels' cache: a second load compiles
+    nothing; an altered object, or one recorded under another key, is compiled again and
+    never loaded."""
+    fresh.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path))
+    fresh.delenv("ACTAUDIT_NO_CACHE", raising=False)
+    real = native.compile_to
+    calls = []
+    fresh.setattr(native, "compile_to", lambda *a: calls.append(1) or real(*a))
+    assert native_check.agrees(native_check.cached())
+    (so,) = (tmp_path / "ckernels" / "native").glob("*.so")
+    assert len(calls) == 1
+    assert native_check.agrees(native_check.cached())
+    assert len(calls) == 1  # (loaded from the cache)
+    data = so.read_bytes()
+    so.write_bytes(data[: len(data) // 2])  # truncated
+    assert native_check.agrees(native_check.cached())
+    assert len(calls) == 2
+    rec = so.with_suffix(".json")
+    doc = json.loads(rec.read_text())
+    rec.write_text(json.dumps({**doc, "key": "0" * 64}))  # another key
+    assert native_check.agrees(native_check.cached())
+    assert len(calls) == 3
+    assert so.read_bytes() == data  # (the same source, flags and compiler: the same object)
+
+
+def test_large_sweep_uses_the_cache(fresh, tmp_path):
+    fresh.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path))
+    fresh.delenv("ACTAUDIT_NO_CACHE", raising=False)
+    assert native_check.prepare("fp32", native.SWEEP_MIN)
+    assert list((tmp_path / "ckernels" / "native").glob("*.so"))

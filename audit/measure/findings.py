@@ -28,6 +28,7 @@ import numpy as np
 
 from audit.io import json_number
 from audit.measure.metrics import INF, NAN, PointErrors, finite_result
+from audit.numbers import native
 from audit.numbers.formats import Format
 from audit.targets.candidates import Candidate
 
@@ -88,25 +89,30 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
     built only where that finds something, since this runs on every input of an
     exhaustive fp32 sweep and most chunks have no finding at all."""
     got, rn = e.got, e.rounded
+    m = fmt.max_finite
     with np.errstate(all="ignore"):
-        nonfinite = ~np.isfinite(got)
-        any_nonfinite = bool(nonfinite.any())
+        # the counts each kind tests first: by the compiled helper in one pass (fp32), else here
+        c = _mask_counts_native(e, fmt)
+        if c is None:
+            nonfinite = ~np.isfinite(got)
+            any_nonfinite = bool(nonfinite.any())
+            if any_nonfinite:
+                top, bottom = (
+                    got.max(initial=-np.inf, where=~nonfinite),
+                    got.min(initial=np.inf, where=~nonfinite),
+                )
+            else:  # (plain reductions: twice as fast as the masked ones)
+                top, bottom = got.max(initial=-np.inf), got.min(initial=np.inf)
+            big = bool(top >= m or bottom <= -m)  # a finite result at or beyond +-max
+            rn_all_finite = bool(np.isfinite(rn).all())
+        else:
+            any_nonfinite, big, rn_all_finite = c.n_nonfinite > 0, c.n_big > 0, c.n_rn_nonfinite == 0
+            nonfinite = ~np.isfinite(got) if any_nonfinite else np.zeros(len(got), bool)
         out = {"nan": (e.cls == NAN if any_nonfinite else np.zeros(len(got), bool), "")}
         over = e.cls == INF if any_nonfinite else np.zeros(len(got), bool)
-        m = fmt.max_finite
-        if any_nonfinite:
-            top, bottom = (
-                got.max(initial=-np.inf, where=~nonfinite),
-                got.min(initial=np.inf, where=~nonfinite),
-            )
-        else:  # (plain reductions: twice as fast as the masked ones)
-            top, bottom = got.max(initial=-np.inf), got.min(initial=np.inf)
-        if top >= m or bottom <= -m:
+        if big:
             over |= ~nonfinite & (np.abs(got) == m) & np.isfinite(rn) & (np.abs(rn) < m)
-        rn_fin = np.isfinite(rn)
-        rn_over = (
-            rn_fin[:0].astype(np.int64) if rn_fin.all() else np.flatnonzero(~rn_fin & ~np.isnan(e.exact))
-        )
+        rn_over = _NONE if rn_all_finite else np.flatnonzero(~np.isfinite(rn) & ~np.isnan(e.exact))
         if len(rn_over):
             g = got[rn_over]
             over[rn_over] |= np.isfinite(g) & (np.abs(g) < np.abs(e.exact[rn_over] + e.exact_lo[rn_over]))
@@ -117,11 +123,11 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
             "infinite, or saturated to the largest finite value, where the exact "
             "value is in range; or finite where the exact value overflows",
         )
-        under = got == 0
+        under = got == 0 if c is None or c.n_zero else np.zeros(len(got), bool)
         if under.any():
             under &= (rn != 0) & ~np.isnan(rn)
         out["underflow"] = (under, "")
-        sign = np.signbit(got) != np.signbit(e.exact)
+        sign = np.signbit(got) != np.signbit(e.exact) if c is None or c.n_sign else np.zeros(len(got), bool)
         if sign.any():
             idx = np.flatnonzero(sign)
             g, exact = got[idx], e.exact[idx] + e.exact_lo[idx]
@@ -149,6 +155,18 @@ def masks(e: PointErrors, cand: Candidate, fmt: Format, ref_params: dict) -> dic
         if pieces and ref.arity == 1:
             out["monotonicity"] = (_backwards(e.x, got, finite_result(e.cls), pieces), "")
     return out
+
+
+_NONE = np.zeros(0, np.int64)
+
+
+def _mask_counts_native(e: PointErrors, fmt: Format) -> native.MaskCounts | None:
+    """masks' first tests by the compiled helper (audit/numbers/native.py), where it is
+    loaded and applies (fp32, a chunk of CHUNK_MIN inputs or more)."""
+    loaded = native.lib()
+    if loaded is None or fmt.name != "fp32" or e.got.ndim != 1 or len(e.got) < native.CHUNK_MIN:
+        return None
+    return native.mask_counts_fp32(loaded, e.got, e.rounded, e.exact, fmt.max_finite)
 
 
 def _backwards(x, got, ok, pieces) -> np.ndarray:

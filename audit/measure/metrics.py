@@ -329,6 +329,26 @@ HIST_SHIFT = 44  # p99 histogram bins: the top 20 bits of an error's float64 pat
 # are >= 0: sign bit 0): exponent and 8 significand bits, bins of 2**-8 relative width
 INF_KEY = 0x7FF0000000000000 >> HIST_SHIFT  # the bin of inf; NaN bins lie above it
 
+
+def key_histogram(u: np.ndarray) -> list[tuple[int, int]]:
+    """(key, count) of the p99 histogram's keys of errors u (their float64 bits >> HIST_SHIFT;
+    u >= 0: the sign bit is clear), ascending, the zero key first and only if any."""
+    keys = u.view(np.int64) >> HIST_SHIFT
+    zero = keys == 0
+    nzero = int(np.count_nonzero(zero))
+    if nzero == len(u):
+        return [(0, nzero)]
+    # a chunk's nonzero errors span few binades: count them in a short array from their
+    # smallest key (zeros, common where results are exact, are counted apart)
+    k0 = int(keys.min(where=~zero, initial=np.iinfo(np.int64).max))
+    keys[zero] = k0
+    keys -= k0
+    counts = np.bincount(keys)
+    counts[0] -= nzero
+    nz = np.flatnonzero(counts)
+    return ([(0, nzero)] if nzero else []) + list(zip((nz + k0).tolist(), counts[nz].tolist()))
+
+
 # the fields of a Summary's state (Summary.state, Summary.from_state): its public fields, in order
 STATE_FIELDS = (
     "count",
@@ -432,21 +452,13 @@ class Summary:
     def _bin(self, u: np.ndarray) -> None:
         if not len(u):
             return
-        keys = u.view(np.int64) >> HIST_SHIFT  # u >= 0: the sign bit is clear
-        zero = keys == 0
-        nzero = int(np.count_nonzero(zero))
-        if nzero == len(u):
-            self._add_hist([(0, nzero)])
-            return
-        # a chunk's nonzero errors span few binades: count them in a short array from their
-        # smallest key (zeros, common where results are exact, are counted apart)
-        k0 = int(keys.min(where=~zero, initial=np.iinfo(np.int64).max))
-        keys[zero] = k0
-        keys -= k0
-        counts = np.bincount(keys)
-        counts[0] -= nzero
-        nz = np.flatnonzero(counts)
-        self._add_hist(([(0, nzero)] if nzero else []) + list(zip((nz + k0).tolist(), counts[nz].tolist())))
+        loaded = native.lib()
+        if loaded is not None and len(u) >= native.CHUNK_MIN:  # (the compiled helper: two passes)
+            items = native.key_histogram(loaded, u, HIST_SHIFT)
+            if items is not None:
+                self._add_hist(items)
+                return
+        self._add_hist(key_histogram(u))
 
     def _add_hist(self, items) -> None:
         h = self._hist

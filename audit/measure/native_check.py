@@ -1,9 +1,11 @@
 """The compiled helper's check: its loops against the numpy paths they replace, bit for bit.
 
-:func:`prepare` builds the helper (audit/numbers/native.py) for a large fp32 sweep and keeps
-it only where both of its loops give, at a fixed set of hard inputs, the arrays and counts
-of the numpy code they stand in for (``oracle.fast_bounds``; ``metrics.correct_results``,
-``metrics.pointwise`` and ``metrics.ulp_distance``): zeros of both signs, fp32 and float64
+:func:`prepare` builds the helper (audit/numbers/native.py) for a large fp32 sweep, or loads
+it from the C kernels' cache where an earlier run built it (:func:`cached`), and keeps it
+only where its loops give, at a fixed set of hard inputs, the arrays and counts of the
+numpy code they stand in for (``oracle.fast_bounds``; ``metrics.correct_results``,
+``metrics.pointwise`` and ``metrics.ulp_distance``; the reductions of ``findings.masks``;
+``metrics.key_histogram``): zeros of both signs, fp32 and float64
 subnormals, powers of two, the midpoints between fp32 neighbours and their float64
 neighbours, the largest finite value and what lies beyond it, infinities and NaN, and
 seeded random values around them.  tests/test_native.py runs the same comparison on more
@@ -12,7 +14,10 @@ inputs.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 
 import numpy as np
 
@@ -21,12 +26,48 @@ from audit.numbers import native
 from audit.numbers.formats import get_format
 from audit.oracle import oracle
 
+_MEMORY: list = []  # the memory file that holds the loaded helper's bytes (kept open)
+
 
 def prepare(storage: str, count: int) -> bool:
-    """Build the helper where a sweep of ``count`` inputs in ``storage`` gains from it."""
+    """Build or load the helper where a sweep of ``count`` inputs in ``storage`` gains from it."""
     if storage != "fp32" or count < native.SWEEP_MIN:
         return False
-    return native.prepare(agrees)
+    return native.prepare(agrees, cached)
+
+
+def cached():
+    """The helper from the C kernels' cache (audit/targets/ckernels.py; docs/concepts/
+    kernel-isolation.md): its bytes bound by their record to a key over the source, the
+    flags, the compiler's command and identity; compiled there where absent, altered,
+    truncated or recorded under another key; loaded from a memory file holding the verified
+    bytes, never from the cache path.  None without a compiler."""
+    from audit.targets import ckernels
+
+    cc = native.compiler()
+    if cc is None:
+        return None
+    what = {
+        "what": "actaudit's compiled fp32 helper",
+        "source": native.SOURCE,
+        "flags": list(native.FLAGS),
+        "cc": cc,
+        "compiler": ckernels.compiler_identity(cc[0]),
+    }
+    key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+    dest = ckernels.cache_root() / "native" / f"helper-{key[:40]}.so"
+    data = ckernels._verified(dest, key)
+    if data is None:
+
+        def compile_to(tmp):
+            if not native.compile_to(cc, tmp):
+                raise ckernels.KernelError("the compiled helper does not compile")
+
+        data = ckernels._cache_put(dest, key, "native.so", "compiled helper", compile_to)
+    fd = os.memfd_create("actaudit-native", 0)
+    os.write(fd, data)
+    _MEMORY.append(fd)
+    return native.load(f"/proc/self/fd/{fd}")
 
 
 def hard_values(seed: int = 0, n: int = 4096) -> np.ndarray:
@@ -62,7 +103,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def agrees(loaded, seed: int = 0, n: int = 4096) -> bool:
-    """Both loops of ``loaded`` give the numpy paths' arrays and counts at hard_values."""
+    """The loops of ``loaded`` give the numpy paths' arrays and counts at hard_values."""
     fmt = get_format("fp32")
     v = hard_values(seed, n)
     rng = np.random.default_rng(seed + 1)
@@ -108,4 +149,25 @@ def agrees(loaded, seed: int = 0, n: int = 4096) -> bool:
             int(np.count_nonzero(hi == 0)),
             int(np.count_nonzero(~np.isfinite(rounded))),
         )
-        return tuple(eb[5:]) == counts
+        if tuple(eb[5:]) != counts:
+            return False
+        # the counts findings.masks tests: results against RN_F(f) and the exact value
+        exact = np.where(rng.random(len(v)) < 0.5, hi, -hi)
+        mc = native.mask_counts_fp32(loaded, got, rounded, exact, fmt.max_finite)
+        fin = np.isfinite(got)
+        want = (
+            int(np.count_nonzero(~fin)),
+            int(np.count_nonzero(fin & (np.abs(got) >= fmt.max_finite))),
+            int(np.count_nonzero(~np.isfinite(rounded))),
+            int(np.count_nonzero(got == 0)),
+            int(np.count_nonzero(np.signbit(got) != np.signbit(exact))),
+        )
+        if mc is None or tuple(mc) != want:
+            return False
+        # the p99 histogram of ULP errors: zeros, tiny to huge, inf and NaN; all zeros; none
+        u = np.abs(v)
+        u[rng.random(len(u)) < 0.2] = 0.0
+        for w in (u, np.zeros(len(u)), u[u != 0], np.full(len(u), 0.25)):
+            if native.key_histogram(loaded, w, metrics.HIST_SHIFT) != metrics.key_histogram(w):
+                return False
+        return True

@@ -4,14 +4,19 @@ Most of an exhaustive fp32 sweep's time outside the reference's own float64 valu
 candidate is numpy passes over arrays of a chunk's size: about twenty for the oracle's
 rounding decision (``audit.oracle.oracle._compute``) and as many for the per-input errors
 (``audit.measure.metrics.point_errors``), each reading and writing megabytes.  This module
-compiles two C loops that make each of those stages one pass:
+compiles C loops that make each of those stages one pass:
 
 * ``oracle_fp32``: the fast value's slack ``|v| rel + 2**-1000``, whether the two ends of
   ``v +- slack`` round alike in fp32, ``RN_fp32(v)``, whether the binade of ``|v| +-
   slack`` is certain, whether ``|v|`` lies within its slack of zero;
 * ``errors_fp32``: whether each result is correctly rounded, its absolute error
   ``|(r - hi) - lo|``, ulp_F of the exact value ``hi + lo``, the ULP and relative errors,
-  the ULP distance ``|ord(r) - ord(RN(f))|``.
+  the ULP distance ``|ord(r) - ord(RN(f))|``;
+* ``mask_counts_fp32``: the counts that ``audit.measure.findings.masks`` tests before it
+  builds each finding's mask (non-finite results, results at or beyond the largest finite
+  value, non-finite RN_F(f), zero results, results of the other sign bit);
+* ``key_histogram``: the p99 histogram's counts of a chunk's ULP errors
+  (``audit.measure.metrics.Summary._bin``), by their float64 bits.
 
 Each element goes through the very operations, in the same order, that the numpy code
 applies to it (IEEE double arithmetic, the hardware's double -> single conversion, no
@@ -48,14 +53,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SWEEP_MIN = 1 << 23  # fp32 inputs of a sweep from which the helper is built (0.2 s against ~0.2 s saved)
+SWEEP_MIN = 1 << 23  # fp32 inputs of a sweep from which the helper is used (about 0.05 s to load it from the
+# cache and check it, against 0.1-0.2 s saved; its first build, once per compiler, 0.3-0.6 s)
 CHUNK_MIN = 1 << 12  # a chunk this small takes the numpy path (the call's overhead)
+# IEEE arithmetic as numpy's loops do it, whatever $CC adds: no value-changing optimization,
+# no contraction into fused multiply-adds; then -fno-trapping-math (last: the -fno- forms of
+# -ffast-math and -funsafe-math-optimizations turn trapping math back on), which lets gcc
+# vectorize the selects and changes no value (no floating-point exception is looked at)
 FLAGS = (
     "-O3",
     "-march=native",
+    "-fno-unsafe-math-optimizations",
+    "-fno-finite-math-only",
+    "-fsigned-zeros",
     "-ffp-contract=off",
     "-fno-trapping-math",
-    "-fno-fast-math",
     "-fPIC",
     "-shared",
     "-std=c99",
@@ -171,6 +183,56 @@ void aa_errors_fp32(int64_t n, const double *restrict got, const double *restric
     counts[3] = n_zero;
     counts[4] = n_over;
 }
+
+/* counts: [0] non-finite results, [1] finite results of magnitude >= max_finite,
+   [2] non-finite RN_F(f), [3] zero results, [4] results whose sign bit is not the exact
+   value's */
+void aa_mask_counts_fp32(int64_t n, const double *restrict got, const double *restrict rn,
+                         const double *restrict exact, double max_finite, int64_t *restrict counts) {
+    int64_t n_nonfin = 0, n_big = 0, n_rn = 0, n_zero = 0, n_sign = 0;
+    const int64_t E = 0x7FF0000000000000LL; /* (on the bits, one integer width: it vectorizes) */
+    for (int64_t i = 0; i < n; i++) {
+        double g = got[i];
+        int64_t b = bits64(g);
+        int64_t fin = (b & E) != E;
+        n_nonfin += !fin;
+        n_big += fin & (fabs(g) >= max_finite);
+        n_rn += (bits64(rn[i]) & E) == E;
+        n_zero += g == 0;
+        n_sign += (b ^ bits64(exact[i])) < 0;
+    }
+    counts[0] = n_nonfin;
+    counts[1] = n_big;
+    counts[2] = n_rn;
+    counts[3] = n_zero;
+    counts[4] = n_sign;
+}
+
+/* The p99 histogram's keys (the float64 bits of an error >> shift): out[0] the zero keys,
+   out[1] and out[2] the smallest and largest nonzero key (out[1] > out[2]: none) */
+void aa_key_range(int64_t n, const double *restrict u, int64_t shift, int64_t *restrict out) {
+    int64_t nzero = 0, lo = INT64_MAX, hi = INT64_MIN;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = bits64(u[i]) >> shift;
+        nzero += k == 0;
+        int64_t kl = k == 0 ? INT64_MAX : k, kh = k == 0 ? INT64_MIN : k;
+        lo = kl < lo ? kl : lo;
+        hi = kh > hi ? kh : hi;
+    }
+    out[0] = nzero;
+    out[1] = lo;
+    out[2] = hi;
+}
+
+/* counts[k - k0] += 1 for each nonzero key k (counts: hi - k0 + 1 zeros) */
+void aa_key_counts(int64_t n, const double *restrict u, int64_t shift, int64_t k0,
+                   int64_t *restrict counts) {
+    for (int64_t i = 0; i < n; i++) {
+        int64_t k = bits64(u[i]) >> shift;
+        if (k != 0)
+            counts[k - k0] += 1;
+    }
+}
 """
 
 _LOCK = threading.Lock()
@@ -189,10 +251,13 @@ def lib() -> ctypes.CDLL | None:
     return _LIB if enabled() else None
 
 
-def prepare(check: Callable[[ctypes.CDLL], bool]) -> bool:
-    """Build and load the helper once per process (a no-op after the first call), keeping
-    it only where ``check(loaded)`` finds it agrees with the numpy paths; whether it is
-    loaded.  Any failure leaves the numpy paths (logged, never raised)."""
+def prepare(
+    check: Callable[[ctypes.CDLL], bool], build: Callable[[], ctypes.CDLL | None] | None = None
+) -> bool:
+    """Build and load the helper once per process (a no-op after the first call), by
+    ``build()`` (default: compiled here, into a private directory), keeping it only where
+    ``check(loaded)`` finds it agrees with the numpy paths; whether it is loaded.  Any
+    failure leaves the numpy paths (logged, never raised)."""
     global _LIB, _TRIED
     if not enabled():
         return False
@@ -200,7 +265,7 @@ def prepare(check: Callable[[ctypes.CDLL], bool]) -> bool:
         if not _TRIED:
             _TRIED = True
             try:
-                loaded = _build()
+                loaded = (build or _build)()
                 if loaded is not None and not check(loaded):
                     log.warning("actaudit's compiled helper disagrees with its numpy path: not used")
                     loaded = None
@@ -211,7 +276,8 @@ def prepare(check: Callable[[ctypes.CDLL], bool]) -> bool:
     return _LIB is not None
 
 
-def _compiler() -> list[str] | None:
+def compiler() -> list[str] | None:
+    """The compiler's command ($CC split as a shell would, default gcc), if it is found."""
     import shlex
     import shutil
 
@@ -221,49 +287,70 @@ def _compiler() -> list[str] | None:
     return cc
 
 
-def _build() -> ctypes.CDLL | None:
-    import ctypes
-    import shutil
+def compile_to(cc: list[str], so: Path) -> bool:
+    """Compile SOURCE with ``cc`` and FLAGS into the shared object ``so`` (in a directory of
+    the caller's own); whether it compiled."""
     import signal
     import subprocess
+
+    src, err = so.with_name("native.c"), so.with_name("native.stderr")
+    src.write_text(SOURCE)
+    # the compiler's output to a file, not a pipe (a wrapper's background child holding a
+    # pipe would stall us), in a process group of its own, killed whole on a timeout or an
+    # interrupt (no cc1 or as left running)
+    with open(err, "wb") as ef:
+        proc = subprocess.Popen(
+            [*cc, *FLAGS, "-o", str(so), str(src), "-lm"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=ef,
+            start_new_session=True,
+        )
+        try:
+            rc = proc.wait(timeout=120)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    if rc != 0:
+        log.debug("compiled helper: %s", err.read_bytes().decode(errors="replace")[-500:])
+    return rc == 0
+
+
+def _build() -> ctypes.CDLL | None:
+    """The helper compiled into a fresh private directory, loaded, the directory removed."""
+    import shutil
     import tempfile
 
-    cc = _compiler()
+    cc = compiler()
     if cc is None:
         return None
     tmp = Path(tempfile.mkdtemp(prefix="actaudit-native-"))  # (mode 0700, this process's own)
     try:
-        src, so, err = tmp / "native.c", tmp / "native.so", tmp / "stderr"
-        src.write_text(SOURCE)
-        # the compiler's output to a file, not a pipe (a wrapper's background child holding a
-        # pipe would stall us), in a process group of its own, killed whole on a timeout or
-        # an interrupt (no cc1 or as left running)
-        with open(err, "wb") as ef:
-            proc = subprocess.Popen(
-                [*cc, *FLAGS, "-o", str(so), str(src), "-lm"],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=ef,
-                start_new_session=True,
-            )
-            try:
-                rc = proc.wait(timeout=120)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                raise
-        if rc != 0:
-            log.debug("compiled helper: %s", err.read_bytes().decode(errors="replace")[-500:])
-            return None
-        loaded = ctypes.CDLL(str(so))
+        so = tmp / "native.so"
+        return load(str(so)) if compile_to(cc, so) else None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # (the mapping outlives the file)
+
+
+def load(path: str) -> ctypes.CDLL:
+    """The helper's shared object at ``path`` (a file, or a memory file's /proc/self/fd
+    path), its functions typed."""
+    import ctypes
+
+    loaded = ctypes.CDLL(path)
     ptr, i64, dbl = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
     loaded.aa_oracle_fp32.restype = None
     loaded.aa_oracle_fp32.argtypes = [i64, ptr, ptr, i64, dbl, i64, ptr, ptr, ptr, ptr, ptr, ptr]
     loaded.aa_errors_fp32.restype = None
     loaded.aa_errors_fp32.argtypes = [i64, ptr, ptr, ptr, ptr, ptr, dbl, dbl, ptr, ptr, ptr, ptr, ptr, ptr]
+    loaded.aa_mask_counts_fp32.restype = None
+    loaded.aa_mask_counts_fp32.argtypes = [i64, ptr, ptr, ptr, dbl, ptr]
+    loaded.aa_key_range.restype = None
+    loaded.aa_key_range.argtypes = [i64, ptr, i64, ptr]
+    loaded.aa_key_counts.restype = None
+    loaded.aa_key_counts.argtypes = [i64, ptr, i64, i64, ptr]
     return loaded
 
 
@@ -368,3 +455,39 @@ def errors_fp32(
     )
     c = counts.tolist()
     return ErrorsFP32(correct, abs_err, ulp_err, rel_err, dist, *c)
+
+
+class MaskCounts(NamedTuple):
+    n_nonfinite: int  # non-finite results
+    n_big: int  # finite results of magnitude >= the largest finite value
+    n_rn_nonfinite: int  # non-finite RN_F(f)
+    n_zero: int  # zero results
+    n_sign: int  # results whose sign bit differs from the exact value's hi
+
+
+def mask_counts_fp32(loaded, got, rn, exact, max_finite: float) -> MaskCounts | None:
+    """The reductions that findings.masks tests before it builds a mask, in one pass; None
+    where the arrays are not plain float64 ones."""
+    if not _c_ready(got, rn, exact) or not (len(got) == len(rn) == len(exact)):
+        return None
+    counts = np.zeros(5, np.int64)
+    loaded.aa_mask_counts_fp32(len(got), _ptr(got), _ptr(rn), _ptr(exact), float(max_finite), _ptr(counts))
+    return MaskCounts(*counts.tolist())
+
+
+def key_histogram(loaded, u: np.ndarray, shift: int) -> list[tuple[int, int]] | None:
+    """(key, count) of the keys ``u``'s float64 bits >> shift, ascending, zero keys first
+    and only if any: what metrics.Summary._bin counts, in two passes; None where u is not a
+    plain float64 array."""
+    if not _c_ready(u):
+        return None
+    r = np.zeros(3, np.int64)
+    loaded.aa_key_range(len(u), _ptr(u), shift, _ptr(r))
+    nzero, lo, hi = r.tolist()
+    items = [(0, nzero)] if nzero else []
+    if lo > hi:
+        return items
+    counts = np.zeros(hi - lo + 1, np.int64)
+    loaded.aa_key_counts(len(u), _ptr(u), shift, lo, _ptr(counts))
+    nz = np.flatnonzero(counts)
+    return items + list(zip((nz + lo).tolist(), counts[nz].tolist()))
