@@ -69,6 +69,7 @@ class Mutation:
 
 
 M = Mutation
+TN = ("tests/test_native.py",)
 MUTATIONS = [
     # ---- rounding and ulp (formats.py)
     M(
@@ -422,6 +423,77 @@ MUTATIONS = [
         'MAX_SAMPLES = {"fp32": 1 << 24',
         'MAX_SAMPLES = {"fp32": 1 << 25',
         (T_CLAIMS,),
+    ),
+    # ---- the compiled fp32 helper's glue (audit/numbers/native.py and its callers)
+    M(
+        "native: an array relative error read as one number",
+        "audit/numbers/native.py",
+        "1 if len(rel_a) == n and n != 1 else 0,",
+        "0,",
+        TN,
+    ),
+    M(
+        "native: unsure results left unsettled on the helper's path",
+        "audit/measure/metrics.py",
+        "            if pw.n_settle:",
+        "            if False:",
+        TN,
+    ),
+    M(
+        "metrics: zero exact values skipped (a shared line)",
+        "audit/measure/metrics.py",
+        "zero = np.flatnonzero(hi == 0) if pw.n_zero else _NONE",
+        "zero = _NONE",
+        (T_METRICS, "tests/test_mutants_metrics.py"),
+    ),
+    M(
+        "metrics: overflowing exact values skipped (a shared line)",
+        "audit/measure/metrics.py",
+        "over = np.flatnonzero(~np.isfinite(rounded)) if pw.n_over else _NONE",
+        "over = _NONE",
+        (T_METRICS, "tests/test_mutants_metrics.py"),
+    ),
+    M(
+        "oracle: the fast path's odd inputs skipped (a shared line)",
+        "audit/oracle/oracle.py",
+        "odd = np.flatnonzero(amb | ~np.isfinite(v)) if b.n_odd else _NONE",
+        "odd = _NONE",
+        (T_ORACLE,),
+    ),
+    M(
+        "oracle: tiny fast values not signed (a shared line)",
+        "audit/oracle/oracle.py",
+        "any_tiny = b.n_tiny > 0",
+        "any_tiny = False",
+        (T_ORACLE, "tests/test_signs.py"),
+    ),
+    M(
+        "findings: a result of the other sign bit not tested (a shared line)",
+        "audit/measure/findings.py",
+        "sign = np.signbit(got) != np.signbit(e.exact) if c is None or c.n_sign else np.zeros(len(got), bool)",
+        "sign = np.zeros(len(got), bool)",
+        (T_FINDINGS, "tests/test_mutants_findings.py"),
+    ),
+    M(
+        "native: results at +-max not tested for overflow on the helper's path",
+        "audit/measure/findings.py",
+        "any_nonfinite, big, rn_all_finite = c.n_nonfinite > 0, c.n_big > 0, c.n_rn_nonfinite == 0",
+        "any_nonfinite, big, rn_all_finite = c.n_nonfinite > 0, False, c.n_rn_nonfinite == 0",
+        TN,
+    ),
+    M(
+        "native: built for a sweep one input short of the threshold",
+        "audit/measure/native_check.py",
+        'if storage != "fp32" or count < native.SWEEP_MIN:',
+        'if storage != "fp32" or count <= native.SWEEP_MIN - 2:',
+        TN,
+    ),
+    M(
+        "native: a cached object loaded without its record's check",
+        "audit/measure/native_check.py",
+        "data = ckernels._verified(dest, key)",
+        "data = dest.read_bytes() if dest.exists() else None",
+        TN,
     ),
 ]
 

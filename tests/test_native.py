@@ -309,3 +309,104 @@ def test_large_sweep_uses_the_cache(fresh, tmp_path):
     fresh.delenv("ACTAUDIT_NO_CACHE", raising=False)
     assert native_check.prepare("fp32", native.SWEEP_MIN)
     assert list((tmp_path / "ckernels" / "native").glob("*.so"))
+
+
+CHUNK_CANDIDATES = [
+    "gelu.tanh",
+    "exp.libm",
+    "log.libm",
+    "rsqrt.div_sqrt",
+    "sigmoid.exp",
+    "erf.libm",
+    "log1p.naive",
+    "tanh.exp",
+]
+
+
+def _fp32_inputs() -> np.ndarray:
+    """Finite fp32 inputs of every kind: both zeros, subnormals, ties' neighbours, huge."""
+    from audit.numbers.formats import get_format
+
+    v = get_format("fp32").round(native_check.hard_values(seed=5, n=20_000))
+    v = v[np.isfinite(v)]
+    return np.concatenate([[0.0, -0.0, 88.72283935546875, 88.72284698486328, -103.97207641601562], v])
+
+
+def _stages(cid: str, x: np.ndarray, variant: int):
+    """The oracle, the per-input errors, the masks and a histogram Summary of one chunk."""
+    from audit.measure import findings
+    from audit.measure.metrics import Summary, point_errors
+    from audit.numbers.formats import get_format
+    from audit.oracle import oracle
+    from audit.targets.candidates import resolve
+
+    (c,) = resolve([cid])
+    fmt = get_format("fp32")
+    p = c.ref.with_defaults({})
+    ov = oracle._compute(c.ref, fmt, x, p)
+    got = np.asarray(c.evaluate(x, fmt, fmt, p), dtype=np.float64)
+    with np.errstate(all="ignore"):
+        if variant == 1:  # one step off, every other input
+            got[::2] = fmt.round(
+                np.nextafter(got[::2].astype(np.float32), np.float32(np.inf)).astype(np.float64)
+            )
+        elif variant == 2:  # NaN, +-inf, zeros, +-max and sign flips sprinkled in
+            rng = np.random.default_rng(3)
+            for val in (np.nan, np.inf, -np.inf, 0.0, -0.0, fmt.max_finite, -fmt.max_finite):
+                got[rng.random(len(got)) < 0.02] = val
+            flip = rng.random(len(got)) < 0.05
+            got[flip] = -got[flip]
+    e = point_errors(
+        x,
+        got,
+        ov,
+        fmt,
+        settle=lambda idx: oracle.settle(c.ref, fmt, ov, idx, x, p),
+        beyond=lambda idx, g: oracle.beyond_errors(c.ref, fmt, x[idx], g, p),
+    )
+    m = findings.masks(e, c, fmt, p)
+    s = Summary(exact_p99=False)
+    s.add(e, fmt)
+    return ov, e, m, s
+
+
+def _bits(a) -> bytes:
+    return np.ascontiguousarray(a).tobytes()
+
+
+@pytest.mark.parametrize("cid", CHUNK_CANDIDATES)
+@pytest.mark.parametrize("variant", [0, 1, 2])
+def test_chunk_stages_identical_with_and_without(cid, variant, fresh):
+    """Each stage of a chunk (oracle values, per-input errors, finding masks, the p99
+    histogram) bit for bit the same with the helper and without it, at inputs and results
+    that reach every rare case: zeros of both signs, subnormals, overflow, poles, undefined
+    values, NaN and infinite results, +-max, sign flips, results one step off."""
+    x = _fp32_inputs()
+    assert native.prepare(native_check.agrees)
+    a = _stages(cid, x, variant)
+    fresh.setenv("ACTAUDIT_NO_NATIVE", "1")
+    b = _stages(cid, x, variant)
+    (ova, ea, ma, sa), (ovb, eb, mb, sb) = a, b
+    for f in ("rounded", "hi", "lo", "unsure"):
+        assert _bits(getattr(ova, f)) == _bits(getattr(ovb, f)), f
+    assert ova.n_mpmath == ovb.n_mpmath
+    for f in (
+        "got",
+        "exact",
+        "exact_lo",
+        "rounded",
+        "ulp_err",
+        "ulp_dist",
+        "abs_err",
+        "rel_err",
+        "cls",
+        "correct",
+    ):
+        assert _bits(getattr(ea, f)) == _bits(getattr(eb, f)), f
+    assert ma.keys() == mb.keys()
+    for k in ma:
+        assert _bits(ma[k][0]) == _bits(mb[k][0]) and ma[k][1] == mb[k][1], k
+    (da, ra), (db, rb) = sa.state(), sb.state()
+    assert (
+        json.dumps(da, sort_keys=True) == json.dumps(db, sort_keys=True) and da["hist"] and not ra and not rb
+    )

@@ -200,9 +200,8 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
             else:  # unknown without the exact value: an upper bound, never NaN
                 ulp_err[big] = abs_err[big] = np.inf
                 rel_err[big] = 1.0 if fmt.max_finite < 2.0**960 else np.inf
-        over = (
-            np.flatnonzero(~np.isfinite(rounded)) if pw.n_over else _NONE
-        )  # RN_F(f) overflows (or f is NaN)
+        # RN_F(f) overflows (or f is NaN)
+        over = np.flatnonzero(~np.isfinite(rounded)) if pw.n_over else _NONE
         und = over[:0]
         if len(over):
             undef = np.isnan(hi[over])

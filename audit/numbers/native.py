@@ -20,20 +20,21 @@ compiles C loops that make each of those stages one pass:
 
 Each element goes through the very operations, in the same order, that the numpy code
 applies to it (IEEE double arithmetic, the hardware's double -> single conversion, no
-contraction into fused multiply-adds: ``-ffp-contract=off``, no ``-ffast-math``), so the
+contraction into fused multiply-adds: see FLAGS), so the
 results are the numpy path's bit for bit; the rare cases that numpy handles on their inputs
 alone (non-finite values, zero exact values, values to settle in mpmath) stay in numpy,
 told by the counts each loop returns.  A test compares the two paths at every kind of input.
 
 It is optional, and used only where it pays: a sweep of at least ``SWEEP_MIN`` fp32 inputs
-calls :func:`prepare`, which compiles the source below with the system compiler (``$CC``,
-default ``gcc``) into a fresh private directory, loads it, removes the directory, and keeps
-it only where its caller's check passes (``audit.measure.native_check.agrees``: both loops
-against the numpy code they replace, at a fixed set of hard inputs: zeros of both signs,
-subnormals, ties, NaN, infinities, values beyond fp32).  Without a compiler, on any
-failure, on a mismatch, or with ``ACTAUDIT_NO_NATIVE=1`` in the environment, every stage takes
-its numpy path (the same results).  Nothing compiled is ever read back from disk: each
-process that needs the helper builds its own (about 0.2 s), and forked workers inherit it.
+calls :func:`prepare` (through ``audit.measure.native_check.prepare``), which builds the
+source below with the system compiler (``$CC``, default ``gcc``; the C kernels' cache keeps
+the object, bound to a key over the source, the flags and the compiler, and its verified
+bytes are loaded from a memory file: ``native_check.cached``), and keeps it only where its
+caller's check passes (``native_check.agrees``: every loop against the numpy code it
+replaces, at a fixed set of hard inputs: zeros of both signs, subnormals, ties, NaN,
+infinities, values beyond fp32).  Without a compiler, on any failure, on a mismatch, or
+with ``ACTAUDIT_NO_NATIVE=1`` in the environment, every stage takes its numpy path (the same
+results).  Forked workers inherit the loaded helper.
 """
 
 from __future__ import annotations
