@@ -94,7 +94,7 @@ def oracle_figures(rng: tuple[float, float], repeat: int) -> None:
     build_s = time.perf_counter() - t
     modes = [("numpy path", "1")] + ([("compiled helper", "")] if built else [])
     print(
-        f"(d) the compiled helper: {'built in ' + format(build_s, '.2f') + ' s' if built else 'not built (no compiler?)'}"
+        f"(d) the compiled helper: {'ready in ' + format(build_s, '.2f') + ' s (built, or loaded from the cache)' if built else 'not built (no compiler?)'}"
     )
 
     def in_mode(flag, fn):
