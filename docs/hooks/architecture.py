@@ -26,7 +26,11 @@ STAGES = [
     ("catalog", ["approximations"], "the candidates, one module per family (registered on import)"),
     ("targets", ["audit/targets"], "what is audited: candidates, evaluation paths, kernels, engines"),
     ("oracle", ["audit/oracle"], "exact references in mpmath, correctly rounded values"),
-    ("numbers", ["audit/numbers"], "formats, exact rounding, ulp, input domains, the optional compiled fp32 passes"),
+    (
+        "numbers",
+        ["audit/numbers"],
+        "formats, exact rounding, ulp, input domains, the optional compiled fp32 passes",
+    ),
     (
         "shared",
         ["audit/io.py", "audit/signals.py", "audit/errors.py", "audit/_version.py"],
