@@ -89,20 +89,32 @@ def oracle_figures(rng: tuple[float, float], repeat: int) -> None:
 
     # the compiled helper (audit/numbers/native.py) built once, as the first large sweep
     # builds it; each figure then with it and without it (its numpy path), runs interleaved
+    compiled = []
+    real_compile = native.compile_to
+    native.compile_to = lambda *a: compiled.append(1) or real_compile(*a)  # (to say which it was)
     t = time.perf_counter()
-    built = native_check.prepare("fp32", native.SWEEP_MIN)
+    try:
+        built = native_check.prepare("fp32", native.SWEEP_MIN)
+    finally:
+        native.compile_to = real_compile
     build_s = time.perf_counter() - t
     modes = [("numpy path", "1")] + ([("compiled helper", "")] if built else [])
+    how = "built" if compiled else "loaded from the cache and checked"
+    why = "ACTAUDIT_NO_NATIVE is set" if not native.enabled() else "no compiler, or a failed build or check"
     print(
-        f"(d) the compiled helper: {'ready in ' + format(build_s, '.2f') + ' s (built, or loaded from the cache)' if built else 'not built (no compiler?)'}"
+        f"(d) the compiled helper: {how + ' in ' + format(build_s, '.2f') + ' s' if built else 'not used (' + why + ')'}"
     )
 
     def in_mode(flag, fn):
+        before = os.environ.get("ACTAUDIT_NO_NATIVE")
         os.environ["ACTAUDIT_NO_NATIVE"] = flag
         try:
             return fn()
-        finally:
-            os.environ.pop("ACTAUDIT_NO_NATIVE", None)
+        finally:  # (the caller's own setting back)
+            if before is None:
+                os.environ.pop("ACTAUDIT_NO_NATIVE", None)
+            else:
+                os.environ["ACTAUDIT_NO_NATIVE"] = before
 
     def wall(fn):
         t = time.perf_counter()

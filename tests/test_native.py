@@ -15,6 +15,7 @@ the numpy path's results bit for bit.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -58,7 +59,7 @@ MUTANTS = [
     ("k1 = k1 > emin_key ? k1 : emin_key;", ""),
     ("uint8_t t = (m <= s) & (m < INFINITY);", "uint8_t t = (m < s) & (m < INFINITY);"),
     ("uint8_t t = (m <= s) & (m < INFINITY);", "uint8_t t = m <= s;"),
-    ("uint8_t c = (g == r) | (isnan(g) & isnan(r));", "uint8_t c = g == r;"),
+    ("uint8_t c = (g == r) | ((isnan(g) != 0) & (isnan(r) != 0));", "uint8_t c = g == r;"),
     ("double a = (g - h) - l;", "double a = g - (h + l);"),
     ("ulp_err[i] = (c & (ue > 0.5)) ? 0.5 : ue;", "ulp_err[i] = (ue > 0.5) ? 0.5 : ue;"),
     ("ulp_err[i] = (c & (ue > 0.5)) ? 0.5 : ue;", "ulp_err[i] = (c & (ue >= 0.5)) ? 0.49 : ue;"),
@@ -207,7 +208,6 @@ def test_refused_when_check_raises(fresh):
 def test_compiler_child_holding_stderr_does_not_stall(fresh, tmp_path):
     """A compiler wrapper that leaves a child holding its stderr (a daemonizing cache) does
     not keep prepare waiting: the compiler's output goes to a file, not a pipe."""
-    import os
     import threading
 
     gate = tmp_path / "gate"
@@ -221,8 +221,12 @@ def test_compiler_child_holding_stderr_does_not_stall(fresh, tmp_path):
     t.start()
     t.join(120)  # (a deadline, not a pause: prepare returns as soon as the compiler exits)
     done = not t.is_alive()
-    with open(gate, "w") as g:  # let the wrapper's child go
-        g.write("x\n")
+    try:  # let the wrapper's child go (ENXIO: it never started, gcc failed)
+        fd = os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, b"x\n")
+        os.close(fd)
+    except OSError:
+        pass
     t.join()
     assert done and out == [True]
 
@@ -383,7 +387,13 @@ def test_chunk_stages_identical_with_and_without(cid, variant, fresh):
     values, NaN and infinite results, +-max, sign flips, results one step off."""
     x = _fp32_inputs()
     assert native.prepare(native_check.agrees)
+    calls = []
+    for name in ("oracle_fp32", "errors_fp32", "mask_counts_fp32", "key_histogram"):
+        real = getattr(native, name)
+        fresh.setattr(native, name, lambda *a, real=real, name=name: calls.append(name) or real(*a))
     a = _stages(cid, x, variant)
+    assert {"errors_fp32", "mask_counts_fp32", "key_histogram"} <= set(calls)  # (the helper ran)
+    assert "oracle_fp32" in calls or cid in ("exp.libm", "log.libm", "rsqrt.div_sqrt", "log1p.naive")
     fresh.setenv("ACTAUDIT_NO_NATIVE", "1")
     b = _stages(cid, x, variant)
     (ova, ea, ma, sa), (ovb, eb, mb, sb) = a, b
@@ -410,3 +420,39 @@ def test_chunk_stages_identical_with_and_without(cid, variant, fresh):
     assert (
         json.dumps(da, sort_keys=True) == json.dumps(db, sort_keys=True) and da["hist"] and not ra and not rb
     )
+
+
+def test_a_fast_math_compiler_changes_nothing_of_the_process(tmp_path):
+    """A $CC with -ffast-math (or -Ofast) would link crtfastmath.o, whose constructor sets
+    flush-to-zero for the whole process when the library loads: the helper's flags keep it
+    out (run in a child process: a failure would flush this one)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from audit.numbers import native\n"
+        "from audit.measure import native_check\n"
+        "ok = native.prepare(native_check.agrees, native_check.cached)\n"
+        "print(ok, (np.array([5e-324]) * 1.0)[0] == 5e-324, (np.array([1e-45], np.float32) * 1)[0] > 0)\n"
+    )
+    for cc in ("gcc -ffast-math", "gcc -Ofast"):
+        env = {**os.environ, "CC": cc, "ACTAUDIT_CACHE_DIR": str(tmp_path / cc.split()[1])}
+        env.pop("ACTAUDIT_NO_NATIVE", None)
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.split() == ["True", "True", "True"], (cc, out.stdout, out.stderr)
+
+
+def test_cached_helper_is_bound_to_the_cpu(fresh, tmp_path):
+    """-march=native: an object built for one CPU is never loaded on another (a shared cache)."""
+    fresh.setenv("ACTAUDIT_CACHE_DIR", str(tmp_path))
+    fresh.delenv("ACTAUDIT_NO_CACHE", raising=False)
+    assert native_check.agrees(native_check.cached())
+    fresh.setattr(native_check, "_cpu_identity", lambda: "another cpu")
+    assert native_check.agrees(native_check.cached())
+    assert len(list((tmp_path / "ckernels" / "native").glob("*.so"))) == 2
+    fresh.setattr(native_check, "_cpu_identity", lambda: None)  # unknown: built privately
+    assert native_check.agrees(native_check.cached())
+    assert len(list((tmp_path / "ckernels" / "native").glob("*.so"))) == 2

@@ -165,9 +165,9 @@ def point_errors(x, got, oracle: OracleValues, fmt: Format, x2=None, settle=None
             correct = pw.correct
             if pw.n_settle:
                 oracle = settle(np.flatnonzero(oracle.unsure & ~correct))
-                pw = _pointwise_native(fmt, got, oracle, None) or pointwise(
-                    fmt, got, rounded, oracle.hi, oracle.lo, correct
-                )
+                pw = _pointwise_native(fmt, got, oracle, None)
+                if pw is None:
+                    pw = pointwise(fmt, got, rounded, oracle.hi, oracle.lo, correct)
         hi, lo = oracle.hi, oracle.lo
         abs_err, ulp_err, rel_err = pw.abs_err, pw.ulp_err, pw.rel_err
         cls = np.zeros(n, dtype=np.int8)

@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -47,12 +48,17 @@ def cached():
     cc = native.compiler()
     if cc is None:
         return None
+    cpu = _cpu_identity()
+    if cpu is None:  # (-march=native: an object is bound to the CPU it was built for)
+        return native._build()
     what = {
         "what": "actaudit's compiled fp32 helper",
         "source": native.SOURCE,
         "flags": list(native.FLAGS),
         "cc": cc,
         "compiler": ckernels.compiler_identity(cc[0]),
+        "cc_version": _cc_version(cc),  # (the whole command: "ccache gcc" is gcc's too)
+        "cpu": cpu,
     }
     key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
     dest = ckernels.cache_root() / "native" / f"helper-{key[:40]}.so"
@@ -64,10 +70,41 @@ def cached():
                 raise ckernels.KernelError("the compiled helper does not compile")
 
         data = ckernels._cache_put(dest, key, "native.so", "compiled helper", compile_to)
-    fd = os.memfd_create("actaudit-native", 0)
-    os.write(fd, data)
+    fd = os.memfd_create("actaudit-native", os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
     _MEMORY.append(fd)
     return native.load(f"/proc/self/fd/{fd}")
+
+
+def _cpu_identity() -> str | None:
+    """The SHA-256 of the CPU's vendor, model and feature flags (/proc/cpuinfo's first
+    processor), which -march=native resolves from; None where they cannot be read."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")[: 1 << 16]
+    except OSError:
+        return None
+    first = text.split("\n\n", 1)[0]
+    keep = [
+        ln
+        for ln in first.splitlines()
+        if ln.split(":", 1)[0].strip()
+        in ("vendor_id", "model name", "flags", "Features", "CPU implementer", "CPU part")
+    ]
+    return hashlib.sha256("\n".join(keep).encode()).hexdigest() if keep else None
+
+
+def _cc_version(cc: list[str]) -> str:
+    """The SHA-256 of what the whole compiler command prints for --version and
+    -dumpfullversion."""
+    import subprocess
+
+    h = hashlib.sha256()
+    for arg in ("--version", "-dumpfullversion"):
+        p = subprocess.run([*cc, arg], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        h.update(p.stdout + b"\0" + p.stderr + b"\0")
+    return h.hexdigest()
 
 
 def hard_values(seed: int = 0, n: int = 4096) -> np.ndarray:
@@ -105,6 +142,11 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 def agrees(loaded, seed: int = 0, n: int = 4096) -> bool:
     """The loops of ``loaded`` give the numpy paths' arrays and counts at hard_values."""
     fmt = get_format("fp32")
+    # the library's loading changed nothing of this process's arithmetic (a constructor
+    # setting flush-to-zero would flush the numpy path too, where no comparison sees it)
+    with np.errstate(all="ignore"):
+        if not (np.array([5e-324]) * 1.0)[0] == 5e-324 or not (np.array([1e-45], np.float32) * 1)[0] > 0:
+            return False
     v = hard_values(seed, n)
     rng = np.random.default_rng(seed + 1)
     with np.errstate(all="ignore"):

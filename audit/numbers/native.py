@@ -28,8 +28,8 @@ told by the counts each loop returns.  A test compares the two paths at every ki
 It is optional, and used only where it pays: a sweep of at least ``SWEEP_MIN`` fp32 inputs
 calls :func:`prepare` (through ``audit.measure.native_check.prepare``), which builds the
 source below with the system compiler (``$CC``, default ``gcc``; the C kernels' cache keeps
-the object, bound to a key over the source, the flags and the compiler, and its verified
-bytes are loaded from a memory file: ``native_check.cached``), and keeps it only where its
+the object, bound to a key over the source, the flags, the compiler and the CPU, and its
+verified bytes are loaded from a memory file: ``native_check.cached``), and keeps it only where its
 caller's check passes (``native_check.agrees``: every loop against the numpy code it
 replaces, at a fixed set of hard inputs: zeros of both signs, subnormals, ties, NaN,
 infinities, values beyond fp32).  Without a compiler, on any failure, on a mismatch, or
@@ -57,13 +57,16 @@ log = logging.getLogger(__name__)
 SWEEP_MIN = 1 << 23  # fp32 inputs of a sweep from which the helper is used (about 0.05 s to load it from the
 # cache and check it, against 0.1-0.2 s saved; its first build, once per compiler, 0.3-0.6 s)
 CHUNK_MIN = 1 << 12  # a chunk this small takes the numpy path (the call's overhead)
-# IEEE arithmetic as numpy's loops do it, whatever $CC adds: no value-changing optimization,
-# no contraction into fused multiply-adds; then -fno-trapping-math (last: the -fno- forms of
-# -ffast-math and -funsafe-math-optimizations turn trapping math back on), which lets gcc
-# vectorize the selects and changes no value (no floating-point exception is looked at)
+# IEEE arithmetic as numpy's loops do it, whatever $CC adds: -fno-fast-math first (a $CC with
+# -ffast-math would also link crtfastmath.o, whose constructor sets flush-to-zero for the whole
+# process when the library loads), no value-changing optimization, no contraction into fused
+# multiply-adds; then -fno-trapping-math (last: the -fno- forms of -ffast-math and
+# -funsafe-math-optimizations turn trapping math back on), which lets gcc vectorize the
+# selects and changes no value (no floating-point exception is looked at)
 FLAGS = (
     "-O3",
     "-march=native",
+    "-fno-fast-math",
     "-fno-unsafe-math-optimizations",
     "-fno-finite-math-only",
     "-fsigned-zeros",
@@ -147,7 +150,7 @@ void aa_errors_fp32(int64_t n, const double *restrict got, const double *restric
     int64_t n_ok = 0, n_settle = 0, n_nonfin = 0, n_zero = 0, n_over = 0, n_lo = 0;
     for (int64_t i = 0; i < n; i++) {
         double g = got[i], r = rounded[i], h = hi[i], l = lo[i];
-        uint8_t c = (g == r) | (isnan(g) & isnan(r));
+        uint8_t c = (g == r) | ((isnan(g) != 0) & (isnan(r) != 0));
         correct[i] = c;
         double a = (g - h) - l;
         a = fabs(a);
@@ -383,7 +386,8 @@ class OracleFP32(NamedTuple):
 
 def oracle_fp32(loaded, v: np.ndarray, rel, tol: float, emin: int) -> OracleFP32 | None:
     """The oracle's fp32 rounding decision for fast values v (oracle._compute's numpy
-    passes, in one); None where the arrays are not plain float64 ones."""
+    passes, in one); None (the numpy path) where v or an array rel is not a plain 1-D
+    float64 array of one length, or rel is not finite somewhere."""
     rel_a = np.asarray(rel, dtype=np.float64)
     if not _c_ready(v) or (rel_a.ndim and (rel_a.shape != v.shape or not _c_ready(rel_a))):
         return None
@@ -427,8 +431,9 @@ class ErrorsFP32(NamedTuple):
 def errors_fp32(
     loaded, got, rounded, hi, lo, unsure, smallest_normal: float, scale: float
 ) -> ErrorsFP32 | None:
-    """point_errors' pointwise passes for fp32 results, in one; None where the arrays are
-    not plain float64 ones."""
+    """point_errors' pointwise passes for fp32 results, in one; None (the numpy path) where
+    got, rounded, hi and lo are not plain 1-D float64 arrays of one length, or unsure (where
+    given) is not a plain bool array of that length."""
     if not _c_ready(got, rounded, hi, lo) or not (len(got) == len(rounded) == len(hi) == len(lo)):
         return None
     if unsure is not None and not (_c_ready(unsure, dtype=np.dtype(bool)) and len(unsure) == len(got)):

@@ -333,7 +333,9 @@ def _compute(
             if ref.rel_err_at is None or x2 is not None
             else np.maximum(ref.rel_err_at(x, **params), MIN_REL_ERR)
         )
-        b = _fast_bounds_native(fmt, v, rel) or fast_bounds(fmt, v, rel)
+        b = _fast_bounds_native(fmt, v, rel)
+        if b is None:
+            b = fast_bounds(fmt, v, rel)
         rounded, slack, amb, unsure, tiny = b.rounded, b.slack, b.amb, b.unsure, b.tiny
         # a NaN fast value is the fast path declining to vouch for that input; an infinite
         # one says that f exceeds float64's range, so overflows F (the fast-path contract)
