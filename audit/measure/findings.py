@@ -163,10 +163,10 @@ _NONE = np.zeros(0, np.int64)
 def _mask_counts_native(e: PointErrors, fmt: Format) -> native.MaskCounts | None:
     """masks' first tests by the compiled helper (audit/numbers/native.py), where it is
     loaded and applies (fp32, a chunk of CHUNK_MIN inputs or more)."""
-    loaded = native.lib()
-    if loaded is None or fmt.name != "fp32" or e.got.ndim != 1 or len(e.got) < native.CHUNK_MIN:
-        return None
-    return native.mask_counts_fp32(loaded, e.got, e.rounded, e.exact, fmt.max_finite)
+    loaded = native.for_fp32(fmt.name, e.got)
+    return (
+        None if loaded is None else native.mask_counts_fp32(loaded, e.got, e.rounded, e.exact, fmt.max_finite)
+    )
 
 
 def _backwards(x, got, ok, pieces) -> np.ndarray:

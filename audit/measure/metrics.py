@@ -283,8 +283,8 @@ def _pointwise_native(fmt: Format, got, oracle: OracleValues, settle) -> native.
     (audit/numbers/native.py), the same arrays bit for bit, where it is loaded and applies
     (fp32, a chunk of CHUNK_MIN inputs or more); n_settle counts the unsure inputs that are
     not correctly rounded (where settle is given)."""
-    loaded = native.lib()
-    if loaded is None or fmt.name != "fp32" or got.ndim != 1 or len(got) < native.CHUNK_MIN:
+    loaded = native.for_fp32(fmt.name, got)
+    if loaded is None:
         return None
     unsure = oracle.unsure if settle is not None else None
     return native.errors_fp32(

@@ -255,6 +255,15 @@ def lib() -> ctypes.CDLL | None:
     return _LIB if enabled() else None
 
 
+def for_fp32(fmt_name: str, a: np.ndarray) -> ctypes.CDLL | None:
+    """The loaded helper where it applies to a chunk ``a`` of results in format ``fmt_name``:
+    fp32, a 1-D chunk of CHUNK_MIN inputs or more; else None (the numpy path)."""
+    loaded = lib()
+    if loaded is None or fmt_name != "fp32" or a.ndim != 1 or len(a) < CHUNK_MIN:
+        return None
+    return loaded
+
+
 def prepare(
     check: Callable[[ctypes.CDLL], bool], build: Callable[[], ctypes.CDLL | None] | None = None
 ) -> bool:

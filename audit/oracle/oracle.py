@@ -414,10 +414,8 @@ def fast_bounds(fmt: Format, v: np.ndarray, rel) -> native.OracleFP32:
 def _fast_bounds_native(fmt: Format, v: np.ndarray, rel) -> native.OracleFP32 | None:
     """fast_bounds by the compiled helper (audit/numbers/native.py), the same arrays bit for
     bit, where it is loaded and applies (fp32, a chunk of CHUNK_MIN inputs or more)."""
-    loaded = native.lib()
-    if loaded is None or fmt.name != "fp32" or v.ndim != 1 or len(v) < native.CHUNK_MIN:
-        return None
-    return native.oracle_fp32(loaded, v, rel, FAST_ABS_TOL, fmt.emin)
+    loaded = native.for_fp32(fmt.name, v)
+    return None if loaded is None else native.oracle_fp32(loaded, v, rel, FAST_ABS_TOL, fmt.emin)
 
 
 def settle(
