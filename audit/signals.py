@@ -7,7 +7,9 @@ first moment of the process to its last.
   (``actaudit`` or ``python -m audit.cli``): importing the library changes no handler.
 * :func:`handlers` (used by ``cli.main``) then raises KeyboardInterrupt on SIGINT and
   :class:`Terminated` (a KeyboardInterrupt) on SIGTERM, so that every atomic write and
-  every worker pool cleans up on the way out.
+  every worker pool cleans up on the way out; each is also recorded (:data:`INTERRUPTED`,
+  :data:`TERMINATED`), since a library may turn the exception into another on its way
+  out (pybind11's module initialization: ``ImportError: initialization failed``).
 * A SIGINT that the process inherited as ignored (a background job of a
   non-interactive shell) stays ignored, as job control means it to; SIGTERM always stops.
 * :func:`ready` appends a line to the file (or FIFO) named by ``$ACTAUDIT_READY_FILE`` at
@@ -55,11 +57,17 @@ def early() -> None:
 
 
 TERMINATED: list = []  # set when SIGTERM arrived (click may wrap the exception)
+INTERRUPTED: list = []  # set when SIGINT arrived (a library may turn the exception into another)
 
 
 def _on_sigterm(signum, frame):
     TERMINATED.append(signum)
     raise Terminated()
+
+
+def _on_sigint(signum, frame):
+    INTERRUPTED.append(signum)
+    raise KeyboardInterrupt()
 
 
 @contextlib.contextmanager
@@ -68,9 +76,10 @@ def handlers():
     the duration; the previous handlers restored after (in-process callers, tests)."""
     old = {}
     TERMINATED.clear()
+    INTERRUPTED.clear()
     try:
         if not _INT_IGNORED:
-            old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+            old[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
         old[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread: leave signals alone
         old = {}

@@ -9,6 +9,7 @@ one line and exits 130.  The commands register themselves on :data:`app` when
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -135,6 +136,7 @@ def main(argv=None) -> int:
     Ctrl-C (SIGINT) and SIGTERM print one line and exit 130 and 143; files being written
     are temporary files until complete, so none is left half-written.
     """
+    from audit.signals import INTERRUPTED as interrupted
     from audit.signals import TERMINATED as terminated
     from audit.signals import Terminated, handlers
 
@@ -147,9 +149,6 @@ def main(argv=None) -> int:
         if rv == 130:  # click turns Ctrl-C (and our SIGTERM) into a quiet exit code 130
             raise Terminated() if terminated else KeyboardInterrupt()
         return rv if isinstance(rv, int) else 0
-    except ActauditError as e:
-        _say(f"actaudit: error: {e}")
-        return e.exit_code
     except Terminated:
         _say("actaudit: terminated")
         return 143
@@ -159,30 +158,45 @@ def main(argv=None) -> int:
             return 143
         _say("actaudit: interrupted")
         return 130
-    except OSError as e:  # a path the user gave that cannot be written or read
+    except Exception as e:
+        if terminated or interrupted:
+            # what a library made of the signal's exception on its way out: a Ctrl-C
+            # during the import of a pybind11 module (scipy's HiGHS) came out as
+            # 'ImportError: initialization failed', with its traceback
+            _say("actaudit: terminated" if terminated else "actaudit: interrupted")
+            return 143 if terminated else 130
+        return _error_exit(e)
+
+
+def _error_exit(e: Exception) -> int:
+    """The exit code of an error, its line printed; an exception that is not the user's
+    (a bug) is raised again, with its traceback."""
+    if isinstance(e, ActauditError):
+        _say(f"actaudit: error: {e}")
+        return e.exit_code
+    if isinstance(e, OSError):  # a path the user gave that cannot be written or read
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         _say(f"actaudit: error: {where}{e.strerror or e}")
         return 2
-    except MemoryError:
+    if isinstance(e, MemoryError):
         _say("actaudit: error: out of memory (narrow --range, or fewer --samples)")
         return 2
-    except RecursionError:
+    if isinstance(e, RecursionError):
         _say("actaudit: error: input nested too deeply")
         return 2
-    except Exception as e:
-        # usage errors of typer's (vendored) click: one line, like every other error (a bare
-        # `actaudit` or a command without its arguments still shows its help)
-        code = getattr(e, "exit_code", None)
-        if hasattr(e, "show") and isinstance(code, int):
-            if type(e).__name__ == "NoArgsIsHelpError" or not hasattr(e, "format_message"):
-                e.show()
-                return code
-            ctx = getattr(e, "ctx", None)
-            where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            msg = " ".join(str(e.format_message()).split())
-            _say(f"actaudit: error: {msg}{where}")
-            return 2
-        raise
+    # usage errors of typer's (vendored) click: one line, like every other error (a bare
+    # `actaudit` or a command without its arguments still shows its help)
+    code = getattr(e, "exit_code", None)
+    if hasattr(e, "show") and isinstance(code, int):
+        if type(e).__name__ == "NoArgsIsHelpError" or not hasattr(e, "format_message"):
+            e.show()
+            return code
+        ctx = getattr(e, "ctx", None)
+        where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        msg = " ".join(str(e.format_message()).split())
+        _say(f"actaudit: error: {msg}{where}")
+        return 2
+    raise e
 
 
 def console_main() -> None:
@@ -192,7 +206,8 @@ def console_main() -> None:
     still torn down and atexit handlers run as usual.  The command has ended and said so
     (exit code 130 and its line after Ctrl-C): a SIGINT that arrives during the exit is
     ignored, where with the default action inherited it killed the process (-2) after
-    its line (once in a CI run, tests/test_fit.py)."""
+    its line (once in a CI run, tests/test_fit.py).  After an interrupt the process ends
+    with os._exit once the atexit handlers have run: see :func:`_exit_interrupted`."""
     import signal
 
     code = main()
@@ -200,4 +215,25 @@ def console_main() -> None:
 
     gc.freeze()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if code == 130:
+        _exit_interrupted()
     sys.exit(code)
+
+
+def _exit_interrupted() -> None:
+    """Exit 130 after Ctrl-C, the command's line printed: the atexit handlers, the standard
+    streams flushed, then os._exit.  CPython marks a KeyboardInterrupt unhandled whenever
+    one leaves code that exec() runs from a string, even if it is caught further out, and
+    the exit of ``python -m`` then ends in kill(SIGINT) with the default action (-2)
+    whatever exit code was asked (a script, as the console script is, exits before that
+    check); scipy's array-API layer imports numpy through exec, so a Ctrl-C during
+    ``import scipy.optimize`` (the first LP of ``fit``) did this in 15% of tries (twice in
+    CI, tests/test_fit.py, which runs ``python -m audit.cli``).  Nothing is lost: every file is written whole or not at all
+    and every worker is already stopped."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(130)
