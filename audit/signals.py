@@ -9,7 +9,8 @@ first moment of the process to its last.
   :class:`Terminated` (a KeyboardInterrupt) on SIGTERM, so that every atomic write and
   every worker pool cleans up on the way out; each is also recorded (:data:`INTERRUPTED`,
   :data:`TERMINATED`), since a library may turn the exception into another on its way
-  out (pybind11's module initialization: ``ImportError: initialization failed``).
+  out (pybind11's module initialization: ``ImportError: initialization failed``), drop it
+  (a gc callback) or swallow it (a bare ``except:``): :func:`check`.
 * A SIGINT that the process inherited as ignored (a background job of a
   non-interactive shell) stays ignored, as job control means it to; SIGTERM always stops.
 * :func:`ready` appends a line to the file (or FIFO) named by ``$ACTAUDIT_READY_FILE`` at
@@ -70,10 +71,48 @@ def _on_sigint(signum, frame):
     raise KeyboardInterrupt()
 
 
+_ACTIVE: list = []  # non-empty while handlers() is in force
+
+
+def check() -> None:
+    """Raise the signal's exception again if SIGINT or SIGTERM arrived under
+    :func:`handlers` and the work goes on: a library swallowed it (mpmath's choice of
+    backend, ``except: pass`` around ``import gmpy2``, took a Ctrl-C during that import
+    and the sweep ran to its end).  Called where long work reports its progress, never
+    from cleanup code."""
+    if not _ACTIVE:
+        return
+    if TERMINATED:
+        raise Terminated()
+    if INTERRUPTED:
+        raise KeyboardInterrupt()
+
+
+def _unraisable(previous):
+    """sys.unraisablehook while handlers() is in force: the signal's exception raised where
+    Python drops exceptions (a gc callback, such as JAX's; a __del__; a weakref callback) is
+    not printed as 'Exception ignored'; the signal is raised again in the main thread, by a
+    new thread (from the hook itself, its exception would come back inside the hook and be
+    dropped there).  Should that land in such a place again, this repeats; if it is lost
+    all the same, :func:`check` and the end of the command still act on it."""
+    import _thread
+
+    def hook(u) -> None:
+        if isinstance(u.exc_value, KeyboardInterrupt) and (TERMINATED or INTERRUPTED):
+            signum = signal.SIGTERM if TERMINATED else signal.SIGINT
+            with contextlib.suppress(KeyboardInterrupt, RuntimeError):
+                _thread.start_new_thread(_thread.interrupt_main, (signum,))
+            return
+        previous(u)
+
+    return hook
+
+
 @contextlib.contextmanager
 def handlers():
     """SIGINT -> KeyboardInterrupt (unless inherited ignored), SIGTERM -> Terminated, for
-    the duration; the previous handlers restored after (in-process callers, tests)."""
+    the duration, each recorded; an exception of theirs that Python drops is raised again
+    (:func:`_unraisable`); the previous handlers restored after (in-process callers, tests)."""
     old = {}
     TERMINATED.clear()
     INTERRUPTED.clear()
@@ -83,9 +122,16 @@ def handlers():
         old[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread: leave signals alone
         old = {}
+    hook = sys.unraisablehook
+    if old:
+        sys.unraisablehook = _unraisable(hook)
+        _ACTIVE.append(True)
     try:
         yield
     finally:
+        if old:
+            _ACTIVE.clear()
+            sys.unraisablehook = hook
         for s, h in old.items():
             signal.signal(s, h)
 

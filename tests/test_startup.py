@@ -231,7 +231,7 @@ def _boom(tmp_path, body: str):
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, str(tmp_path)]), "COLUMNS": "80"}
     cmd = [sys.executable, "-m", "boom_probe"]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30)
 
 
 def test_an_interrupt_that_passed_through_exec_still_exits_130(tmp_path):
@@ -265,6 +265,50 @@ def test_an_error_a_library_made_of_an_interrupt_is_the_interrupt(tmp_path):
     assert (
         p.returncode == 1 and "Traceback" in p.stderr and "ImportError: initialization failed" in p.stderr
     ), p
+
+
+# SIGINT's exception caught and dropped by a library (mpmath's choice of backend: `except:
+# pass` around `import gmpy2`)
+_SWALLOW = (
+    "try:\n    signal.raise_signal(signal.SIGINT)\n    while True: pass\nexcept BaseException:\n    pass\n"
+)
+
+
+def test_an_interrupt_a_library_swallowed_still_ends_the_command(tmp_path):
+    # a Ctrl-C during mpmath's import of gmpy2 was swallowed and the sweep ran to its end,
+    # exit 0 (13 of 40 tries with the signal 0.1-0.3 s in): the command still exits 130
+    p = _boom(tmp_path, _SWALLOW + "open('after', 'w').close()")
+    assert p.returncode == 130 and p.stderr.strip().splitlines() == ["actaudit: interrupted"], p
+    # and long work stops at its next step of progress (a result starts, a chunk is merged),
+    # not at its end
+    bar = "from audit.cli.progress import ProgressBar\nwith ProgressBar() as bar:\n"
+    inside = "".join(f"    {ln}\n" for ln in _SWALLOW.splitlines())
+    after = "    open('after', 'w').close()"
+    for body in (
+        _SWALLOW + bar + "    bar.start('x', 2)\n" + after,
+        bar + "    bar.start('x', 2)\n" + inside + "    bar(1)\n" + after,
+    ):
+        (tmp_path / "after").unlink(missing_ok=True)
+        p = _boom(tmp_path, body)
+        assert p.returncode == 130 and p.stderr.strip().splitlines() == ["actaudit: interrupted"], p
+        assert not (tmp_path / "after").exists(), body
+
+
+def test_an_interrupt_python_dropped_is_raised_again(tmp_path):
+    # JAX's gc callback (and any __del__) ran when the SIGINT's exception was raised there:
+    # Python printed 'Exception ignored in' and dropped it, and `engines` went on to exit 0
+    body = (
+        "import gc\n"
+        "def cb(phase, info):\n"
+        "    if phase == 'start':\n"
+        "        signal.raise_signal(signal.SIGINT)\n"
+        "        for _ in range(100): pass\n"
+        "gc.callbacks.append(cb)\n"
+        "gc.collect()\n"
+        "while True: pass"
+    )
+    p = _boom(tmp_path, body)  # (without: it never ends, and the timeout fails the test)
+    assert p.returncode == 130 and p.stderr.strip().splitlines() == ["actaudit: interrupted"], p
 
 
 def test_the_first_command_loads_no_numpy_ma_nor_the_scipy_special_package():

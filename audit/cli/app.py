@@ -146,7 +146,9 @@ def main(argv=None) -> int:
         _refuse_blank(args)
         with handlers():
             rv = app(args=args, prog_name="actaudit", standalone_mode=False)
-        if rv == 130:  # click turns Ctrl-C (and our SIGTERM) into a quiet exit code 130
+        # click turns Ctrl-C (and our SIGTERM) into a quiet exit code 130; a signal that a
+        # library swallowed (its exception caught and dropped) still ends the command so
+        if rv == 130 or terminated or interrupted:
             raise Terminated() if terminated else KeyboardInterrupt()
         return rv if isinstance(rv, int) else 0
     except Terminated:

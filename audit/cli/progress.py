@@ -32,7 +32,8 @@ class _Rate(ProgressColumn):
 class ProgressBar:
     """A rich progress bar on stderr (only on a terminal): one line per result, with its
     inputs done of its total, rate and time remaining; a resumed run starts where its
-    checkpoint stopped."""
+    checkpoint stopped.  Each step is also where a signal that a library swallowed is
+    raised again (:func:`audit.signals.check`)."""
 
     def __enter__(self):
         self.p = Progress(
@@ -52,8 +53,9 @@ class ProgressBar:
 
     def start(self, label: str, total: int) -> None:
         """A new result begins: its own line (the previous one is done)."""
-        from audit.signals import ready
+        from audit.signals import check, ready
 
+        check()
         ready("sweep")
         self.p.update(self.task, visible=False)
         self.label, self.total = label, total
@@ -65,8 +67,9 @@ class ProgressBar:
         self.task = self.p.add_task(f"{self.label} (resumed)", total=self.total, completed=n)
 
     def __call__(self, n: int) -> None:
-        from audit.signals import ready
+        from audit.signals import check, ready
 
+        check()
         ready("chunk")
         self.p.advance(self.task, n)
 
