@@ -331,3 +331,38 @@ def test_points_settled_by_mpmath_are_computed_once_per_process(monkeypatch):
     monkeypatch.setitem(REFERENCES, "gelu", dataclasses.replace(ref, mp=lambda x: ref.mp(x)))
     oracle.exact_points(REFERENCES["gelu"], np.array(calls[:1]), FORMATS["fp16"], {})
     assert len(calls) == n_first + 1
+
+
+def test_gelu_grad_above_one_is_settled_without_mpmath(monkeypatch):
+    """gelu_grad(x) = 1 + d, d = x phi(x) - Phi(-x) > 0, for x >= 2: where d is below the
+    fast value's error its side of 1 (its binade) was unsure, and every fp32 input from
+    about 7.5 up went to mpmath when a sweep needed it, exp(-x^2 / 2) taking 1 ms at 1e38
+    (12 s for the 14,000 inputs below fp32's max).  The reference's float64 split settles
+    it: the rounding, hi = 1 and the side that mpmath gives (checked here by a direct
+    mpmath formula), d to 2**-40 where float64 holds it, its 2**-1074 stand-in beyond."""
+    ref = get_reference("gelu_grad")
+    f = get_format("fp32")
+    o = np.linspace(f.ordinal([2.0])[0], f.ordinal([np.finfo(np.float32).max])[0], 240).astype(np.int64)
+    x = np.concatenate([f.from_ordinal(o), [8.0, 37.5, 38.5, 38.6, 38.7, 39.0, 1e30]]).astype(np.float64)
+    fast = oracle._compute(ref, f, x, {})
+    assert fast.n_mpmath == 0 and not fast.unsure.any()
+    tail = x >= 8  # (below, d is above the fast value's error: hi is the value itself)
+    assert np.all(fast.rounded[tail] == 1.0) and np.all(fast.hi[tail] == 1.0) and np.all(fast.lo[tail] > 0)
+    for xi, lo in zip(x[tail].tolist(), fast.lo[tail].tolist()):
+        with mp.workprec(300 + 2 * math.frexp(xi)[1]):
+            t = mp.mpf(xi)
+            d = t * mp.exp(-t * t / 2) / mp.sqrt(2 * mp.pi) - mp.erfc(t / mp.sqrt(2)) / 2
+        assert d > 0
+        if float(d) >= np.finfo(np.float64).tiny:
+            assert abs(mp.mpf(lo) - d) <= d * mp.mpf(2) ** -40, xi
+        else:
+            assert lo <= max(float(d), 5e-324) * 2**40 or lo == 5e-324, xi
+    # a sweep of the 13,235 inputs in [1e30, 1.001e30] asks mpmath for none of them
+    calls = []
+    real = oracle.exact_point
+    monkeypatch.setattr(oracle, "exact_point", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setenv("ACTAUDIT_NO_CACHE", "1")
+    import audit
+
+    [r] = audit.sweep("gelu_grad.erf", "fp32", exhaustive=True, range=(1e30, 1.001e30), analyze=False)
+    assert calls == [] and r.correctly_rounded_fraction == 1.0

@@ -32,9 +32,10 @@ from audit.oracle.references import Reference
 
 log = logging.getLogger(__name__)
 
-ORACLE_VERSION = 10  # 6: signed zeros from the reference's sign; 7: fused references' signs;
+ORACLE_VERSION = 11  # 6: signed zeros from the reference's sign; 7: fused references' signs;
 #   8: no -0 in fnuz tables; 9: underflowed nonzero values keep a stand-in (zero_at);
-#   10: every reference declares its exact zero set
+#   10: every reference declares its exact zero set; 11: gelu_grad's side of 1 for x >= 2 from
+#   its float64 split (fast_near), its deficit's stand-in where float64 underflows
 FAST_ABS_TOL = 2.0**-1000
 MIN_REL_ERR = 2.0**-50
 GUARD_BITS = 12  # precision margin trusted of an mpmath evaluation

@@ -786,6 +786,15 @@ def _gelu_grad_np(x):
     return 0.5 * sc.erfc(-x * _SQRT_HALF) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
 
 
+def _gelu_grad_near(x):
+    """gelu_grad(x) = 1 - g for x >= 2, where g = Phi(-x) - x phi(x) < 0: f lies above 1
+    (Phi(-x) < phi(x)/x, the Mills ratio's bound, and phi(x)/x <= x phi(x)/4 there, so no
+    cancellation either); -g kept positive where float64 underflows (x > 38.6)."""
+    with np.errstate(under="ignore"):
+        over = x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi) - 0.5 * sc.erfc(x * _SQRT_HALF)
+    return np.where(x >= 2, 1.0, np.nan), -_pos(over)
+
+
 @reference(
     "gelu_grad",
     "d/dx gelu = Phi(x) + x phi(x)",
@@ -800,6 +809,7 @@ def _gelu_grad_np(x):
         if x > 0
         else None
     ),
+    fast_near=_np(_gelu_grad_near),
 )
 def _gelu_grad(x):
     with mp.extraprec(80):  # cancels near its root at -0.75
