@@ -8,10 +8,10 @@ The Python API, which the ``actaudit`` command line is a thin layer over::
 """
 
 from audit import signals as _signals  # noqa: E402
-from audit._version import __version__
 
 _signals.early()  # an actaudit process answers SIGINT / SIGTERM with one line from here on
 
+from audit._version import __version__  # noqa: E402
 from audit.errors import ActauditError  # noqa: E402
 
 # The API's names, each imported from its module on first use (PEP 562): `import audit`, and

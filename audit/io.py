@@ -162,11 +162,16 @@ def atomic_path(path):
         raise BadFileError(f"{path}: is a directory, not a file to write")
     directory = path.parent if str(path.parent) else Path(".")
     clean_stale(directory)
+    fd = tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=directory)
-    except OSError as e:  # (a missing directory, one not writable: the user's path, not ours)
-        raise OSError(e.errno, e.strerror, str(path)) from None
-    try:
+        # (a signal waits until the temporary file is known to the cleanup below)
+        with signals_held():
+            try:
+                fd, tmp = tempfile.mkstemp(
+                    prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=directory
+                )
+            except OSError as e:  # (a missing directory, one not writable: the user's path, not ours)
+                raise OSError(e.errno, e.strerror, str(path)) from None
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode) & 0o777  # (never a set-id bit)
         except OSError:
@@ -180,9 +185,10 @@ def atomic_path(path):
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(e, OSError) and e.filename in (tmp, str(tmp)):
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if isinstance(e, OSError) and tmp is not None and e.filename in (tmp, str(tmp)):
             # name the user's path, not our temporary file
             raise OSError(e.errno, e.strerror, str(path)) from None
         raise
@@ -220,22 +226,26 @@ def cache_file(path):
         raise BadFileError(f"{path}: a symbolic link in the cache (refused: its target is never written)")
     clean_stale(directory)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):
-        tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()[:8]}.tmp"
-        try:
-            fd = os.open(tmp, flags, 0o666 & ~umask())
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise BadFileError(f"{directory}: cannot create a temporary cache file")
+    made = None
     try:
+        with signals_held():  # (a signal waits until the new file is known to the cleanup below)
+            for _ in range(100):
+                tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()[:8]}.tmp"
+                try:
+                    fd = os.open(tmp, flags, 0o666 & ~umask())
+                    made = tmp
+                    break
+                except FileExistsError:
+                    continue
+            else:
+                raise BadFileError(f"{directory}: cannot create a temporary cache file")
         with os.fdopen(fd, "wb") as fh:
             yield fh
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if made is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(made)
         raise
 
 
@@ -284,6 +294,20 @@ def signals_held():
                 os.kill(os.getpid(), s)
 
 
+def import_held(name: str):
+    """``importlib.import_module(name)`` with SIGINT and SIGTERM held until it returns (then
+    acted on): a signal's exception raised inside an engine's C++ initialization aborted
+    the process (torch's ``_c10d_init``: pybind11's error_already_set reached
+    std::terminate, SIGABRT) or came out as an ImportError that read as 'not installed'.
+    For the engines' own packages only: never a user's module, whose import may not end."""
+    import importlib
+
+    if sys.modules.get(name) is not None:  # (None: an import refused, as import_module says)
+        return sys.modules[name]
+    with signals_held():
+        return importlib.import_module(name)
+
+
 SET_PREFIX = ".actaudit-report-"  # the temporary directory of write_files
 SET_LOCK = ".pid"  # in it: the pid of the process writing the set
 
@@ -330,9 +354,10 @@ def _probe(d: Path, what: str) -> None:
     from audit.errors import BadOptionError
 
     try:
-        fd, probe = tempfile.mkstemp(prefix=".actaudit-probe-", dir=d)
-        os.close(fd)
-        os.unlink(probe)
+        with signals_held():  # (made and removed before a signal is acted on)
+            fd, probe = tempfile.mkstemp(prefix=".actaudit-probe-", dir=d)
+            os.close(fd)
+            os.unlink(probe)
     except OSError as e:
         raise BadOptionError(f"{what}: cannot write there ({e.strerror or e})") from None
 
@@ -381,8 +406,12 @@ def write_files(out, files) -> None:
         if t.exists() and not t.is_symlink() and not t.is_file():  # (a link itself is replaced)
             raise BadOptionError(f"{t}: not a regular file: refusing to write over it")
     clean_stale_sets(out)
-    tmp = Path(tempfile.mkdtemp(prefix=SET_PREFIX, dir=out))
+    import shutil
+
+    tmp = None
     try:
+        with signals_held():  # (a signal waits until the directory is known to the cleanup below)
+            tmp = Path(tempfile.mkdtemp(prefix=SET_PREFIX, dir=out))
         # the lock: this process's pid, so that a later run knows when the set is stale
         fd = os.open(tmp / SET_LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
@@ -398,9 +427,9 @@ def write_files(out, files) -> None:
             for name, _ in files:
                 os.replace(tmp / name, out / name)
     finally:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            with signals_held():  # (removed whole: a signal then acts)
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def read_bytes(path, limit: int, what: str = "file", regular: bool = True, nofollow: bool = False) -> bytes:

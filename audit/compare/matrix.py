@@ -10,7 +10,6 @@ not take the dtype, is listed with the reason instead of numbers; nothing is ski
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -101,9 +100,11 @@ def versions() -> dict:
             out[eng.name] = f"{eng.version()}, dispatch {eng.dispatch()}"
         except ActauditError as e:
             out[eng.name] = str(e)
+    from audit.io import import_held
+
     for mod in ("torch", "jax"):
         try:
-            out[mod] = importlib.import_module(mod).__version__
+            out[mod] = import_held(mod).__version__
         except ImportError:
             from audit._version import install_hint
 

@@ -106,8 +106,9 @@ class Graph:
 
 def load(path):
     """The ModelProto of an .onnx file (a one-line error for anything else)."""
-    import onnx
+    from audit.targets.engines.callables import _need
 
+    onnx = _need("onnx", "engines")  # (its C++ part loaded with signals held)
     try:
         model = onnx.load(str(path))
     except FileNotFoundError:

@@ -180,8 +180,10 @@ def load_callable(target: str):
 
 
 def _need(module: str, extra: str):
+    from audit.io import import_held
+
     try:
-        return importlib.import_module(module)
+        return import_held(module)
     except ImportError:
         from audit._version import install_hint
 
