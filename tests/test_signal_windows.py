@@ -89,27 +89,22 @@ def test_a_file_set_leaves_no_temporary_directory(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["a.txt", "index.html"]
 
 
-def test_an_engine_import_ends_before_the_signal_acts(tmp_path, monkeypatch):
-    (tmp_path / "aa_engine_probe.py").write_text(
-        "import signal\nsignal.raise_signal(signal.SIGINT)\nfor _ in range(1000): pass\nwhole = True\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "aa_engine_probe", raising=False)
-    with _sigint_raises(), pytest.raises(KeyboardInterrupt):
-        io.import_held("aa_engine_probe")
-    assert sys.modules["aa_engine_probe"].whole
-
-
-def test_the_engines_load_their_packages_so(tmp_path, monkeypatch):
-    # every engine's package comes through callables._need (torch, jax, onnx, onnxruntime,
-    # LiteRT, OpenVINO): a signal there waits for the import's end too
+def _need_engines(name):
     from audit.targets.engines.callables import _need
 
-    (tmp_path / "aa_engine_probe2.py").write_text(
+    return _need(name, "engines")
+
+
+# every engine's package comes through callables._need (torch, jax, onnx, onnxruntime,
+# LiteRT, OpenVINO), which imports with io.import_held
+@pytest.mark.parametrize("importer", [io.import_held, _need_engines], ids=["import_held", "_need"])
+def test_an_engine_import_ends_before_the_signal_acts(tmp_path, monkeypatch, importer):
+    name = f"aa_engine_probe_{importer.__name__}"
+    (tmp_path / f"{name}.py").write_text(
         "import signal\nsignal.raise_signal(signal.SIGINT)\nfor _ in range(1000): pass\nwhole = True\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "aa_engine_probe2", raising=False)
+    monkeypatch.delitem(sys.modules, name, raising=False)
     with _sigint_raises(), pytest.raises(KeyboardInterrupt):
-        _need("aa_engine_probe2", "engines")
-    assert sys.modules["aa_engine_probe2"].whole
+        importer(name)
+    assert sys.modules[name].whole
