@@ -27,6 +27,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 
 _INT_IGNORED = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
@@ -72,6 +73,11 @@ def _on_sigint(signum, frame):
 
 
 _ACTIVE: list = []  # non-empty while handlers() is in force
+_GUARD = threading.Lock()  # _ACTIVE's end, against a signal raised again late
+
+
+def _pending() -> None:
+    """(A Python call: a signal tripped before it is acted on here, by the handler in force.)"""
 
 
 def check() -> None:
@@ -97,11 +103,16 @@ def _unraisable(previous):
     all the same, :func:`check` and the end of the command still act on it."""
     import _thread
 
+    def again(signum) -> None:
+        with _GUARD:  # never once handlers() has ended (an in-process caller's own code)
+            if _ACTIVE:
+                _thread.interrupt_main(signum)
+
     def hook(u) -> None:
         if isinstance(u.exc_value, KeyboardInterrupt) and (TERMINATED or INTERRUPTED):
             signum = signal.SIGTERM if TERMINATED else signal.SIGINT
             with contextlib.suppress(KeyboardInterrupt, RuntimeError):
-                _thread.start_new_thread(_thread.interrupt_main, (signum,))
+                _thread.start_new_thread(again, (signum,))
             return
         previous(u)
 
@@ -130,7 +141,9 @@ def handlers():
         yield
     finally:
         if old:
-            _ACTIVE.clear()
+            with _GUARD:
+                _ACTIVE.clear()
+            _pending()  # one raised again just before its end is acted on while ours still holds
             sys.unraisablehook = hook
         for s, h in old.items():
             signal.signal(s, h)
