@@ -77,7 +77,8 @@ _GUARD = threading.Lock()  # _ACTIVE's end, against a signal raised again late
 
 
 def _pending() -> None:
-    """(A Python call: a signal tripped before it is acted on here, by the handler in force.)"""
+    """Nothing: calling a Python function makes the interpreter act on a signal already
+    tripped (by :func:`_unraisable`'s thread) while the handler in force is still ours."""
 
 
 def check() -> None:

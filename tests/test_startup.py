@@ -210,7 +210,6 @@ def test_a_sigint_during_the_exit_leaves_the_exit_code():
 # a command added to the app for the test, then the console script with its arguments
 _BOOM = (
     "import atexit, os, signal, sys\n"
-    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
     "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     "atexit.register(lambda: print('atexit ran', flush=True))\n"
     "from audit.cli.app import app\n"

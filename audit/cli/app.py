@@ -230,8 +230,8 @@ def _exit_interrupted() -> None:
     whatever exit code was asked (a script, as the console script is, exits before that
     check); scipy's array-API layer imports numpy through exec, so a Ctrl-C during
     ``import scipy.optimize`` (the first LP of ``fit``) did this in 15% of tries (twice in
-    CI, tests/test_fit.py, which runs ``python -m audit.cli``).  Nothing is lost: every file is written whole or not at all
-    and every worker is already stopped."""
+    CI, tests/test_fit.py, which runs ``python -m audit.cli``).  Nothing is lost: every
+    file is written whole or not at all and every worker is already stopped."""
     import atexit
 
     atexit._run_exitfuncs()

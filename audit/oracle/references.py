@@ -790,8 +790,7 @@ def _gelu_grad_near(x):
     """gelu_grad(x) = 1 - g for x >= 2, where g = Phi(-x) - x phi(x) < 0: f lies above 1
     (Phi(-x) < phi(x)/x, the Mills ratio's bound, and phi(x)/x <= x phi(x)/4 there, so no
     cancellation either); -g kept positive where float64 underflows (x > 38.6)."""
-    with np.errstate(under="ignore"):
-        over = x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi) - 0.5 * sc.erfc(x * _SQRT_HALF)
+    over = x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi) - 0.5 * sc.erfc(x * _SQRT_HALF)
     return np.where(x >= 2, 1.0, np.nan), -_pos(over)
 
 
